@@ -1,0 +1,5 @@
+import type { Workload } from "../workload";
+import { sqliteFloor } from "./sqlite-floor";
+
+/** Every workload, in the order the runner prints them. Later packages add theirs here. */
+export const workloads: Workload[] = [sqliteFloor];
