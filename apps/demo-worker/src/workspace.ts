@@ -1,6 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "./env";
 
+/** The name of the one workspace object that answers workspace-wide routes. */
+export const WORKSPACE_NAME = "default";
+
 /**
  * The demo's workspace Durable Object. Later layers (streams, tasks, programs) are composed here;
  * for now it proves that the object starts and that its SQLite storage reads and writes.
