@@ -1,5 +1,6 @@
 import type { Workload } from "../workload";
+import { journalWorkloads } from "./journal-workloads";
 import { sqliteFloor } from "./sqlite-floor";
 
 /** Every workload, in the order the runner prints them. Later packages add theirs here. */
-export const workloads: Workload[] = [sqliteFloor];
+export const workloads: Workload[] = [sqliteFloor, ...journalWorkloads];

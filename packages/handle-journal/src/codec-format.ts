@@ -1,0 +1,85 @@
+/**
+ * The wire format of the codec, version 1 (see DESIGN.md, "Codec format"). It is the envelope and
+ * annotation tree of superjson 2 (`meta.v: 1`), so the standard types read back with
+ * `superjson.parse`; the types superjson has no rule for are `custom` annotations named `dk.*`.
+ */
+
+/** A type annotation: a built-in superjson name, or `["custom", name]`. */
+export type TypeName = string | readonly [string, string];
+
+/**
+ * An annotation tree. A typed node is `[type]` or `[type, children]`; an untyped container with
+ * annotated descendants is just `children`: escaped dotted paths (relative to the node) → trees.
+ */
+export type Annotation = readonly [TypeName] | readonly [TypeName, Children] | Children;
+/** Escaped dotted path → annotation, relative to the annotated node. */
+export type Children = { [path: string]: Annotation };
+
+export const T_UNDEFINED = "undefined";
+export const T_BIGINT = "bigint";
+export const T_NUMBER = "number";
+export const T_DATE = "Date";
+export const T_REGEXP = "regexp";
+export const T_SET = "set";
+export const T_MAP = "map";
+export const T_URL = "URL";
+export const CUSTOM = "custom";
+/** An Error, carried as an error record `{ "$error": … }`. */
+export const C_ERROR = "dk.error";
+/** An object handle, carried as a handle record `{ "$handle": …, "value": … }`. */
+export const C_HANDLE = "dk.handle";
+/** A value marked unsafeToRepeat, carried as `{ "$unsafe": "<kind>" }`. */
+export const C_UNSAFE = "dk.unsafe";
+/** Prefix of binary types: `dk.base64:Uint8Array`, `dk.base64:ArrayBuffer`, … */
+export const C_BASE64 = "dk.base64:";
+
+/** The superjson meta version this format writes and reads. */
+export const META_VERSION = 1;
+
+/** Escapes a key for a dotted annotation path, as superjson does (`\` → `\\`, `.` → `\.`). */
+export function escapeKey(key: string): string {
+  return key.indexOf("\\") === -1 && key.indexOf(".") === -1
+    ? key
+    : key.replace(/\\/g, "\\\\").replace(/\./g, "\\.");
+}
+
+/** Splits an escaped dotted path into keys; `undefined` for a malformed escape. */
+export function parsePath(path: string): string[] | undefined {
+  if (path.indexOf("\\") === -1) return path.split(".");
+  const out: string[] = [];
+  let segment = "";
+  for (let i = 0; i < path.length; i++) {
+    const ch = path[i];
+    if (ch === "\\") {
+      const next = path[i + 1];
+      if (next !== "\\" && next !== ".") return undefined;
+      segment += next;
+      i++;
+    } else if (ch === ".") {
+      out.push(segment);
+      segment = "";
+    } else {
+      segment += ch;
+    }
+  }
+  out.push(segment);
+  return out;
+}
+
+/** UTF-8 length of `text` (lone surrogates count 3, as TextEncoder replaces them with U+FFFD). */
+export function utf8ByteLength(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) bytes += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        bytes += 2;
+        i++;
+      } else bytes += 2;
+    } else bytes += 2;
+  }
+  return bytes;
+}

@@ -1,0 +1,47 @@
+/**
+ * What a recorded call ended in:
+ * - `value`: it returned; `payload` is the encoded result.
+ * - `error`: it threw; `payload` is the encoded error (an error record).
+ * - `handle`: it returned an object handle; `payload` is the encoded handle record.
+ * - `interrupt`: it suspended the run; `payload` is the encoded reason (or null).
+ * - `unsafe`: it used a value marked unsafeToRepeat; a replay that reaches it fails the run.
+ */
+export type OutcomeKind = "value" | "error" | "handle" | "interrupt" | "unsafe";
+
+/** The outcome kinds, in the order they are documented. */
+export const OUTCOME_KINDS: readonly OutcomeKind[] = [
+  "value",
+  "error",
+  "handle",
+  "interrupt",
+  "unsafe",
+];
+
+/** Which call a journal entry is: its key and what it called. */
+export interface JournalCall {
+  /** Call key, e.g. `"3"` or `"3.2"` (see `topLevelKey`/`childKey`). */
+  key: string;
+  /** Module specifier the call went to, e.g. `"codemode:jobs"`. */
+  module: string;
+  /** Function or method name, e.g. `"start"`. */
+  method: string;
+  /** Digest of the encoded arguments (see `digestArgs`). */
+  argsDigest: string;
+}
+
+/** One call to record. */
+export interface JournalRecord extends JournalCall {
+  /** The run the call belongs to. */
+  executionId: string;
+  outcome: OutcomeKind;
+  /** Codec text of the outcome (see {@link OutcomeKind}), or null when there is none. */
+  payload: string | null;
+}
+
+/** One recorded call, as loaded from a journal. */
+export interface JournalEntry extends JournalRecord {
+  /** Order of recording within the execution, from 1. */
+  seq: number;
+  /** When it was recorded (epoch ms). */
+  recordedAt: number;
+}

@@ -1,0 +1,262 @@
+import fc from "fast-check";
+import superjson from "superjson";
+import { describe, expect, it } from "vitest";
+import {
+  CodecError,
+  createReviver,
+  decode,
+  encode,
+  encodedSize,
+  handle,
+  handleRecord,
+  JournalError,
+  unsafeToRepeat,
+} from "../src/index";
+import { containers, scalars, value } from "./arbitraries";
+import { difference } from "./same-value";
+
+const RUNS = 10_000;
+
+function roundTrips(v: unknown): boolean {
+  const back = decode(encode(v));
+  const diff = difference(v, back);
+  if (diff !== undefined) throw new Error(`round trip changed ${diff}`);
+  return true;
+}
+
+describe("encode ∘ decode", () => {
+  for (const [name, arbitrary] of Object.entries(scalars)) {
+    it(`is the identity on ${RUNS.toLocaleString("en")} generated ${name} values, alone and inside containers`, () => {
+      fc.assert(
+        fc.property(
+          arbitrary,
+          (v) => roundTrips(v) && roundTrips([v]) && roundTrips({ k: v, "x.y": [v] }),
+        ),
+        { numRuns: RUNS },
+      );
+    });
+  }
+
+  for (const [name, arbitrary] of Object.entries(containers)) {
+    it(`is the identity on ${RUNS.toLocaleString("en")} generated ${name}s holding values of every type`, () => {
+      fc.assert(fc.property(arbitrary, roundTrips), { numRuns: RUNS });
+    });
+  }
+
+  it(`is the identity on ${RUNS.toLocaleString("en")} generated nested values mixing every type`, () => {
+    fc.assert(fc.property(value, roundTrips), { numRuns: RUNS });
+  });
+
+  it("writes plain JSON data unchanged inside the envelope, with no annotations", () => {
+    const data = { a: [1, "two", null, true, { b: 2.5 }] };
+    expect(encode(data)).toBe(`{"json":${JSON.stringify(data)}}`);
+  });
+
+  it("writes the superjson format, so superjson reads the standard types back", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          scalars.date,
+          scalars.bigint,
+          scalars.number,
+          scalars.undefined,
+          scalars.regexp,
+          scalars.url,
+        ),
+        (v) => {
+          const input = { v, m: new Map([["k", v]]), s: new Set([v]) };
+          const back = superjson.parse(encode(input));
+          return difference(input, back) === undefined;
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("keeps __proto__ and constructor keys as own data and never touches a prototype", () => {
+    const input = JSON.parse(
+      '{"__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":2}},"a":{"__proto__":{"b":1}}}',
+    );
+    // An own property named __proto__ holds a Date to annotate.
+    const own = Object.getOwnPropertyDescriptor(input.a, "__proto__")?.value as Record<
+      string,
+      unknown
+    >;
+    own.when = new Date(7);
+    const text = encode(input);
+    const back = decode(text) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
+    expect(Object.hasOwn(back, "__proto__")).toBe(true);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    const backOwn = Object.getOwnPropertyDescriptor(back.a, "__proto__")?.value;
+    expect(backOwn.when).toEqual(new Date(7));
+    // A hand-made annotation pointing through a missing __proto__ is refused, not followed.
+    const forged =
+      '{"json":{"a":{}},"meta":{"values":{"a.__proto__.polluted":["undefined"]},"v":1}}';
+    expect(() => decode(forged)).toThrow(CodecError);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it("leaves record-shaped plain objects as plain data", () => {
+    const data = { $error: { name: "E", message: "m" }, other: { $handle: "m#K", value: 1 } };
+    expect(decode(encode(data))).toEqual(data);
+  });
+
+  it("writes an Error anywhere as an error record and rebuilds the built-in class", () => {
+    const text = encode({
+      failed: Object.assign(new RangeError("too far"), { code: "x/far", retryable: true }),
+    });
+    expect(JSON.parse(text).json.failed).toEqual({
+      $error: { name: "RangeError", message: "too far", code: "x/far", retryable: true },
+    });
+    const back = (decode(text) as { failed: RangeError & { code: string } }).failed;
+    expect(back).toBeInstanceOf(RangeError);
+    expect(back.code).toBe("x/far");
+  });
+
+  it("encodes binary data as base64", () => {
+    const text = encode(new Uint8Array([104, 105]));
+    expect(JSON.parse(text).json).toBe("aGk=");
+  });
+
+  it("reports the UTF-8 size of the encoding and refuses encodings over maxBytes", () => {
+    const v = { s: "é€😀" };
+    const bytes = new TextEncoder().encode(encode(v)).byteLength;
+    expect(encodedSize(v)).toBe(bytes);
+    expect(encode(v, { maxBytes: bytes })).toBe(encode(v));
+    const err = catchError(() => encode(v, { maxBytes: bytes - 1, path: "result" }));
+    expect(err.code).toBe("journal/too-large");
+    expect(err.path).toBe("result");
+    expect(() => encodedSize(v, { maxBytes: bytes - 1 })).toThrow(/over the limit/);
+  });
+});
+
+describe("handles", () => {
+  class Run {
+    constructor(
+      readonly id: string,
+      readonly started: Date,
+    ) {}
+    [handle.serialize]() {
+      return handleRecord("codemode:jobs", "Run", { id: this.id, started: this.started });
+    }
+  }
+
+  it("writes a handle as a record and passes it to revive on decode", () => {
+    const text = encode({ run: new Run("r1", new Date(3)) });
+    expect(JSON.parse(text).json.run).toEqual({
+      $handle: "codemode:jobs#Run",
+      value: { id: "r1", started: new Date(3).toISOString() },
+    });
+    const seen: unknown[] = [];
+    const back = decode(text, {
+      revive: (record) => {
+        seen.push(record);
+        const v = record.value as { id: string; started: Date };
+        return new Run(v.id, v.started);
+      },
+    }) as { run: Run };
+    expect(back.run).toBeInstanceOf(Run);
+    expect(back.run.started).toEqual(new Date(3));
+    expect(seen).toEqual([
+      { $handle: "codemode:jobs#Run", value: { id: "r1", started: new Date(3) } },
+    ]);
+  });
+
+  it("refuses to decode a handle without a revive function", () => {
+    const err = catchError(() => decode(encode([new Run("r1", new Date(0))])));
+    expect(err.code).toBe("journal/no-reviver");
+    expect(err.message).toMatch(/codemode:jobs#Run/);
+  });
+
+  it("refuses a handle whose serialize does not return a record", () => {
+    const bad = { [handle.serialize]: () => ({ id: 1 }) };
+    const err = catchError(() => encode({ x: bad }));
+    expect(err.path).toBe("value.x");
+    expect(err.message).toMatch(/handleRecord/);
+  });
+});
+
+describe("createReviver", () => {
+  class JobRun {
+    constructor(readonly id: string) {}
+    [handle.serialize]() {
+      return handleRecord("codemode:jobs", "Run", { id: this.id });
+    }
+  }
+  class DeployRun {
+    constructor(readonly id: string) {}
+    [handle.serialize]() {
+      return handleRecord("codemode:deploy", "Run", { id: this.id });
+    }
+  }
+  const jobs = { [handle.revive]: { Run: (v: unknown) => new JobRun((v as { id: string }).id) } };
+  const deploy = {
+    [handle.revive]: { Run: (v: unknown) => new DeployRun((v as { id: string }).id) },
+  };
+
+  it("revives each kind through the module that named it, so two modules may both have a Run", () => {
+    const revive = createReviver({ "codemode:jobs": jobs, "codemode:deploy": deploy });
+    const back = decode(encode([new JobRun("a"), new DeployRun("b")]), { revive }) as unknown[];
+    expect(back[0]).toBeInstanceOf(JobRun);
+    expect(back[1]).toBeInstanceOf(DeployRun);
+    expect((back[1] as DeployRun).id).toBe("b");
+  });
+
+  it("refuses an unknown module, a module without a revive map and an unknown kind, clearly", () => {
+    const text = encode(new JobRun("a"));
+    const attempt = (modules: Parameters<typeof createReviver>[0]) => {
+      try {
+        decode(text, { revive: createReviver(modules) });
+      } catch (error) {
+        expect(error).toBeInstanceOf(JournalError);
+        expect((error as JournalError).code).toBe("journal/no-reviver");
+        return (error as Error).message;
+      }
+      throw new Error("expected a refusal");
+    };
+    expect(attempt({ "codemode:deploy": deploy })).toMatch(
+      /module "codemode:jobs" is not among the modules/,
+    );
+    expect(attempt({ "codemode:jobs": {} })).toMatch(/declares no \[handle.revive\] map/);
+    expect(attempt({ "codemode:jobs": { [handle.revive]: { Job: () => ({}) } } })).toMatch(
+      /no reviver for kind "Run" \(it has: Job\)/,
+    );
+  });
+});
+
+describe("subclasses of built-ins", () => {
+  it("encode like their base type", () => {
+    class Stamp extends Date {}
+    class Registry extends Map<string, number> {}
+    const back = decode(encode({ at: new Stamp(5), reg: new Registry([["a", 1]]) })) as {
+      at: Date;
+      reg: Map<string, number>;
+    };
+    expect(back.at).toEqual(new Date(5));
+    expect(back.reg.get("a")).toBe(1);
+  });
+});
+
+describe("unsafeToRepeat values", () => {
+  it("are refused by default and carried as $unsafe records when allowed", () => {
+    const fn = unsafeToRepeat(() => 1);
+    expect(catchError(() => encode({ cb: fn })).message).toMatch(/unsafeToRepeat/);
+    const text = encode({ cb: fn }, { allowUnsafe: true });
+    expect(JSON.parse(text).json.cb).toEqual({ $unsafe: "function" });
+    const err = catchError(() => decode(text));
+    expect(err.code).toBe("journal/unsafe-to-repeat");
+    expect(err.path).toBe("value.cb");
+    expect(decode(text, { unsafe: () => "stub" })).toEqual({ cb: "stub" });
+  });
+});
+
+function catchError(fn: () => unknown): CodecError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(CodecError);
+    return error as CodecError;
+  }
+  throw new Error("expected a CodecError");
+}
