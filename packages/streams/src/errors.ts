@@ -1,0 +1,217 @@
+/**
+ * Every error this package throws is a {@link StreamsError} with a stable string `code`. Codes are
+ * part of the public contract (an HTTP layer maps them to status codes); messages are for people
+ * and may change.
+ */
+export type StreamsErrorCode =
+  | "streams/not-found"
+  | "streams/closed"
+  | "streams/config-conflict"
+  | "streams/serialization"
+  | "streams/chunk-too-large"
+  | "streams/fenced"
+  | "streams/producer-seq-gap"
+  | "streams/producer-epoch-seq"
+  | "streams/writer-seq-regression"
+  | "streams/delete-live"
+  | "streams/invalid-argument"
+  | "streams/schema-too-new";
+
+/**
+ * Base class of every error thrown by `@durablekit/streams`.
+ *
+ * `retryable` says whether repeating the same call unchanged may succeed. No error of this package is
+ * retryable as is: each one needs a different call (another id, a settled stream, a newer epoch, the
+ * expected sequence number), so callers treat them as terminal for the request at hand. The field
+ * exists so hosts can classify errors uniformly across durablekit packages. `code` and the other
+ * fields are own enumerable properties, so they survive Workers RPC.
+ */
+export class StreamsError extends Error {
+  readonly code: StreamsErrorCode;
+  readonly retryable: boolean;
+  /** The stream the error is about, when there is one. */
+  readonly streamId: string | undefined;
+
+  constructor(
+    code: StreamsErrorCode,
+    message: string,
+    options: { streamId?: string; cause?: unknown; retryable?: boolean } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "StreamsError";
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+    this.streamId = options.streamId;
+  }
+}
+
+/** True when `error` is a {@link StreamsError}, optionally with the given code. */
+export function isStreamsError(error: unknown, code?: StreamsErrorCode): error is StreamsError {
+  return error instanceof StreamsError && (code === undefined || error.code === code);
+}
+
+/** `read`, `readBatches` or `readPage` named a stream that does not exist (never opened, deleted or expired). */
+export class StreamNotFoundError extends StreamsError {
+  constructor(streamId: string) {
+    super(
+      "streams/not-found",
+      `Stream "${streamId}" does not exist (never opened, deleted or expired). Open it before reading, or probe with status() first.`,
+      { streamId },
+    );
+    this.name = "StreamNotFoundError";
+  }
+}
+
+/**
+ * A write reached a stream that no longer accepts writes: it settled (`completed`/`errored`), or it
+ * was deleted after the writer was made. `state` is `"deleted"` in the second case; `cursor` is the
+ * stream's final cursor when it still exists.
+ */
+export class StreamClosedError extends StreamsError {
+  readonly state: "completed" | "errored" | "deleted";
+  readonly cursor: number | undefined;
+
+  constructor(streamId: string, state: "completed" | "errored" | "deleted", cursor?: number) {
+    super(
+      "streams/closed",
+      state === "deleted"
+        ? `Stream "${streamId}" was deleted; open it again to start a new stream under this id.`
+        : `Stream "${streamId}" is already settled as ${state}; it accepts no more writes. Read it, or delete it and open a new one.`,
+      { streamId },
+    );
+    this.name = "StreamClosedError";
+    this.state = state;
+    this.cursor = cursor;
+  }
+}
+
+/** `open` named a live stream with a configuration (tag, content type, TTL, expiry) different from its own. */
+export class StreamConfigConflictError extends StreamsError {
+  /** The option that differs. */
+  readonly field: string;
+
+  constructor(streamId: string, field: string, existing: unknown, requested: unknown) {
+    super(
+      "streams/config-conflict",
+      `Stream "${streamId}" exists with ${field} ${JSON.stringify(existing)}; refusing to reopen it with ${field} ${JSON.stringify(requested)}. Omit ${field} to reopen as is, or use another stream id.`,
+      { streamId },
+    );
+    this.name = "StreamConfigConflictError";
+    this.field = field;
+  }
+}
+
+/**
+ * A chunk or metadata value cannot be stored: it has no form in the stream's encoding
+ * (`streams/serialization`), or it is larger than `maxChunkBytes` (`streams/chunk-too-large`).
+ */
+export class StreamSerializationError extends StreamsError {
+  constructor(
+    code: "streams/serialization" | "streams/chunk-too-large",
+    message: string,
+    streamId?: string,
+    cause?: unknown,
+  ) {
+    super(code, message, { streamId, cause });
+    this.name = "StreamSerializationError";
+  }
+}
+
+/** A producer wrote with an epoch older than the one the stream has seen from it: a zombie, fenced off. */
+export class ProducerFencedError extends StreamsError {
+  readonly producerId: string;
+  /** The epoch the stream holds for this producer; a new session must use a greater one. */
+  readonly currentEpoch: number;
+  readonly receivedEpoch: number;
+
+  constructor(streamId: string, producerId: string, currentEpoch: number, receivedEpoch: number) {
+    super(
+      "streams/fenced",
+      `Producer "${producerId}" on stream "${streamId}" used epoch ${receivedEpoch}, but epoch ${currentEpoch} has taken over; this writer is stale. Open with an epoch greater than ${currentEpoch} to write again.`,
+      { streamId },
+    );
+    this.name = "ProducerFencedError";
+    this.producerId = producerId;
+    this.currentEpoch = currentEpoch;
+    this.receivedEpoch = receivedEpoch;
+  }
+}
+
+/**
+ * A producer's sequence number does not follow on: a gap (`streams/producer-seq-gap`, with the
+ * expected and received numbers), or a first write of a new epoch that does not start at 0
+ * (`streams/producer-epoch-seq`).
+ */
+export class ProducerSequenceError extends StreamsError {
+  readonly producerId: string;
+  readonly expectedSeq: number;
+  readonly receivedSeq: number;
+
+  constructor(
+    code: "streams/producer-seq-gap" | "streams/producer-epoch-seq",
+    streamId: string,
+    producerId: string,
+    expectedSeq: number,
+    receivedSeq: number,
+  ) {
+    super(
+      code,
+      code === "streams/producer-seq-gap"
+        ? `Producer "${producerId}" on stream "${streamId}" sent sequence ${receivedSeq}, but ${expectedSeq} is next; resend the missing writes in order.`
+        : `Producer "${producerId}" on stream "${streamId}" started a new epoch at sequence ${receivedSeq}; a new epoch starts at 0.`,
+      { streamId },
+    );
+    this.name = "ProducerSequenceError";
+    this.producerId = producerId;
+    this.expectedSeq = expectedSeq;
+    this.receivedSeq = receivedSeq;
+  }
+}
+
+/** A write carried a `writerSeq` not greater than the stream's last one (the protocol's `Stream-Seq`). */
+export class WriterSeqRegressionError extends StreamsError {
+  readonly lastWriterSeq: string;
+  readonly receivedWriterSeq: string;
+
+  constructor(streamId: string, lastWriterSeq: string, receivedWriterSeq: string) {
+    super(
+      "streams/writer-seq-regression",
+      `Stream "${streamId}" last accepted writerSeq ${JSON.stringify(lastWriterSeq)}; ${JSON.stringify(receivedWriterSeq)} does not sort after it. Writer sequences must strictly increase.`,
+      { streamId },
+    );
+    this.name = "WriterSeqRegressionError";
+    this.lastWriterSeq = lastWriterSeq;
+    this.receivedWriterSeq = receivedWriterSeq;
+  }
+}
+
+/** `delete` named a live stream without `force`. */
+export class StreamLiveError extends StreamsError {
+  constructor(streamId: string) {
+    super(
+      "streams/delete-live",
+      `Stream "${streamId}" is still streaming; close() or error() it first, or pass { force: true } to delete it anyway (tailing readers end).`,
+      { streamId },
+    );
+    this.name = "StreamLiveError";
+  }
+}
+
+/** An argument is malformed (an empty id, a negative sequence, an unknown encoding, …). */
+export class StreamsArgumentError extends StreamsError {
+  constructor(message: string, streamId?: string) {
+    super("streams/invalid-argument", message, { streamId });
+    this.name = "StreamsArgumentError";
+  }
+}
+
+/** The object's stream tables were written by a newer version of this package. */
+export class StreamsSchemaError extends StreamsError {
+  constructor(found: number, supported: number) {
+    super(
+      "streams/schema-too-new",
+      `The dk_streams_* tables are at schema version ${found}, newer than the ${supported} this version of @durablekit/streams understands. Deploy the newer package version.`,
+    );
+    this.name = "StreamsSchemaError";
+  }
+}

@@ -1,0 +1,42 @@
+export { DEFAULT_MAX_CHUNK_BYTES, encodingFor, normalizeContentType } from "./codec";
+export {
+  isStreamsError,
+  ProducerFencedError,
+  ProducerSequenceError,
+  StreamClosedError,
+  StreamConfigConflictError,
+  StreamLiveError,
+  StreamNotFoundError,
+  StreamSerializationError,
+  StreamsArgumentError,
+  StreamsError,
+  type StreamsErrorCode,
+  StreamsSchemaError,
+  WriterSeqRegressionError,
+} from "./errors";
+export { SCHEMA_VERSION } from "./schema";
+export { Streams } from "./streams";
+export type {
+  StreamAppendOptions,
+  StreamChunk,
+  StreamDeleteOptions,
+  StreamEncoding,
+  StreamEvent,
+  StreamJson,
+  StreamList,
+  StreamListOptions,
+  StreamOpenOptions,
+  StreamPage,
+  StreamProducer,
+  StreamReadBatchesOptions,
+  StreamReadOptions,
+  StreamSettleOptions,
+  StreamState,
+  StreamStatus,
+  StreamSweepResult,
+  StreamsOptions,
+  StreamValue,
+  StreamWriteOptions,
+  StreamWriteResult,
+  StreamWriter,
+} from "./types";

@@ -1,0 +1,106 @@
+import { StreamsSchemaError } from "./errors";
+
+/** The schema version these sources write. Bump it, with a migration step, for any table change. */
+export const SCHEMA_VERSION = 1;
+
+/**
+ * Schema version 1.
+ *
+ * - `dk_streams_streams`: one row per stream. `stream_key` is an AUTOINCREMENT surrogate key, so a
+ *   deleted stream's key is never reused and a stale writer can never reach a new stream that took
+ *   the same id. The row is written at creation, settlement, touch and sweep — never per append:
+ *   the cursor of a live stream is the chunk log's tail, and `final_cursor` is stamped at settle.
+ *   `wake_at` is a lower bound of the expiry (appends do not move it); the sweep refreshes it.
+ * - `dk_streams_chunks`: one row per chunk, keyed `(stream_key, seq)` WITHOUT ROWID and with no
+ *   secondary index, so an append writes exactly one b-tree entry. Producer columns are set only
+ *   on producer writes; `writer_seq` only on the last chunk of a write that carried one.
+ * - `dk_streams_chunks_fence`: a BEFORE INSERT trigger that skips any chunk row not at the tail of a
+ *   streaming stream — the settled-fence and the cursor check, as reads inside the insert.
+ * - `dk_streams_producers`: one row per (stream, producer id), written by the producer's first
+ *   write; `producer_no` is the small number chunk rows carry instead of the id.
+ * - `dk_streams_meta`: the `schema_version` row.
+ */
+const V1: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS dk_streams_streams (
+    stream_key INTEGER PRIMARY KEY AUTOINCREMENT,
+    stream_id TEXT NOT NULL UNIQUE,
+    state TEXT NOT NULL CHECK (state IN ('streaming', 'completed', 'errored')),
+    content_type TEXT NOT NULL,
+    encoding TEXT NOT NULL CHECK (encoding IN ('json', 'text', 'binary')),
+    tag TEXT,
+    metadata TEXT,
+    error TEXT,
+    ttl_ms INTEGER,
+    expires_at INTEGER,
+    created_at INTEGER NOT NULL,
+    touched_at INTEGER NOT NULL,
+    closed_at INTEGER,
+    final_cursor INTEGER,
+    closer_producer INTEGER,
+    closer_epoch INTEGER,
+    closer_seq INTEGER,
+    wake_at INTEGER
+  )`,
+  `CREATE INDEX IF NOT EXISTS dk_streams_streams_tag
+    ON dk_streams_streams (tag, stream_key) WHERE tag IS NOT NULL`,
+  `CREATE INDEX IF NOT EXISTS dk_streams_streams_wake
+    ON dk_streams_streams (wake_at) WHERE wake_at IS NOT NULL`,
+  `CREATE TABLE IF NOT EXISTS dk_streams_chunks (
+    stream_key INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    body ANY,
+    producer INTEGER,
+    producer_epoch INTEGER,
+    producer_seq INTEGER,
+    writer_seq TEXT,
+    PRIMARY KEY (stream_key, seq)
+  ) WITHOUT ROWID`,
+  // The log guards its own invariant: a chunk row goes in only at the tail of a streaming stream
+  // (the previous seq exists, the stream row says 'streaming'); otherwise the row is skipped and the
+  // statement reports 0 rows written. Both checks are reads inside the inserting statement; the
+  // trigger writes nothing, so an append stays one row written. (A self-referencing
+  // INSERT … SELECT would pay for a temporary table on every append; a trigger does not.)
+  `CREATE TRIGGER IF NOT EXISTS dk_streams_chunks_fence BEFORE INSERT ON dk_streams_chunks
+   BEGIN
+     SELECT RAISE(IGNORE)
+     WHERE NOT EXISTS (
+         SELECT 1 FROM dk_streams_streams
+         WHERE stream_key = NEW.stream_key AND state = 'streaming')
+       OR (NEW.seq > 0 AND NOT EXISTS (
+         SELECT 1 FROM dk_streams_chunks
+         WHERE stream_key = NEW.stream_key AND seq = NEW.seq - 1));
+   END`,
+  `CREATE TABLE IF NOT EXISTS dk_streams_producers (
+    stream_key INTEGER NOT NULL,
+    producer_id TEXT NOT NULL,
+    producer_no INTEGER NOT NULL,
+    since_seq INTEGER NOT NULL,
+    PRIMARY KEY (stream_key, producer_id)
+  ) WITHOUT ROWID`,
+];
+
+/**
+ * Creates or checks the tables, once per instance. Forward-only: an older version is migrated in
+ * one transaction; a newer one is refused rather than misread.
+ * @throws {StreamsSchemaError} `streams/schema-too-new`.
+ */
+export function ensureSchema(storage: DurableObjectStorage): void {
+  const sql = storage.sql;
+  sql.exec(
+    "CREATE TABLE IF NOT EXISTS dk_streams_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID",
+  );
+  const row = sql
+    .exec<{ value: number }>("SELECT value FROM dk_streams_meta WHERE name = 'schema_version'")
+    .toArray()[0];
+  const found = row?.value ?? 0;
+  if (found === SCHEMA_VERSION) return;
+  if (found > SCHEMA_VERSION) throw new StreamsSchemaError(found, SCHEMA_VERSION);
+  storage.transactionSync(() => {
+    for (const statement of V1) sql.exec(statement);
+    sql.exec(
+      "INSERT INTO dk_streams_meta (name, value) VALUES ('schema_version', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+      SCHEMA_VERSION,
+    );
+  });
+}
