@@ -2,6 +2,9 @@ import { DurableObject } from "cloudflare:workers";
 import type { BenchEnv, Figures, WorkloadInfo } from "./workload";
 import { workloads } from "./workloads/index";
 
+// The Workflow class the tasks-workflows workload compares against (binding in wrangler.jsonc).
+export { TasksBenchWorkflow } from "./workloads/tasks-workflows";
+
 /** A fresh object per (workload, side, round) runs one side of one workload. */
 export class BenchObject extends DurableObject<BenchEnv> {
   async run(workload: string, side: "ours" | "anchor"): Promise<Figures> {

@@ -2,6 +2,12 @@ import type { Workload } from "../workload";
 import { journalWorkloads } from "./journal-workloads";
 import { sqliteFloor } from "./sqlite-floor";
 import { streamsWorkloads } from "./streams-workloads";
+import { tasksWorkloads } from "./tasks-workloads";
 
 /** Every workload, in the order the runner prints them. Later packages add theirs here. */
-export const workloads: Workload[] = [sqliteFloor, ...journalWorkloads, ...streamsWorkloads];
+export const workloads: Workload[] = [
+  sqliteFloor,
+  ...journalWorkloads,
+  ...streamsWorkloads,
+  ...tasksWorkloads,
+];

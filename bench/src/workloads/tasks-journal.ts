@@ -1,0 +1,158 @@
+import { Tasks } from "@durablekit/tasks";
+import type { TaskStep as AnchorStep } from "agents/tasks";
+import type { Figures, Workload } from "../workload";
+import {
+  anchorTasks,
+  countWrites,
+  EventWaiter,
+  type WriteCounter,
+  watchAnchorEvents,
+} from "./tasks-host";
+
+/** Journal sizes: `n - 1` trivial steps and a short sleep make an `n`-step journal. */
+const SIZES = [1_000, 10_000] as const;
+const NAP_MS = 5;
+
+async function stepsThenNap(
+  input: { n: number },
+  step: {
+    do(name: string, fn: () => number): Promise<number>;
+    sleep(name: string, ms: number): Promise<void>;
+  },
+): Promise<number> {
+  let sum = 0;
+  for (let i = 0; i < input.n - 1; i++) sum += await step.do(`s${i}`, () => i);
+  await step.sleep("nap", NAP_MS);
+  return sum;
+}
+
+interface Side {
+  counter: WriteCounter;
+  events: EventWaiter;
+  start(n: number): Promise<unknown>;
+  /** Delivers the wake after the sleep, the way the host's alarm would. */
+  wake(): Promise<void>;
+}
+
+/** Runs `n` steps live until the run parks, then (after the sleep) replays them to completion. */
+async function liveThenReplay(side: Side, n: number) {
+  const liveMark = side.counter.mark();
+  const liveStart = performance.now();
+  const parked = side.events.next("task:waiting");
+  await side.start(n);
+  await parked;
+  const liveMs = performance.now() - liveStart;
+  const liveRows = side.counter.rowsWritten(liveMark);
+  await new Promise((resolve) => setTimeout(resolve, NAP_MS + 2));
+  const replayMark = side.counter.mark();
+  const replayStart = performance.now();
+  const completed = side.events.next("task:completed");
+  await side.wake();
+  await completed;
+  const replayMs = performance.now() - replayStart;
+  return { liveMs, liveRows, replayMs, replayRows: side.counter.rowsWritten(replayMark) };
+}
+
+/**
+ * For each size: the live attempt (every step executes, then the run parks on the sleep) and, after
+ * the sleep, the replay attempt (every step answered from the journal, then the run completes).
+ */
+async function measure(side: Side): Promise<Figures> {
+  // Warm-up (untimed): the object's first run pays for table pages and statement caches, which
+  // would otherwise land on the 1,000-step figures only and skew the 1,000 → 10,000 comparison.
+  await liveThenReplay(side, 100);
+  const figures: Figures = {};
+  for (const n of SIZES) {
+    const { liveMs, liveRows, replayMs, replayRows } = await liveThenReplay(side, n);
+    figures[`live${n}`] = (liveMs * 1000) / n;
+    figures[`liveRows${n}`] = liveRows / n;
+    figures[`replay${n}`] = (replayMs * 1000) / n;
+    figures[`replayRows${n}`] = replayRows / n;
+  }
+  figures.flatness = (figures.live10000 ?? Number.NaN) / (figures.live1000 ?? Number.NaN);
+  figures.replaySpeedup = (figures.live10000 ?? Number.NaN) / (figures.replay10000 ?? Number.NaN);
+  return figures;
+}
+
+/**
+ * Per-step cost of live steps at 1,000 and 10,000 steps (is it flat?), and replay of a 1,000- and a
+ * 10,000-step journal: time per replayed step and rows written by the replay attempt per step.
+ */
+export const tasksJournal: Workload = {
+  name: "tasks-journal",
+  title:
+    "live steps and replay of a 1,000- and a 10,000-step journal (n−1 trivial steps + a sleep; the wake replays them)",
+  metrics: [
+    { key: "live1000", label: "live step, 1,000-step run", unit: "µs/step", better: "lower" },
+    { key: "live10000", label: "live step, 10,000-step run", unit: "µs/step", better: "lower" },
+    { key: "flatness", label: "live per-step cost 10,000 ÷ 1,000", unit: "×", better: "lower" },
+    {
+      key: "liveRows10000",
+      label: "rows written per live step (10,000)",
+      unit: "rows",
+      better: "lower",
+    },
+    {
+      key: "replay1000",
+      label: "replayed step, 1,000-step journal",
+      unit: "µs/step",
+      better: "lower",
+    },
+    {
+      key: "replay10000",
+      label: "replayed step, 10,000-step journal",
+      unit: "µs/step",
+      better: "lower",
+    },
+    {
+      key: "replaySpeedup",
+      label: "live step ÷ replayed step (10,000)",
+      unit: "×",
+      better: "higher",
+    },
+    {
+      key: "replayRows10000",
+      label: "rows written per replayed step (10,000; claim+settle included)",
+      unit: "rows",
+      better: "lower",
+    },
+  ],
+  ours: {
+    name: "@durablekit/tasks",
+    async run({ ctx }) {
+      const counter = countWrites(ctx);
+      const events = new EventWaiter();
+      const tasks = new Tasks(counter.state, {
+        definitions: { "journal@v1": stepsThenNap },
+        onEvent: (event) => events.see(event.type),
+      });
+      return measure({
+        counter,
+        events,
+        start: (n) => tasks.run("journal@v1", { n }),
+        wake: () => tasks.alarm(),
+      });
+    },
+  },
+  anchor: {
+    name: "agents@0.32.0 (agents/tasks)",
+    async run({ ctx, env }) {
+      const counter = countWrites(ctx);
+      const events = new EventWaiter();
+      const stop = watchAnchorEvents(events);
+      const { tasks, lifecycle } = await anchorTasks(counter.state, env, {
+        "journal@v1": (input, step: AnchorStep) => stepsThenNap(input as { n: number }, step),
+      });
+      try {
+        return await measure({
+          counter,
+          events,
+          start: (n) => tasks.run("journal@v1", { n }),
+          wake: () => lifecycle.alarm(),
+        });
+      } finally {
+        stop();
+      }
+    },
+  },
+};

@@ -1,0 +1,156 @@
+/**
+ * Stable codes of every error this package throws or records. A code never changes meaning; new
+ * failure kinds get new codes.
+ *
+ * Refused requests (nothing was written):
+ * - `tasks/invalid-name`: a definition, step, run id or event type name that is empty, too long or reserved.
+ * - `tasks/invalid-option`: an option out of range (a duration, a retry limit, a list limit…).
+ * - `tasks/unknown-definition`: `run()` named a definition that is not in the definitions map.
+ * - `tasks/idempotency-conflict`: a run id or idempotency key already belongs to another definition, or the
+ *   pair names two different runs.
+ * - `tasks/serialization`: an input, metadata, step result, event payload or run result the codec cannot
+ *   carry or that is over `maxValueBytes`.
+ * - `tasks/run-not-found`: `sendEvent()` named a run that does not exist.
+ * - `tasks/run-settled`: `sendEvent()` named a run that is already completed, failed or cancelled.
+ *
+ * Recorded on a run (the run fails, the code is in its snapshot's `error.code`):
+ * - `tasks/missing-definition`: the run's definition is no longer registered (removed by a deploy).
+ * - `tasks/duplicate-step`: one attempt used a step name twice.
+ * - `tasks/replay-diverged`: the journal holds a step of another kind (or event type) at a name.
+ * - `tasks/step-limit`: the run journaled more steps than `maxStepsPerRun`.
+ * - `tasks/non-retryable`: a step threw a {@link NonRetryableError}.
+ *
+ * Thrown into the run's handler (the handler may catch them):
+ * - `tasks/step-timeout`: a step attempt outlived its timeout (retryable: the step's retry policy applies).
+ * - `tasks/event-timeout`: `step.waitForEvent` reached its timeout before an event arrived.
+ */
+export type TasksErrorCode =
+  | "tasks/invalid-name"
+  | "tasks/invalid-option"
+  | "tasks/unknown-definition"
+  | "tasks/idempotency-conflict"
+  | "tasks/serialization"
+  | "tasks/run-not-found"
+  | "tasks/run-settled"
+  | "tasks/missing-definition"
+  | "tasks/duplicate-step"
+  | "tasks/replay-diverged"
+  | "tasks/step-limit"
+  | "tasks/non-retryable"
+  | "tasks/step-timeout"
+  | "tasks/event-timeout";
+
+const RETRYABLE: ReadonlySet<TasksErrorCode> = new Set<TasksErrorCode>(["tasks/step-timeout"]);
+
+/** Options of a {@link TasksError}. */
+export interface TasksErrorOptions {
+  /** The underlying failure, kept as the standard `cause`. */
+  cause?: unknown;
+}
+
+/**
+ * Base class of every error this package throws. `code` is stable and survives RPC (it is an own
+ * property); `retryable` says whether repeating the failed operation may succeed. Only
+ * `tasks/step-timeout` is retryable; every other code is terminal.
+ */
+export class TasksError extends Error {
+  /** Stable machine-readable code, e.g. `"tasks/replay-diverged"`. */
+  readonly code: TasksErrorCode;
+  /** Whether repeating the failed operation may succeed. */
+  readonly retryable: boolean;
+
+  constructor(code: TasksErrorCode, message: string, options?: TasksErrorOptions) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "TasksError";
+    this.code = code;
+    this.retryable = RETRYABLE.has(code);
+  }
+}
+
+/**
+ * Thrown by a step callback to fail the step (and, unless the handler catches it, the run) at once,
+ * skipping the remaining retry attempts. An error of any class whose `name` is `"NonRetryableError"`
+ * (for example one from `cloudflare:workflows`) is honoured the same way.
+ */
+export class NonRetryableError extends TasksError {
+  constructor(message: string, options?: TasksErrorOptions) {
+    super("tasks/non-retryable", message, options);
+    this.name = "NonRetryableError";
+  }
+}
+
+/** True when a thrown value asks to skip the remaining retry attempts of its step. */
+export function isNonRetryable(thrown: unknown): boolean {
+  return thrown instanceof Error && thrown.name === "NonRetryableError";
+}
+
+/** A step name used twice within one attempt. Step names are journal keys and must be unique per run. */
+export class DuplicateStepError extends TasksError {
+  /** The repeated step name. */
+  readonly step: string;
+
+  constructor(step: string) {
+    super(
+      "tasks/duplicate-step",
+      `Step name "${step}" was already used in this run. Step names are journal keys; give each call its own name, e.g. "${step}:1" inside a loop.`,
+    );
+    this.name = "DuplicateStepError";
+    this.step = step;
+  }
+}
+
+/** The journal holds something at a step name that this handler code cannot have written. */
+export class ReplayDivergedError extends TasksError {
+  /** The step name where the replay diverged. */
+  readonly step: string;
+
+  constructor(step: string, detail: string) {
+    super(
+      "tasks/replay-diverged",
+      `Replay diverged from the journal at step "${step}": ${detail}. Do not change the steps of a definition that has runs in flight; register the new code under a new versioned name (e.g. "name@v2").`,
+    );
+    this.name = "ReplayDivergedError";
+    this.step = step;
+  }
+}
+
+/** A run whose definition is no longer registered: it fails visibly and is never run by other code. */
+export class MissingDefinitionError extends TasksError {
+  /** The definition name the run was accepted under. */
+  readonly definition: string;
+
+  constructor(definition: string) {
+    super(
+      "tasks/missing-definition",
+      `No task definition named "${definition}" is registered. A deploy removed or renamed it while this run was in flight; keep the old definition registered until its runs settle.`,
+    );
+    this.name = "MissingDefinitionError";
+    this.definition = definition;
+  }
+}
+
+/** One step attempt outlived its timeout. The step's retry policy decides what happens next. */
+export class StepTimeoutError extends TasksError {
+  constructor(step: string, attempt: number, timeoutMs: number) {
+    super(
+      "tasks/step-timeout",
+      `Step "${step}" attempt ${attempt} timed out after ${timeoutMs} ms. Raise the step's \`timeout\` or make the callback honour its abort signal sooner.`,
+    );
+    this.name = "StepTimeoutError";
+  }
+}
+
+/** `step.waitForEvent` reached its timeout before an event of its type arrived. */
+export class EventTimeoutError extends TasksError {
+  /** The event type the step waited for. */
+  readonly eventType: string;
+
+  constructor(step: string, eventType: string) {
+    super(
+      "tasks/event-timeout",
+      `Step "${step}" waited for an event of type "${eventType}" and timed out. Send it with tasks.sendEvent(runId, "${eventType}", payload) before the timeout, or catch this error to continue without it.`,
+    );
+    this.name = "EventTimeoutError";
+    this.eventType = eventType;
+  }
+}

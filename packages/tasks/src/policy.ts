@@ -1,0 +1,88 @@
+import { type Duration, parseDuration } from "./duration";
+import { TasksError } from "./errors";
+
+/** How the delay between step attempts grows. */
+export type Backoff = "constant" | "linear" | "exponential";
+
+/** Retry policy of a step: total attempts, first delay and its growth. */
+export interface RetryConfig {
+  /** Total attempts including the first; an integer ≥ 1. */
+  limit?: number;
+  /** Delay before the first retry. */
+  delay?: Duration;
+  /** `constant` (d), `linear` (d·n) or `exponential` (d·2^(n-1)) after the n-th failed attempt. */
+  backoff?: Backoff;
+}
+
+/** Per-call options of `step.do`. */
+export interface StepConfig {
+  retries?: RetryConfig;
+  /** Time one attempt of the callback may take; it then loses even if it ignores its signal. */
+  timeout?: Duration;
+}
+
+/** A resolved step policy. */
+export interface StepPolicy {
+  limit: number;
+  delayMs: number;
+  backoff: Backoff;
+  timeoutMs: number;
+}
+
+/** The longest delay between two attempts: backoff growth stops at one day. */
+export const MAX_RETRY_DELAY_MS = 86_400_000;
+
+/** Defaults of every step: 5 attempts, 1 s exponential backoff, 5 minute attempt timeout. */
+export const DEFAULT_STEP_POLICY: StepPolicy = {
+  limit: 5,
+  delayMs: 1_000,
+  backoff: "exponential",
+  timeoutMs: 300_000,
+};
+
+/**
+ * Resolves a retry config and timeout over a base policy.
+ *
+ * @throws TasksError `tasks/invalid-option` for a bad limit, backoff or duration.
+ */
+export function resolvePolicy(
+  base: StepPolicy,
+  retries: RetryConfig | undefined,
+  timeout: Duration | undefined,
+  what: string,
+): StepPolicy {
+  const limit = retries?.limit ?? base.limit;
+  if (!Number.isInteger(limit) || limit < 1) {
+    throw new TasksError(
+      "tasks/invalid-option",
+      `Invalid ${what} retries.limit: expected an integer ≥ 1 (total attempts), got ${limit}.`,
+    );
+  }
+  const backoff = retries?.backoff ?? base.backoff;
+  if (backoff !== "constant" && backoff !== "linear" && backoff !== "exponential") {
+    throw new TasksError(
+      "tasks/invalid-option",
+      `Invalid ${what} retries.backoff: expected "constant", "linear" or "exponential", got ${JSON.stringify(backoff)}.`,
+    );
+  }
+  return {
+    limit,
+    backoff,
+    delayMs:
+      retries?.delay === undefined
+        ? base.delayMs
+        : parseDuration(retries.delay, `${what} retries.delay`),
+    timeoutMs: timeout === undefined ? base.timeoutMs : parseDuration(timeout, `${what} timeout`),
+  };
+}
+
+/** The delay before the attempt after the `failedAttempt`-th one (1-based), capped at one day. */
+export function retryDelay(policy: StepPolicy, failedAttempt: number): number {
+  const factor =
+    policy.backoff === "constant"
+      ? 1
+      : policy.backoff === "linear"
+        ? failedAttempt
+        : 2 ** (failedAttempt - 1);
+  return Math.min(policy.delayMs * factor, MAX_RETRY_DELAY_MS);
+}

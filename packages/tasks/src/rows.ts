@@ -1,0 +1,91 @@
+/** Run states as stored in `dk_tasks_runs.state`. */
+export type RunState = "pending" | "running" | "waiting" | "completed" | "failed" | "cancelled";
+
+/** Why a waiting run waits, as stored in `dk_tasks_runs.wait_reason`. */
+export type WaitReason = "sleep" | "retry" | "event";
+
+/** Kinds of journal rows, as stored in `dk_tasks_steps.kind`. */
+export type StepKind = "do" | "sleep" | "event";
+
+/** Journal row states, as stored in `dk_tasks_steps.state`. */
+export type StepState = "running" | "waiting" | "completed" | "failed";
+
+/** The settled states. A settled run never changes state again. */
+export const TERMINAL_STATES: ReadonlySet<RunState> = new Set<RunState>([
+  "completed",
+  "failed",
+  "cancelled",
+]);
+
+/** One row of `dk_tasks_runs`. */
+export interface RunRow {
+  run_id: string;
+  definition: string;
+  state: RunState;
+  /** Codec text of the input. */
+  input: string;
+  /** Codec text of the metadata, or null. */
+  metadata: string | null;
+  idempotency_key: string | null;
+  /** 1 to keep the records of a completed run, 0 to delete them when it completes. */
+  retain: number;
+  /** Attempts claimed so far. */
+  attempt: number;
+  /** The fencing token of the attempt that holds the run, or null when none does. */
+  generation: string | null;
+  /**
+   * When the run next needs a wake: the due time of a pending or waiting run, the claim deadline of a
+   * running one; null when settled or when it waits for an event without a timeout.
+   */
+  next_at: number | null;
+  wait_reason: WaitReason | null;
+  /** The step a run waiting for an event waits on. */
+  wait_step: string | null;
+  /** The event type a run waiting for an event waits for. */
+  wait_event: string | null;
+  status_message: string | null;
+  /** Codec text of the result of a completed run. */
+  result: string | null;
+  /** Codec text of the error record of a failed run. */
+  error: string | null;
+  cancel_requested: number;
+  cancel_reason: string | null;
+  created_at: number;
+  started_at: number | null;
+  updated_at: number;
+  settled_at: number | null;
+}
+
+/** One row of `dk_tasks_steps`, the step journal. */
+export interface StepRow {
+  name: string;
+  /** Order in which the run first journaled the step. */
+  seq: number;
+  kind: StepKind;
+  state: StepState;
+  /** The attempt of the step this row records (0 for sleeps and event waits). */
+  attempt: number;
+  /**
+   * Codec text: the result of a completed `do`, the payload of a completed event wait, or the error
+   * record of a failed step or of the failed attempt a retry waits after.
+   */
+  value: string | null;
+  /** Sleep deadline, retry time or event-wait timeout. */
+  wake_at: number | null;
+  /** The event type of an event wait. */
+  event_type: string | null;
+  /**
+   * The step that started right after this row was settled, in the same attempt — written in the
+   * same row write that records this step, and so the in-flight evidence of that next step.
+   */
+  next_step: string | null;
+  /** Time of the row's last write. */
+  at: number;
+}
+
+/** One buffered event of `dk_tasks_events`. */
+export interface EventRow {
+  seq: number;
+  type: string;
+  payload: string;
+}

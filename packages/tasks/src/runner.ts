@@ -1,0 +1,219 @@
+import { Attempt, type AttemptDeps } from "./attempt";
+import { MissingDefinitionError } from "./errors";
+import type { TaskEvent } from "./events";
+import { Journal } from "./journal";
+import type { StepPolicy } from "./policy";
+import { TERMINAL_STATES } from "./rows";
+import { ReplayStep } from "./step";
+import type { TaskStore } from "./store";
+import type { TaskDefinitions, TasksOptions } from "./types";
+import { decodeValue, errorInfo, errorText } from "./values";
+
+/** Due runs one `alarm()` starts; the rest stay due and keep the next wake at "now". */
+const RUNS_PER_ALARM = 100;
+/** How long `alarm()` waits for the attempts it started before returning (they keep running). */
+const ALARM_BUDGET_MS = 10_000;
+
+type Handler = (input: unknown, step: ReplayStep) => unknown;
+
+/** What the runner needs from its {@link Tasks}. */
+export interface RunnerConfig {
+  store: TaskStore;
+  definitions: TaskDefinitions;
+  defaults: StepPolicy;
+  claimTimeoutMs: number;
+  maxValueBytes: number;
+  maxSteps: number;
+  hooks: Pick<TasksOptions<TaskDefinitions>, "onEvent" | "onError" | "armAlarm">;
+}
+
+/**
+ * Claims due runs and drives their attempts: the claim (a fresh generation, the claim deadline as
+ * the backstop wake), the replay of the handler, and the alarm's share of the work. Holds the
+ * attempts alive in this isolate, so a wake for a run that is already running extends its claim
+ * instead of starting a second attempt.
+ */
+export class Runner {
+  readonly active = new Map<string, Attempt>();
+  readonly #config: RunnerConfig;
+  readonly #deps: AttemptDeps;
+  readonly #wakes = new Set<Promise<void>>();
+
+  constructor(config: RunnerConfig) {
+    this.#config = config;
+    this.#deps = {
+      store: config.store,
+      defaults: config.defaults,
+      maxValueBytes: config.maxValueBytes,
+      maxSteps: config.maxSteps,
+      listening: config.hooks.onEvent !== undefined,
+      emit: (event) => this.emit(event),
+      requestWake: (at) => this.requestWake(at),
+      release: (attempt) => {
+        if (this.active.get(attempt.runId) === attempt) this.active.delete(attempt.runId);
+      },
+      onFailed: (error, runId, definition) => this.reportError(error, runId, definition),
+    };
+  }
+
+  /**
+   * Starts an attempt for every due run (the claim backstop reclaims runs whose attempt died),
+   * extends the claims of attempts still alive in this isolate (and settles a cancel one of them
+   * never reached a boundary for), and waits up to 10 s for the attempts it started.
+   */
+  async alarm(): Promise<void> {
+    const { store, claimTimeoutMs } = this.#config;
+    const now = Date.now();
+    const started: Promise<void>[] = [];
+    for (const runId of store.dueRuns(now, RUNS_PER_ALARM)) {
+      const active = this.active.get(runId);
+      if (active) {
+        if (active.cancelRequested) active.settleCancelled();
+        else store.refreshClaim(runId, active.generation, now + claimTimeoutMs, now);
+        continue;
+      }
+      const attempt = this.start(runId, now);
+      if (attempt) started.push(attempt);
+    }
+    await this.flushWakes();
+    if (started.length === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.allSettled(started),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, ALARM_BUDGET_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * Claims a due run and starts its attempt; synchronous up to the handler's first `await`.
+   * Returns the attempt's completion (which never rejects), or null when nothing started.
+   */
+  start(runId: string, now: number): Promise<void> | null {
+    if (this.active.has(runId)) return null;
+    const row = this.#config.store.getRun(runId);
+    if (!row || TERMINAL_STATES.has(row.state)) return null;
+    if (row.cancel_requested === 1) {
+      if (this.#config.store.settle(runId, null, { state: "cancelled" }, now)) {
+        this.emit({
+          type: "task:cancelled",
+          runId,
+          definition: row.definition,
+          reason: row.cancel_reason,
+        });
+      }
+      return null;
+    }
+    if (row.next_at === null || row.next_at > now) return null;
+    const ref = { runId, definition: row.definition };
+    if (!Object.hasOwn(this.#config.definitions, row.definition)) {
+      const error = new MissingDefinitionError(row.definition);
+      const record = errorText(error);
+      if (this.#config.store.settle(runId, null, { state: "failed", error: record }, now)) {
+        this.emit({ type: "task:failed", ...ref, error: errorInfo(record) });
+        this.reportError(error, runId, row.definition);
+      }
+      return null;
+    }
+    const handler = this.#config.definitions[row.definition] as unknown as Handler;
+    const journal = new Journal(this.#config.store.loadJournal(runId));
+    const interrupted = row.state === "running" ? journal.interrupted() : null;
+    const generation = crypto.randomUUID();
+    const number = row.attempt + 1;
+    const deadline = now + this.#config.claimTimeoutMs;
+    if (!this.#config.store.claim(runId, row.generation, generation, number, deadline, now))
+      return null;
+    if (row.state === "running") {
+      this.emit({
+        type: "task:attempt:interrupted",
+        ...ref,
+        attempt: row.attempt,
+        step: interrupted?.name ?? null,
+      });
+    }
+    this.requestWake(deadline);
+    const attempt = new Attempt(this.#deps, {
+      runId,
+      definition: row.definition,
+      generation,
+      number,
+      retain: row.retain === 1,
+      journal,
+      startsLive: number === 1,
+    });
+    this.active.set(runId, attempt);
+    this.emit({ type: "task:attempt:started", ...ref, attempt: number });
+    return this.#drive(attempt, handler, row.input, new ReplayStep(attempt, interrupted));
+  }
+
+  async #drive(attempt: Attempt, handler: Handler, input: string, step: ReplayStep): Promise<void> {
+    try {
+      let value: unknown;
+      try {
+        value = await handler(decodeValue(input), step);
+      } catch (thrown) {
+        attempt.settleThrown(thrown);
+        return;
+      }
+      attempt.settleCompleted(value);
+    } catch (error) {
+      // A storage failure while settling: give the run up; its claim deadline replays it.
+      console.error(
+        `@durablekit/tasks: attempt ${attempt.number} of run "${attempt.runId}" could not settle`,
+        error,
+      );
+    } finally {
+      attempt.abandon();
+    }
+  }
+
+  /** Asks the host for a wake no later than `at`; public calls wait for the request to land. */
+  requestWake(at: number): void {
+    const arm = this.#config.hooks.armAlarm;
+    if (!arm) return;
+    try {
+      const pending = arm(at);
+      if (!pending) return;
+      const tracked: Promise<void> = Promise.resolve(pending)
+        .catch((error) => this.#warn("armAlarm", error))
+        .finally(() => this.#wakes.delete(tracked));
+      this.#wakes.add(tracked);
+    } catch (error) {
+      this.#warn("armAlarm", error);
+    }
+  }
+
+  /** Waits until every wake requested so far has been handed to the host. */
+  async flushWakes(): Promise<void> {
+    while (this.#wakes.size > 0) await Promise.all([...this.#wakes]);
+  }
+
+  /** Delivers an event to `onEvent`; a throwing listener is ignored. */
+  emit(event: TaskEvent): void {
+    const onEvent = this.#config.hooks.onEvent;
+    if (!onEvent) return;
+    try {
+      onEvent(event);
+    } catch (error) {
+      this.#warn("onEvent", error);
+    }
+  }
+
+  /** Hands the error of a failed run to `onError`; a throwing callback is ignored. */
+  reportError(error: Error, runId: string, definition: string): void {
+    const onError = this.#config.hooks.onError;
+    if (!onError) return;
+    try {
+      const pending = onError(error, { runId, definition });
+      if (pending) Promise.resolve(pending).catch((failure) => this.#warn("onError", failure));
+    } catch (failure) {
+      this.#warn("onError", failure);
+    }
+  }
+
+  #warn(hook: string, error: unknown): void {
+    console.warn(`@durablekit/tasks: the ${hook} callback threw; ignoring it.`, error);
+  }
+}

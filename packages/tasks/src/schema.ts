@@ -1,0 +1,100 @@
+/**
+ * The tables this package owns, and their forward-only migrations. Every table is prefixed
+ * `dk_tasks_`; `dk_tasks_meta` holds the schema version row (`schema_version`).
+ *
+ * Row-write costs are part of the design (see DESIGN.md): the step journal and the event buffer
+ * are WITHOUT ROWID tables keyed by their natural key and carry no secondary index, so inserting
+ * or updating one journal row writes exactly one b-tree row. The run table's indexes are only
+ * touched when a run is accepted, claimed, parked or settled — never per step.
+ */
+
+/** The schema version this code reads and writes. */
+export const SCHEMA_VERSION = 1;
+
+const MIGRATIONS: ReadonlyArray<readonly string[]> = [
+  // v1
+  [
+    `CREATE TABLE dk_tasks_runs (
+      run_id TEXT NOT NULL PRIMARY KEY,
+      definition TEXT NOT NULL,
+      state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled')),
+      input TEXT NOT NULL,
+      metadata TEXT,
+      idempotency_key TEXT,
+      retain INTEGER NOT NULL,
+      attempt INTEGER NOT NULL DEFAULT 0,
+      generation TEXT,
+      next_at INTEGER,
+      wait_reason TEXT CHECK (wait_reason IN ('sleep', 'retry', 'event')),
+      wait_step TEXT,
+      wait_event TEXT,
+      status_message TEXT,
+      result TEXT,
+      error TEXT,
+      cancel_requested INTEGER NOT NULL DEFAULT 0,
+      cancel_reason TEXT,
+      created_at INTEGER NOT NULL,
+      started_at INTEGER,
+      updated_at INTEGER NOT NULL,
+      settled_at INTEGER
+    ) WITHOUT ROWID`,
+    `CREATE UNIQUE INDEX dk_tasks_runs_by_key ON dk_tasks_runs (idempotency_key)
+      WHERE idempotency_key IS NOT NULL`,
+    `CREATE INDEX dk_tasks_runs_by_wake ON dk_tasks_runs (next_at) WHERE next_at IS NOT NULL`,
+    `CREATE INDEX dk_tasks_runs_by_created ON dk_tasks_runs (created_at, run_id)`,
+    `CREATE TABLE dk_tasks_steps (
+      run_id TEXT NOT NULL,
+      name TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      kind TEXT NOT NULL CHECK (kind IN ('do', 'sleep', 'event')),
+      state TEXT NOT NULL CHECK (state IN ('running', 'waiting', 'completed', 'failed')),
+      attempt INTEGER NOT NULL,
+      value TEXT,
+      wake_at INTEGER,
+      event_type TEXT,
+      next_step TEXT,
+      at INTEGER NOT NULL,
+      PRIMARY KEY (run_id, name)
+    ) WITHOUT ROWID`,
+    `CREATE TABLE dk_tasks_events (
+      run_id TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      type TEXT NOT NULL,
+      payload TEXT NOT NULL,
+      at INTEGER NOT NULL,
+      PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID`,
+  ],
+];
+
+/**
+ * Brings the tables to {@link SCHEMA_VERSION}: each missing migration and the version row are
+ * applied in one transaction, so a half-migrated schema is never visible.
+ *
+ * @throws Error when the tables were written by a newer version of this package.
+ */
+export function migrate(storage: DurableObjectStorage): void {
+  const sql = storage.sql;
+  sql.exec(
+    "CREATE TABLE IF NOT EXISTS dk_tasks_meta (key TEXT NOT NULL PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID",
+  );
+  const row = sql
+    .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE key = 'schema_version'")
+    .toArray()[0];
+  const current = row?.value ?? 0;
+  if (current === SCHEMA_VERSION) return;
+  if (current > SCHEMA_VERSION) {
+    throw new Error(
+      `The dk_tasks_* tables are at schema version ${current}, newer than this @durablekit/tasks (${SCHEMA_VERSION}). Deploy the newer package version; downgrades are not supported.`,
+    );
+  }
+  storage.transactionSync(() => {
+    for (let version = current; version < SCHEMA_VERSION; version++) {
+      for (const statement of MIGRATIONS[version] ?? []) sql.exec(statement);
+    }
+    sql.exec(
+      "INSERT INTO dk_tasks_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      SCHEMA_VERSION,
+    );
+  });
+}

@@ -1,0 +1,69 @@
+import type { RunRow, StepRow } from "./rows";
+import type { TaskRunSnapshot, TaskStepSnapshot } from "./types";
+import { decodeValue, errorInfo } from "./values";
+
+/** The public view of a run row. */
+export function toRunSnapshot(row: RunRow): TaskRunSnapshot {
+  const base = {
+    runId: row.run_id,
+    definition: row.definition,
+    attempt: row.attempt,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    ...(row.idempotency_key === null ? {} : { idempotencyKey: row.idempotency_key }),
+    ...(row.metadata === null ? {} : { metadata: decodeValue(row.metadata) }),
+  };
+  const status = row.status_message === null ? {} : { statusMessage: row.status_message };
+  const settledAt = row.settled_at ?? row.updated_at;
+  switch (row.state) {
+    case "pending":
+      return { ...base, state: "pending" };
+    case "running":
+      return { ...base, state: "running", startedAt: row.started_at ?? row.created_at, ...status };
+    case "waiting":
+      return {
+        ...base,
+        state: "waiting",
+        reason: row.wait_reason ?? "sleep",
+        wakeAt: row.next_at,
+        ...(row.wait_event === null ? {} : { eventType: row.wait_event }),
+        ...status,
+      };
+    case "completed":
+      return { ...base, state: "completed", result: decodeValue(row.result), settledAt };
+    case "failed":
+      return { ...base, state: "failed", error: errorInfo(row.error), settledAt };
+    case "cancelled":
+      return {
+        ...base,
+        state: "cancelled",
+        ...(row.cancel_reason === null ? {} : { reason: row.cancel_reason }),
+        settledAt,
+      };
+  }
+}
+
+/** The public view of journal rows, in step order (a later row for a name replaces an earlier one). */
+export function toStepSnapshots(rows: readonly StepRow[]): TaskStepSnapshot[] {
+  const byName = new Map<string, StepRow>();
+  for (const row of rows) byName.set(row.name, row);
+  const now = Date.now();
+  return [...byName.values()]
+    .sort((a, b) => a.seq - b.seq)
+    .map((row) => {
+      const sleptOut = row.kind === "sleep" && row.wake_at !== null && row.wake_at <= now;
+      const view: TaskStepSnapshot = {
+        name: row.name,
+        kind: row.kind,
+        state: sleptOut ? "completed" : row.state,
+        attempt: row.attempt,
+      };
+      if (row.state === "completed" && row.kind !== "sleep") view.result = decodeValue(row.value);
+      if (row.state === "failed" || (row.state === "waiting" && row.kind === "do")) {
+        view.error = errorInfo(row.value);
+      }
+      if (row.wake_at !== null) view.wakeAt = row.wake_at;
+      if (row.event_type !== null) view.eventType = row.event_type;
+      return view;
+    });
+}

@@ -1,0 +1,59 @@
+import {
+  CodecError,
+  decode,
+  type ErrorRecord,
+  encode,
+  fromErrorRecord,
+  toErrorRecord,
+} from "@durablekit/handle-journal";
+import { TasksError } from "./errors";
+import type { TaskErrorInfo } from "./events";
+
+/** Default limit of one encoded value: 1 MiB. */
+export const DEFAULT_MAX_VALUE_BYTES = 1_048_576;
+
+/**
+ * Encodes a value with the handle-journal codec.
+ *
+ * @param path - root label of error paths, e.g. `input` or `step "fetch" result`.
+ * @throws TasksError `tasks/serialization` naming the offending path, with the codec error as cause.
+ */
+export function encodeValue(value: unknown, maxBytes: number, path: string): string {
+  try {
+    return encode(value, { maxBytes, path });
+  } catch (error) {
+    if (error instanceof CodecError) {
+      throw new TasksError(
+        "tasks/serialization",
+        `Cannot store ${path}: ${error.message} Task values must be JSON or superjson types (Date, Map, Set, BigInt, …) and at most ${maxBytes} bytes encoded.`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}
+
+/** Decodes a value written by {@link encodeValue}. */
+export function decodeValue(text: string | null): unknown {
+  return text === null ? undefined : decode(text);
+}
+
+/** The JSON text of a thrown value's error record. */
+export function errorText(thrown: unknown): string {
+  return JSON.stringify(toErrorRecord(thrown));
+}
+
+/** Rebuilds the error of an error record's text: the same name, message, code and properties. */
+export function rebuildError(text: string | null): Error {
+  if (text === null) return new Error("Step failed");
+  return fromErrorRecord(JSON.parse(text) as ErrorRecord);
+}
+
+/** Name, message and code of an error record's text. */
+export function errorInfo(text: string | null): TaskErrorInfo {
+  if (text === null) return { name: "Error", message: "Task run failed" };
+  const { $error } = JSON.parse(text) as ErrorRecord;
+  const info: TaskErrorInfo = { name: $error.name, message: $error.message };
+  if (typeof $error.code === "string") info.code = $error.code;
+  return info;
+}

@@ -1,0 +1,149 @@
+import { describe, expect, it } from "vitest";
+import { inFixture } from "./helpers";
+
+describe("acceptance", () => {
+  it("deduplicates acceptance by run id and by idempotency key", async () => {
+    await inFixture(async (fixture) => {
+      const first = await fixture.tasks.run(
+        "steps@v1",
+        { n: 1 },
+        { runId: "r1", idempotencyKey: "k1" },
+      );
+      expect(first).toMatchObject({ runId: "r1", accepted: true });
+      const byId = await fixture.tasks.run("steps@v1", { n: 99 }, { runId: "r1" });
+      const byKey = await fixture.tasks.run("steps@v1", { n: 99 }, { idempotencyKey: "k1" });
+      const byBoth = await fixture.tasks.run(
+        "steps@v1",
+        { n: 99 },
+        { runId: "r1", idempotencyKey: "k1" },
+      );
+      for (const receipt of [byId, byKey, byBoth]) {
+        expect(receipt).toMatchObject({ runId: "r1", accepted: false, createdAt: first.createdAt });
+      }
+      await fixture.settled("r1");
+      // The joined calls started nothing: one run, one execution of its one step.
+      expect(fixture.executions()).toEqual({ s0: 1 });
+      expect(fixture.tasks.list()).toHaveLength(1);
+      expect(fixture.tasks.getByIdempotencyKey("k1")).toMatchObject({
+        runId: "r1",
+        state: "completed",
+      });
+    });
+  });
+
+  it("refuses a key or run id reused under another definition and a pair naming two runs", async () => {
+    await inFixture(async (fixture) => {
+      await fixture.tasks.run("sleepy@v1", { ms: 60_000 }, { runId: "a", idempotencyKey: "ka" });
+      await fixture.tasks.run("sleepy@v1", { ms: 60_000 }, { runId: "b", idempotencyKey: "kb" });
+      const refusals = [
+        fixture.tasks.run("steps@v1", { n: 1 }, { runId: "a" }),
+        fixture.tasks.run("steps@v1", { n: 1 }, { idempotencyKey: "ka" }),
+        fixture.tasks.run("sleepy@v1", { ms: 1 }, { runId: "a", idempotencyKey: "kb" }),
+        fixture.tasks.run("sleepy@v1", { ms: 1 }, { runId: "c", idempotencyKey: "ka" }),
+        fixture.tasks.run("sleepy@v1", { ms: 1 }, { runId: "a", idempotencyKey: "new-key" }),
+      ];
+      for (const refusal of refusals) {
+        await expect(refusal).rejects.toMatchObject({ code: "tasks/idempotency-conflict" });
+      }
+      expect(
+        fixture.tasks
+          .list()
+          .map((run) => run.runId)
+          .sort(),
+      ).toEqual(["a", "b"]);
+    });
+  });
+
+  it("refuses an unknown definition and invalid names before writing anything", async () => {
+    await inFixture(async (fixture) => {
+      const tasks = fixture.tasks as unknown as {
+        run(name: string, input?: unknown, options?: object): Promise<unknown>;
+      };
+      await expect(tasks.run("nope@v1")).rejects.toMatchObject({
+        name: "TasksError",
+        code: "tasks/unknown-definition",
+        retryable: false,
+      });
+      await expect(tasks.run("")).rejects.toMatchObject({ code: "tasks/invalid-name" });
+      await expect(
+        tasks.run("steps@v1", { n: 1 }, { runId: "x".repeat(257) }),
+      ).rejects.toMatchObject({
+        code: "tasks/invalid-name",
+      });
+      expect(() => fixture.build({ "__dk.internal": async () => 1 })).toThrow(/reserved prefix/);
+      expect(fixture.tasks.list()).toEqual([]);
+    });
+  });
+
+  it("refuses an oversized or unserializable input at acceptance, naming the path", async () => {
+    await inFixture(async (fixture) => {
+      const small = fixture.build(fixture.definitions(), { maxValueBytes: 1_024 });
+      await expect(
+        small.run("steps@v1", { n: 1, pad: "x".repeat(2_000) } as never),
+      ).rejects.toMatchObject({
+        code: "tasks/serialization",
+        cause: { code: "journal/too-large" },
+      });
+      await expect(small.run("steps@v1", { n: 1, callback: () => 1 } as never)).rejects.toThrow(
+        /input\.callback/,
+      );
+      expect(small.list()).toEqual([]);
+    });
+  });
+
+  it("keeps codec types in input, metadata and results", async () => {
+    await inFixture(async (fixture) => {
+      const tasks = fixture.build({
+        "echo@v1": async (input: { when: Date; tags: Set<string> }, step) => {
+          const big = await step.do("big", () => 2n ** 70n);
+          return { when: input.when, tags: input.tags, big };
+        },
+      });
+      const when = new Date("2030-01-02T03:04:05.000Z");
+      const { runId } = await tasks.run(
+        "echo@v1",
+        { when, tags: new Set(["a"]) },
+        { metadata: { at: when } },
+      );
+      const done = await fixture.settled(runId, tasks);
+      expect(done).toMatchObject({ state: "completed", metadata: { at: when } });
+      if (done.state !== "completed") throw new Error("unreachable");
+      expect(done.result).toEqual({ when, tags: new Set(["a"]), big: 2n ** 70n });
+    });
+  });
+
+  it("scopes a handle to its definition", async () => {
+    await inFixture(async (fixture) => {
+      const sleepy = fixture.tasks.handle("sleepy@v1");
+      const steps = fixture.tasks.handle("steps@v1");
+      const { runId } = await sleepy.run({ ms: 60_000 }, { idempotencyKey: "h" });
+      expect(sleepy.get(runId)).toMatchObject({ runId, definition: "sleepy@v1" });
+      expect(steps.get(runId)).toBeNull();
+      expect(steps.getByIdempotencyKey("h")).toBeNull();
+      expect(await steps.cancel(runId)).toBe(false);
+      expect(await sleepy.cancel(runId, "changed my mind")).toBe(true);
+      expect(sleepy.get(runId)).toMatchObject({ state: "cancelled", reason: "changed my mind" });
+    });
+  });
+
+  it("lists runs newest first, filtered and paged", async () => {
+    await inFixture(async (fixture) => {
+      for (const id of ["r1", "r2", "r3"]) {
+        await fixture.tasks.run("sleepy@v1", { ms: 60_000 }, { runId: id });
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await fixture.tasks.run("steps@v1", { n: 0 }, { runId: "r4" });
+      await fixture.settled("r4");
+      expect(fixture.tasks.list().map((run) => run.runId)).toEqual(["r4", "r3", "r2", "r1"]);
+      expect(
+        fixture.tasks.list({ definition: "sleepy@v1", limit: 2 }).map((run) => run.runId),
+      ).toEqual(["r3", "r2"]);
+      expect(
+        fixture.tasks.list({ definition: "sleepy@v1", after: "r2" }).map((run) => run.runId),
+      ).toEqual(["r1"]);
+      expect(fixture.tasks.list({ status: "completed" }).map((run) => run.runId)).toEqual(["r4"]);
+      expect(fixture.tasks.list({ status: ["waiting"] })).toHaveLength(3);
+      expect(() => fixture.tasks.list({ limit: 0 })).toThrow(/limit/);
+    });
+  });
+});

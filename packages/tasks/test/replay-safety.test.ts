@@ -1,0 +1,97 @@
+import { describe, expect, it } from "vitest";
+import { inFixture, makeDue, sleep } from "./helpers";
+
+describe("replay safety", () => {
+  it("rejects a duplicate step name before running its callback, and fails the run even if caught", async () => {
+    await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("dupe@v1");
+      const done = await fixture.settled(runId);
+      expect(done).toMatchObject({
+        state: "failed",
+        error: { name: "DuplicateStepError", code: "tasks/duplicate-step" },
+      });
+      expect(fixture.executions()).toEqual({ "x-first": 1 });
+    });
+  });
+
+  it("fails visibly when a replay meets a step of another kind at a journaled name", async () => {
+    await inFixture(async (fixture, state) => {
+      const v1 = fixture.build({
+        "shape@v1": async (_input: undefined, step) => {
+          await step.do("one", () => 1);
+          await step.sleep("two", 60_000);
+        },
+      });
+      const { runId } = await v1.run("shape@v1");
+      await fixture.until(runId, (s) => s === "waiting");
+      // A deploy changes the handler under the same definition name.
+      let ranTwo = false;
+      const v2 = fixture.build({
+        "shape@v1": async (_input: undefined, step) => {
+          await step.do("one", () => 1);
+          await step.do("two", () => {
+            ranTwo = true;
+          });
+        },
+      });
+      makeDue(state, runId);
+      await fixture.alarm();
+      const done = await fixture.settled(runId, v2);
+      expect(done).toMatchObject({
+        state: "failed",
+        error: { name: "ReplayDivergedError", code: "tasks/replay-diverged" },
+      });
+      if (done.state === "failed") expect(done.error.message).toMatch(/journaled as a sleep step/);
+      expect(ranTwo).toBe(false);
+    });
+  });
+
+  it("fails a run whose definition is no longer registered and reports it", async () => {
+    await inFixture(async (fixture, state) => {
+      const { runId } = await fixture.tasks.run("sleepy@v1", { ms: 60_000 });
+      await fixture.until(runId, (s) => s === "waiting");
+      const { "sleepy@v1": _removed, ...rest } = fixture.definitions();
+      const after = fixture.build(rest);
+      makeDue(state, runId);
+      await fixture.alarm();
+      expect(after.get(runId)).toMatchObject({
+        state: "failed",
+        error: { name: "MissingDefinitionError", code: "tasks/missing-definition" },
+      });
+      expect(fixture.errors.map((error) => (error as { code?: string }).code)).toEqual([
+        "tasks/missing-definition",
+      ]);
+      // The run is kept for inspection, never deleted silently.
+      expect(after.steps(runId)).toMatchObject([{ name: "before" }, { name: "nap" }]);
+    });
+  });
+
+  it("suppresses status messages on replayed ground behind the live gate", async () => {
+    await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("status@v1");
+      await fixture.until(runId, (s) => s === "waiting");
+      expect(fixture.tasks.get(runId)).toMatchObject({ statusMessage: "two" });
+      const mark = fixture.counter.mark();
+      await sleep(15);
+      await fixture.alarm();
+      const done = await fixture.settled(runId);
+      expect(done).toMatchObject({ state: "completed", attempt: 2 });
+      // Attempt 2 replayed "one" and "two" silently; only "three" (new ground) was written.
+      const writes = fixture.counter.statements(mark, /SET status_message/);
+      expect(writes).toHaveLength(1);
+      const statuses = fixture.counter.log
+        .slice(mark)
+        .filter((entry) => /SET status_message/.test(entry.query));
+      expect(statuses.every((entry) => entry.cursor.rowsWritten === 1)).toBe(true);
+    });
+  });
+
+  it("journals parallel steps and replays both", async () => {
+    await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("parallel@v1");
+      const done = await fixture.settled(runId);
+      expect(done).toMatchObject({ state: "completed", result: "XY", attempt: 2 });
+      expect(fixture.executions()).toEqual({ x: 1, y: 1 });
+    });
+  });
+});

@@ -1,0 +1,28 @@
+import { describe, expect, it } from "vitest";
+import { inFixture } from "./helpers";
+
+describe("a warm run", () => {
+  it("completes with journaled steps and emits the exact event order", async () => {
+    await inFixture(async (fixture) => {
+      const receipt = await fixture.tasks.run("steps@v1", { n: 2 });
+      expect(receipt).toMatchObject({ definition: "steps@v1", accepted: true, state: "running" });
+      const done = await fixture.settled(receipt.runId);
+      expect(done).toMatchObject({ state: "completed", result: 1, attempt: 1 });
+      expect(fixture.tasks.steps(receipt.runId)).toEqual([
+        { name: "s0", kind: "do", state: "completed", attempt: 1, result: 0 },
+        { name: "s1", kind: "do", state: "completed", attempt: 1, result: 1 },
+      ]);
+      expect(fixture.executions()).toEqual({ s0: 1, s1: 1 });
+      const ref = { runId: receipt.runId, definition: "steps@v1" };
+      expect(fixture.events).toEqual([
+        { type: "task:accepted", ...ref },
+        { type: "task:attempt:started", ...ref, attempt: 1 },
+        { type: "task:step:started", ...ref, step: "s0", attempt: 1 },
+        { type: "task:step:completed", ...ref, step: "s0", attempt: 1 },
+        { type: "task:step:started", ...ref, step: "s1", attempt: 1 },
+        { type: "task:step:completed", ...ref, step: "s1", attempt: 1 },
+        { type: "task:completed", ...ref },
+      ]);
+    });
+  });
+});
