@@ -49,7 +49,7 @@ const V1: readonly string[] = [
     stream_key INTEGER NOT NULL,
     seq INTEGER NOT NULL,
     at INTEGER NOT NULL,
-    body ANY,
+    body BLOB,
     producer INTEGER,
     producer_epoch INTEGER,
     producer_seq INTEGER,

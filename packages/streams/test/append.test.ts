@@ -154,6 +154,26 @@ describe("appending", () => {
     });
   });
 
+  // Regression: the body column once had numeric affinity, so "007" read back as the number 7.
+  it("reads numeric-looking text and JSON chunks back exactly as appended", async () => {
+    await inFixture(async ({ streams }) => {
+      const texts = ["007", "1.50", "12345678901234567890", " 42", "1e3"];
+      const text = streams.open("numeric-text", { contentType: "text/plain" });
+      for (const chunk of texts) text.append(chunk);
+      text.close();
+      expect((await collect(streams.read("numeric-text"))).map((c) => c.chunk)).toEqual(texts);
+
+      const json = streams.open("numeric-json");
+      json.append(12345678901234567890n.toString());
+      json.append(1.5);
+      json.close();
+      expect((await collect(streams.read("numeric-json"))).map((c) => c.chunk)).toEqual([
+        "12345678901234567890",
+        1.5,
+      ]);
+    });
+  });
+
   it("refuses values the stream cannot store, naming the problem, and writes nothing", async () => {
     await inFixture(({ streams }) => {
       const json = streams.open("json");
