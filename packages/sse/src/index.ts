@@ -1,0 +1,18 @@
+export {
+  isSseError,
+  SseArgumentError,
+  SseError,
+  type SseErrorCode,
+  SseSchemaError,
+} from "./errors";
+export { DurableStreamsHandler } from "./protocol/handler";
+export { formatOffset, type OffsetRequest, parseOffset } from "./protocol/offsets";
+export { SSE_SCHEMA_VERSION } from "./protocol/store";
+export type {
+  DurableStreamsHandlerOptions,
+  DurableStreamsPeer,
+  ForkExport,
+  ForkExportRequest,
+} from "./protocol/types";
+export { resumeFrom } from "./resume";
+export { type SseResponseOptions, sseResponse } from "./sse-response";

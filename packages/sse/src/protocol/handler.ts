@@ -1,0 +1,195 @@
+import type { Streams } from "@durablekit/streams";
+import { SseArgumentError } from "../errors";
+import { handlePost } from "./append";
+import { handlePut } from "./create";
+import { ForkLedger } from "./forks";
+import { handleGet, handleHead } from "./read";
+import { baseHeaders, preflight, problem } from "./responses";
+import { ProtocolStore } from "./store";
+import type {
+  DurableStreamsHandlerOptions,
+  DurableStreamsPeer,
+  ForkExport,
+  ForkExportRequest,
+  ProtocolContext,
+  StreamView,
+} from "./types";
+
+/** Longest stream id (the `@durablekit/streams` limit). */
+const MAX_ID_LENGTH = 256;
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new SseArgumentError(`${name} must be a positive number; got ${value}.`);
+  }
+  return value;
+}
+
+/**
+ * The Durable Streams HTTP protocol over a `Streams` log: create (PUT, also closed, with initial
+ * content, or as a fork), append (POST, JSON mode, idempotent producers, append-and-close), close,
+ * delete, HEAD, and reads from an offset — catch-up, long-poll and SSE — with TTL and absolute
+ * expiry, `Stream-Next-Offset` / `Stream-Up-To-Date` / `Stream-Cursor` / `Stream-Closed`, ETags and
+ * CORS. A stream's URL is `<basePath>/<stream id>`; its offsets are derived from the log's seqs.
+ *
+ * Construct one per object, next to its `Streams`, and hand it the object's requests:
+ *
+ * ```ts
+ * fetch(request) { return this.protocol.fetch(request); }
+ * ```
+ *
+ * It keeps fork bookkeeping in its own `dk_sse_*` tables and never sets the alarm: call
+ * {@link alarm} from the host's alarm and re-arm to the earliest {@link nextWakeAt} of all parts.
+ */
+export class DurableStreamsHandler {
+  readonly #ctx: ProtocolContext;
+  readonly #ledger: ForkLedger;
+
+  /** @throws {SseArgumentError} `sse/invalid-argument` for a malformed option. */
+  constructor(
+    state: { storage: DurableObjectStorage },
+    streams: Streams,
+    options: DurableStreamsHandlerOptions = {},
+  ) {
+    const basePath = (options.basePath ?? "/v1/stream").replace(/\/+$/, "");
+    if (!basePath.startsWith("/") && basePath !== "") {
+      throw new SseArgumentError(`basePath must start with "/"; got "${options.basePath}".`);
+    }
+    const store = new ProtocolStore(state.storage);
+    const now = options.now ?? Date.now;
+    const armAlarm = options.armAlarm ?? (() => {});
+    const peerOf = options.peer ?? (() => this.#self);
+    const ledger = new ForkLedger({ streams, store, now, peer: peerOf, armAlarm });
+    this.#ledger = ledger;
+    this.#ctx = {
+      streams,
+      store,
+      basePath,
+      longPollTimeoutMs: positive("longPollTimeoutMs", options.longPollTimeoutMs, 20_000),
+      sseConnectionMs: positive("sseConnectionMs", options.sseConnectionMs, 60_000),
+      maxReadBytes: positive("maxReadBytes", options.maxReadBytes, 1_048_576),
+      maxForkBytes: positive("maxForkBytes", options.maxForkBytes, 64 * 1_048_576),
+      cursorIntervalSeconds: positive("cursorIntervalSeconds", options.cursorIntervalSeconds, 20),
+      now,
+      peer: peerOf,
+      view: (streamId: string): Promise<StreamView> => ledger.view(streamId),
+      streamIdOf: (path: string) => this.streamIdOf(path),
+    };
+  }
+
+  /** This handler as its own peer: every stream in one object. */
+  get #self(): DurableStreamsPeer {
+    return {
+      exportFork: (sourceId, request) => this.exportFork(sourceId, request),
+      releaseFork: (sourceId, ref) => this.releaseFork(sourceId, ref),
+    };
+  }
+
+  /**
+   * Answers one protocol request for the stream its URL names. Never throws for a client error:
+   * those are 4xx answers with a short text body; an unexpected failure is a 500.
+   */
+  async fetch(request: Request): Promise<Response> {
+    try {
+      if (request.method === "OPTIONS") return preflight();
+      const url = new URL(request.url);
+      const head = request.method === "HEAD";
+      const streamId = this.streamIdOf(url.pathname);
+      if (streamId === null)
+        return problem(404, `No stream lives at ${url.pathname}.`, undefined, head);
+      if (streamId === "__ds" || streamId.startsWith("__ds/")) {
+        return problem(
+          501,
+          "The reserved __ds subscription APIs are not implemented here.",
+          undefined,
+          head,
+        );
+      }
+      if (streamId.length > MAX_ID_LENGTH) {
+        return problem(400, `Stream ids are at most ${MAX_ID_LENGTH} characters.`, undefined, head);
+      }
+      switch (request.method) {
+        case "PUT":
+          return await handlePut(this.#ctx, this.#ledger, request, streamId);
+        case "POST":
+          return await handlePost(this.#ctx, request, streamId);
+        case "GET":
+          return await handleGet(this.#ctx, request, streamId);
+        case "HEAD":
+          return await handleHead(this.#ctx, streamId);
+        case "DELETE":
+          return await this.#delete(streamId);
+        default:
+          return problem(405, `${request.method} is not a Durable Streams operation.`, {
+            Allow: "GET, HEAD, PUT, POST, DELETE, OPTIONS",
+          });
+      }
+    } catch (error) {
+      return problem(
+        500,
+        `The stream operation failed: ${(error as Error)?.message ?? String(error)}`,
+      );
+    }
+  }
+
+  /** The stream id a path (or absolute URL) under `basePath` names, or null. */
+  streamIdOf(path: string): string | null {
+    let pathname = path;
+    if (!path.startsWith("/")) {
+      try {
+        pathname = new URL(path).pathname;
+      } catch {
+        return null;
+      }
+    }
+    const prefix = `${this.#ctx.basePath}/`;
+    if (!pathname.startsWith(prefix) || pathname.length === prefix.length) return null;
+    try {
+      return decodeURIComponent(pathname.slice(prefix.length));
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Fork source side (called by the fork's handler, through {@link DurableStreamsPeer}): checks the
+   * request, takes a named reference on the source, and returns the inherited data a page at a time.
+   */
+  exportFork(sourceId: string, request: ForkExportRequest): Promise<ForkExport> {
+    return this.#ledger.export(sourceId, request);
+  }
+
+  /**
+   * Fork source side: gives a reference back. Idempotent. When it was the last reference on a
+   * deleted stream, the stream is collected and its own source reference (if it is a fork) released.
+   */
+  releaseFork(sourceId: string, ref: string): Promise<void> {
+    return this.#ledger.release(sourceId, ref);
+  }
+
+  /** When the handler next needs the alarm (a fork release to retry), or null. */
+  nextWakeAt(): number | null {
+    return this.#ctx.store.earliestRelease();
+  }
+
+  /**
+   * For the host's `alarm()` (after `streams.alarm()`): forks that expired give their source
+   * references back, and releases that failed before are retried.
+   */
+  async alarm(): Promise<void> {
+    for (const fork of this.#ctx.store.forks()) this.#ledger.settle(fork.stream_id);
+    await this.#ledger.flush();
+  }
+
+  async #delete(streamId: string): Promise<Response> {
+    const view = await this.#ctx.view(streamId);
+    if (view.kind === "absent") return problem(404, `Stream "${streamId}" does not exist.`);
+    if (view.kind === "gone") return problem(410, `Stream "${streamId}" was already deleted.`);
+    this.#ctx.streams.delete(streamId, { force: true });
+    // Unreferenced: the stream is gone for good, and as a fork it gives its source reference back.
+    // Referenced by forks: a soft delete — 410 Gone until the last fork lets go.
+    if (this.#ctx.store.refCount(streamId) === 0) await this.#ledger.view(streamId);
+    return new Response(null, { status: 204, headers: baseHeaders() });
+  }
+}

@@ -1,0 +1,234 @@
+import { SseSchemaError } from "../errors";
+
+/** The schema version of the `dk_sse_*` tables these sources write. */
+export const SSE_SCHEMA_VERSION = 1;
+
+/**
+ * Schema version 1 — fork bookkeeping of the protocol handler (the chunk logs themselves live in
+ * `@durablekit/streams`' tables):
+ *
+ * - `dk_sse_forks`: one row per stream of this object that is a fork: the source it copied from
+ *   and the reference it holds there, with the fork's `created_at` (its incarnation) so a later
+ *   stream under the same id is never mistaken for the fork.
+ * - `dk_sse_fork_refs`: one row per fork (anywhere) that holds a reference on a stream of this
+ *   object. While a stream has references, deleting it soft-deletes it (410 Gone).
+ * - `dk_sse_releases`: references this object still has to release on a source — the outbox. A
+ *   row is written before a fork asks its source for a reference (so a crash mid-fork cannot leak
+ *   one) and removed in the transaction that creates the fork; `due_at` is when to deliver it.
+ * - `dk_sse_meta`: the `schema_version` row.
+ */
+const V1: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS dk_sse_forks (
+    stream_id TEXT PRIMARY KEY,
+    source_id TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS dk_sse_fork_refs (
+    stream_id TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    PRIMARY KEY (stream_id, ref)
+  ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS dk_sse_releases (
+    source_id TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    due_at INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (source_id, ref)
+  ) WITHOUT ROWID`,
+  "CREATE INDEX IF NOT EXISTS dk_sse_releases_due ON dk_sse_releases (due_at)",
+];
+
+/** A `dk_sse_forks` row. */
+export type ForkRow = {
+  stream_id: string;
+  source_id: string;
+  ref: string;
+  created_at: number;
+};
+
+/** A `dk_sse_releases` row. */
+export type ReleaseRow = {
+  source_id: string;
+  ref: string;
+  due_at: number;
+  attempts: number;
+};
+
+/**
+ * The protocol handler's own tables. Every method is synchronous; callers group them in
+ * transactions. The tables are created by the first write that needs them, so an object whose
+ * streams are never forked never gets them: until then every read answers "nothing".
+ */
+export class ProtocolStore {
+  readonly #storage: DurableObjectStorage;
+  #state: "unknown" | "absent" | "ready" = "unknown";
+
+  constructor(storage: DurableObjectStorage) {
+    this.#storage = storage;
+  }
+
+  /** The SQL handle for a read, or null while the tables do not exist. */
+  #reader(): SqlStorage | null {
+    if (this.#state === "unknown") this.#probe();
+    return this.#state === "ready" ? this.#storage.sql : null;
+  }
+
+  /** The SQL handle for a write, creating the tables first if needed. */
+  #writer(): SqlStorage {
+    if (this.#state !== "ready") this.#migrate();
+    return this.#storage.sql;
+  }
+
+  /** Runs `fn` in one SQLite transaction. */
+  transaction<T>(fn: () => T): T {
+    return this.#storage.transactionSync(fn);
+  }
+
+  fork(streamId: string): ForkRow | null {
+    return (
+      this.#reader()
+        ?.exec<ForkRow>("SELECT * FROM dk_sse_forks WHERE stream_id = ?", streamId)
+        .toArray()[0] ?? null
+    );
+  }
+
+  forks(): ForkRow[] {
+    return this.#reader()?.exec<ForkRow>("SELECT * FROM dk_sse_forks").toArray() ?? [];
+  }
+
+  setFork(row: ForkRow): void {
+    this.#writer().exec(
+      "INSERT OR REPLACE INTO dk_sse_forks (stream_id, source_id, ref, created_at) VALUES (?, ?, ?, ?)",
+      row.stream_id,
+      row.source_id,
+      row.ref,
+      row.created_at,
+    );
+  }
+
+  deleteFork(streamId: string): void {
+    this.#reader()?.exec("DELETE FROM dk_sse_forks WHERE stream_id = ?", streamId);
+  }
+
+  /** How many forks hold a reference on a stream of this object. */
+  refCount(streamId: string): number {
+    return (
+      this.#reader()
+        ?.exec<{ n: number }>(
+          "SELECT count(*) AS n FROM dk_sse_fork_refs WHERE stream_id = ?",
+          streamId,
+        )
+        .one().n ?? 0
+    );
+  }
+
+  hasRef(streamId: string, ref: string): boolean {
+    return (
+      (this.#reader()
+        ?.exec("SELECT 1 FROM dk_sse_fork_refs WHERE stream_id = ? AND ref = ?", streamId, ref)
+        .toArray().length ?? 0) > 0
+    );
+  }
+
+  addRef(streamId: string, ref: string): void {
+    this.#writer().exec(
+      "INSERT OR IGNORE INTO dk_sse_fork_refs (stream_id, ref) VALUES (?, ?)",
+      streamId,
+      ref,
+    );
+  }
+
+  deleteRef(streamId: string, ref: string): void {
+    this.#reader()?.exec(
+      "DELETE FROM dk_sse_fork_refs WHERE stream_id = ? AND ref = ?",
+      streamId,
+      ref,
+    );
+  }
+
+  /** Schedules (or reschedules) the release of `ref` on `sourceId` at `dueAt`. */
+  scheduleRelease(sourceId: string, ref: string, dueAt: number, attempts = 0): void {
+    this.#writer().exec(
+      `INSERT INTO dk_sse_releases (source_id, ref, due_at, attempts) VALUES (?, ?, ?, ?)
+       ON CONFLICT (source_id, ref) DO UPDATE SET due_at = excluded.due_at, attempts = excluded.attempts`,
+      sourceId,
+      ref,
+      dueAt,
+      attempts,
+    );
+  }
+
+  dropRelease(sourceId: string, ref: string): void {
+    this.#reader()?.exec(
+      "DELETE FROM dk_sse_releases WHERE source_id = ? AND ref = ?",
+      sourceId,
+      ref,
+    );
+  }
+
+  dueReleases(now: number, limit: number): ReleaseRow[] {
+    return (
+      this.#reader()
+        ?.exec<ReleaseRow>(
+          "SELECT * FROM dk_sse_releases WHERE due_at <= ? ORDER BY due_at LIMIT ?",
+          now,
+          limit,
+        )
+        .toArray() ?? []
+    );
+  }
+
+  earliestRelease(): number | null {
+    return (
+      this.#reader()
+        ?.exec<{ at: number | null }>("SELECT min(due_at) AS at FROM dk_sse_releases")
+        .one().at ?? null
+    );
+  }
+
+  /** Looks for the tables once per instance; refuses tables written by a newer version. */
+  #probe(): void {
+    const sql = this.#storage.sql;
+    const exists =
+      sql
+        .exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dk_sse_meta'")
+        .toArray().length > 0;
+    if (!exists) {
+      this.#state = "absent";
+      return;
+    }
+    const found = this.#version();
+    if (found > SSE_SCHEMA_VERSION) throw new SseSchemaError(found, SSE_SCHEMA_VERSION);
+    if (found < SSE_SCHEMA_VERSION) this.#migrate();
+    else this.#state = "ready";
+  }
+
+  #version(): number {
+    return (
+      this.#storage.sql
+        .exec<{ value: number }>("SELECT value FROM dk_sse_meta WHERE name = 'schema_version'")
+        .toArray()[0]?.value ?? 0
+    );
+  }
+
+  /** Creates or upgrades the tables (forward-only), in one transaction. */
+  #migrate(): void {
+    const sql = this.#storage.sql;
+    this.#storage.transactionSync(() => {
+      sql.exec(
+        "CREATE TABLE IF NOT EXISTS dk_sse_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID",
+      );
+      const found = this.#version();
+      if (found > SSE_SCHEMA_VERSION) throw new SseSchemaError(found, SSE_SCHEMA_VERSION);
+      if (found < SSE_SCHEMA_VERSION) {
+        for (const statement of V1) sql.exec(statement);
+        sql.exec(
+          "INSERT INTO dk_sse_meta (name, value) VALUES ('schema_version', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+          SSE_SCHEMA_VERSION,
+        );
+      }
+    });
+    this.#state = "ready";
+  }
+}

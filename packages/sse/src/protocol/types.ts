@@ -1,0 +1,101 @@
+import type { StreamStatus, Streams } from "@durablekit/streams";
+import type { ProtocolStore } from "./store";
+
+/**
+ * How one handler reaches the handler holding another stream — the source of a fork. A host that
+ * keeps every stream in one object needs none (the handler is its own peer); a host with one object
+ * per stream forwards both calls to that object's handler, typically over Workers RPC:
+ *
+ * ```ts
+ * peer: (streamId) => env.STREAMS.getByName(streamId),
+ * // …and in that class: exportFork(id, r) { return this.protocol.exportFork(id, r) }, releaseFork likewise
+ * ```
+ */
+export interface DurableStreamsPeer {
+  exportFork(sourceId: string, request: ForkExportRequest): Promise<ForkExport>;
+  releaseFork(sourceId: string, ref: string): Promise<void>;
+}
+
+/** A fork asking its source for a reference and the data it inherits. */
+export interface ForkExportRequest {
+  /** Unique name of the reference the fork takes (and later releases). */
+  ref: string;
+  /** `Stream-Fork-Offset` as sent, or null for the source's tail. Only on the first call. */
+  offset?: string | null;
+  /** `Stream-Fork-Sub-Offset` (0 when absent). Only on the first call. */
+  subOffset?: number;
+  /** The fork's requested content type, checked before any reference is taken. Only on the first call. */
+  contentType?: string | null;
+  /** For every page after the first: the seq to continue from (the previous `next`). */
+  from?: number;
+  /** For every page after the first: the first page's `wholeChunks`. */
+  until?: number;
+}
+
+/** The source's answer: the inherited data a page at a time, or an HTTP status to answer with. */
+export type ForkExport =
+  | {
+      ok: true;
+      /** The source's content type (first page only) and expiry settings to inherit. */
+      contentType: string;
+      ttlSeconds: number | null;
+      expiresAt: number | null;
+      /** The fork offset, resolved to a seq of the source. */
+      anchor: number;
+      /** Whole chunks inherited: seqs `[0, wholeChunks)`. */
+      wholeChunks: number;
+      /** A prefix of chunk `wholeChunks` (a byte sub-offset), inherited as one more chunk. */
+      partial: Uint8Array | null;
+      /** This page: messages (JSON mode) or byte chunks, from seq `from`. */
+      chunks: Array<string | Uint8Array>;
+      /** Seq of the next page, or null when this was the last. */
+      next: number | null;
+    }
+  | { ok: false; status: number; message: string };
+
+/** Options of {@link DurableStreamsHandler}. */
+export interface DurableStreamsHandlerOptions {
+  /** URL path the streams are mounted under: a stream's URL is `<basePath>/<stream id>`. Default `/v1/stream`. */
+  basePath?: string;
+  /** How long a long-poll waits for data before answering 204, in ms. Default 20000. */
+  longPollTimeoutMs?: number;
+  /** How long one SSE connection stays open before the server closes it (the client reconnects), in ms. Default 60000. */
+  sseConnectionMs?: number;
+  /** Most bytes one catch-up response returns (at least one chunk). Default 1 MiB. */
+  maxReadBytes?: number;
+  /** Most bytes a fork may copy from its source. Default 64 MiB. */
+  maxForkBytes?: number;
+  /** Length of a `Stream-Cursor` interval, in seconds. Default 20. */
+  cursorIntervalSeconds?: number;
+  /** The handler holding another stream (fork sources). Default: this handler. */
+  peer?: (streamId: string) => DurableStreamsPeer;
+  /** Asks the host for an alarm no later than `at` (a pending fork release to retry). */
+  armAlarm?: (at: number) => void;
+  /** Clock (epoch ms). Default `Date.now`. */
+  now?: () => number;
+}
+
+/** What a request finds at a stream id after reconciliation. */
+export type StreamView =
+  | { kind: "live"; status: StreamStatus }
+  /** Deleted or expired while forks still reference it: 410 Gone, its path blocked. */
+  | { kind: "gone" }
+  | { kind: "absent" };
+
+/** The resolved options and shared parts every request module works with. */
+export interface ProtocolContext {
+  readonly streams: Streams;
+  readonly store: ProtocolStore;
+  readonly basePath: string;
+  readonly longPollTimeoutMs: number;
+  readonly sseConnectionMs: number;
+  readonly maxReadBytes: number;
+  readonly maxForkBytes: number;
+  readonly cursorIntervalSeconds: number;
+  now(): number;
+  peer(streamId: string): DurableStreamsPeer;
+  /** Reconciles fork bookkeeping for `streamId`, then says what is there. */
+  view(streamId: string): Promise<StreamView>;
+  /** The stream id a protocol path (or absolute URL) names, or null when it is not under `basePath`. */
+  streamIdOf(path: string): string | null;
+}

@@ -1,0 +1,7 @@
+// Types for `cloudflare:workers`' `env` inside the workerd tests.
+declare namespace Cloudflare {
+  interface Env {
+    FIXTURE: DurableObjectNamespace<import("./fixtures/worker").Fixture>;
+    PER_STREAM: DurableObjectNamespace<import("./fixtures/worker").PerStream>;
+  }
+}
