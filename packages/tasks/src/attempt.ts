@@ -1,6 +1,6 @@
 import { DuplicateStepError, isNonRetryable, ReplayDivergedError, TasksError } from "./errors";
 import type { TaskEvent } from "./events";
-import type { Journal } from "./journal";
+import type { Journal, JournalRow } from "./journal";
 import { JournalWriter, stepRow } from "./journal-writer";
 import { validateName } from "./names";
 import { isPlatformFailure, isPlatformReset } from "./platform";
@@ -78,7 +78,7 @@ export class Attempt {
       init.runId,
       init.generation,
       () => this.#end("superseded"),
-      (name) => init.journal.get(name) !== undefined,
+      (name) => init.journal.has(name),
     );
   }
 
@@ -113,7 +113,7 @@ export class Attempt {
   }
 
   /** Fails the replay if the journal holds another kind (or event type) at this name. */
-  expect(row: StepRow, kind: StepKind, eventType?: string): void {
+  expect(row: JournalRow, kind: StepKind, eventType?: string): void {
     if (row.kind !== kind) {
       this.#failFatal(
         new ReplayDivergedError(row.name, `journaled as a ${row.kind} step, replayed as ${kind}`),

@@ -1,3 +1,4 @@
+import type { JournalLoad } from "./journal-load";
 import type { StepRow } from "./rows";
 
 /** The step an unclean interruption left mid-execution. */
@@ -7,17 +8,43 @@ export interface InterruptedStep {
 }
 
 /**
+ * A completed `do` row loaded packed: the fields a replay reads of it. Its seq, attempt, `next_step`
+ * and `at` are not loaded — a hit never reads them, and the in-flight evidence is found in SQL.
+ */
+export interface PackedRow {
+  name: string;
+  kind: "do";
+  state: "completed";
+  value: string | null;
+  wake_at: null;
+  event_type: null;
+}
+
+/** A journal row as a replay sees it: whole, or packed. */
+export type JournalRow = StepRow | PackedRow;
+
+/**
  * A run's step journal as loaded, in one query, at the start of an attempt. Replayed steps are
- * answered from this map: a journal hit costs no SQL at all.
+ * answered from memory: a journal hit costs no SQL at all. Completed `do` rows arrive packed (see
+ * `journal-load.ts`) and are kept as name → value text, so a hit allocates nothing but its decoded
+ * value.
  */
 export class Journal {
-  readonly #rows: Map<string, StepRow>;
+  /** Completed `do` rows loaded packed: name → value text. */
+  readonly #packed = new Map<string, string | null>();
+  /** Every other row, whole. */
+  readonly #rows = new Map<string, StepRow>();
   #nextSeq: number;
 
-  constructor(rows: readonly StepRow[]) {
-    this.#rows = new Map();
+  constructor(load: Pick<JournalLoad, "packed" | "rows">) {
     let max = 0;
-    for (const row of rows) {
+    for (const { names, values, maxSeq } of load.packed) {
+      for (let i = 0; i < names.length; i++) {
+        this.#packed.set(names[i] as string, values[i] ?? null);
+      }
+      if (maxSeq > max) max = maxSeq;
+    }
+    for (const row of load.rows) {
       this.#rows.set(row.name, row);
       if (row.seq > max) max = row.seq;
     }
@@ -25,41 +52,31 @@ export class Journal {
   }
 
   get size(): number {
-    return this.#rows.size;
+    return this.#packed.size + this.#rows.size;
   }
 
-  get(name: string): StepRow | undefined {
-    return this.#rows.get(name);
+  /**
+   * The hot path of a replay: the value text of a completed `do` step loaded packed (`null` for a
+   * row without a value), or `undefined` when the name is not one — then ask {@link Journal.get}.
+   */
+  completedValue(name: string): string | null | undefined {
+    return this.#packed.get(name);
   }
 
-  /** Records a row this attempt wrote (or is about to write), so later lookups see it. */
-  set(row: StepRow): void {
-    this.#rows.set(row.name, row);
+  get(name: string): JournalRow | undefined {
+    const row = this.#rows.get(name);
+    if (row) return row;
+    const value = this.#packed.get(name);
+    if (value === undefined) return undefined;
+    return { name, kind: "do", state: "completed", value, wake_at: null, event_type: null };
+  }
+
+  has(name: string): boolean {
+    return this.#rows.has(name) || this.#packed.has(name);
   }
 
   /** The seq for a step journaled for the first time. */
   takeSeq(): number {
     return this.#nextSeq++;
-  }
-
-  /**
-   * The step a dead attempt left mid-execution, from the journal's in-flight evidence: a `do` row
-   * still `running` (its marker row), or a `next_step` naming a step that has no row (the step
-   * started right after that row was written and never finished). The newest evidence wins.
-   */
-  interrupted(): InterruptedStep | null {
-    let best: { name: string; attempt: number; order: number } | null = null;
-    const consider = (name: string, attempt: number, order: number) => {
-      if (best === null || order > best.order) best = { name, attempt, order };
-    };
-    for (const row of this.#rows.values()) {
-      if (row.kind === "do" && row.state === "running") consider(row.name, row.attempt, row.seq);
-      if (row.next_step !== null && !this.#rows.has(row.next_step)) {
-        consider(row.next_step, 1, row.seq + 0.5);
-      }
-    }
-    if (best === null) return null;
-    const { name, attempt } = best;
-    return { name, attempt };
   }
 }

@@ -118,8 +118,9 @@ export class Runner {
       return null;
     }
     const handler = this.#config.definitions[row.definition] as unknown as Handler;
-    const journal = new Journal(this.#config.store.loadJournal(runId));
-    const interrupted = row.state === "running" ? journal.interrupted() : null;
+    const load = this.#config.store.loadJournal(runId, row.state === "running");
+    const journal = new Journal(load);
+    const interrupted = load.interrupted;
     const generation = crypto.randomUUID();
     const number = row.attempt + 1;
     const deadline = now + this.#config.claimTimeoutMs;

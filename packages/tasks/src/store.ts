@@ -1,3 +1,4 @@
+import { type JournalLoad, loadJournal } from "./journal-load";
 import type { EventRow, RunRow, RunState, StepRow, WaitReason } from "./rows";
 
 /** Raised inside a transaction when a fenced write finds another attempt holding the run. */
@@ -47,8 +48,9 @@ export interface RunFilter {
 }
 
 /**
- * Every SQL statement of the package. Each method is one statement, except where it says it is a
- * transaction; callers group statements of one state change with {@link TaskStore.transaction}.
+ * Every SQL statement of the package (the replay's journal load is spelled out in
+ * `journal-load.ts`). Each method is one statement, except where it says it is a transaction;
+ * callers group statements of one state change with {@link TaskStore.transaction}.
  * Fenced methods take the attempt's generation and return false (or throw {@link FenceLost} inside
  * a transaction) when another attempt holds the run.
  */
@@ -110,10 +112,15 @@ export class TaskStore {
   }
 
   /**
-   * The whole journal of a run, in one query. Rows come back as arrays (`raw()`), which crosses
-   * into JavaScript about three times faster than row objects — the load is most of a replay's cost.
+   * The journal of a run for a replay, in one query (see `journal-load.ts`); with `reclaim`, the
+   * same query finds the step a dead attempt left in flight.
    */
-  loadJournal(runId: string): StepRow[] {
+  loadJournal(runId: string, reclaim: boolean): JournalLoad {
+    return loadJournal(this.#sql, runId, reclaim);
+  }
+
+  /** Every journal row of a run, whole, for snapshots. Rows come back as arrays (`raw()`). */
+  listSteps(runId: string): StepRow[] {
     const rows: StepRow[] = [];
     const cursor = this.#sql
       .exec(

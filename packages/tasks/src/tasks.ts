@@ -207,7 +207,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
 
   /** The run's journal in step order, including steps settled but not yet written; [] if unknown. */
   steps(runId: string): TaskStepSnapshot[] {
-    const rows = this.#store.loadJournal(runId);
+    const rows = this.#store.listSteps(runId);
     const active = this.#runner.active.get(runId);
     return toStepSnapshots(active ? [...rows, ...active.writer.pending] : rows);
   }

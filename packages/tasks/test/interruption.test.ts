@@ -49,6 +49,41 @@ describe("interruption and recovery", () => {
     }, stub);
   });
 
+  it("takes the newest in-flight evidence: a step's running row after an older dangling next_step", async () => {
+    const stub = freshFixture();
+    await inFixture(async (_fixture, state) => {
+      // "slow" was on its second attempt (its row says running) when the isolate died; an older row
+      // names a step "ghost" that never got a row of its own.
+      const now = Date.now();
+      state.storage.sql.exec(
+        `INSERT INTO dk_tasks_runs (run_id, definition, state, input, retain, attempt, generation,
+           next_at, created_at, started_at, updated_at)
+         VALUES ('dead', 'interruptible@v1', 'running', ?, 1, 1, 'dead-generation', ?, ?, ?, ?)`,
+        encode(undefined),
+        now - 1,
+        now - 100,
+        now - 100,
+        now - 100,
+      );
+      state.storage.sql.exec(
+        `INSERT INTO dk_tasks_steps (run_id, name, seq, kind, state, attempt, value, next_step, at)
+         VALUES ('dead', 'first', 1, 'do', 'completed', 1, ?, 'ghost', ?),
+                ('dead', 'slow', 2, 'do', 'running', 2, NULL, NULL, ?)`,
+        encode(1),
+        now - 50,
+        now - 40,
+      );
+      await state.storage.setAlarm(now);
+    }, stub);
+    await runDurableObjectAlarm(stub);
+    await inFixture(async (fixture) => {
+      const done = await fixture.settled("dead");
+      expect(done).toMatchObject({ state: "completed", result: { first: 1, slow: 3, last: 3 } });
+      expect(fixture.notes()).toEqual([{ attempt: 2, interrupted: { name: "slow", attempt: 2 } }]);
+      expect(fixture.executions()).toEqual({ slow: 1, last: 1 });
+    }, stub);
+  });
+
   it("recovers a run whose object was reset mid-step, through the alarm backstop", async () => {
     const name = `t-${crypto.randomUUID()}`;
     let stub = env.FIXTURE.getByName(name);

@@ -46,6 +46,46 @@ describe("replay safety", () => {
     });
   });
 
+  it("fails visibly when a replay waits at the name of a journaled step result", async () => {
+    await inFixture(async (fixture, state) => {
+      const v1 = fixture.build({
+        "shape@v1": async (_input: undefined, step) => {
+          await step.do("one", () => 1);
+          await step.do("two", () => 2);
+          await step.sleep("three", 60_000);
+        },
+      });
+      const { runId } = await v1.run("shape@v1");
+      await fixture.until(runId, (s) => s === "waiting");
+      // "two" is a completed step result; the new handler sleeps or waits for an event there.
+      const v2 = fixture.build({
+        "shape@v1": async (_input: undefined, step) => {
+          await step.do("one", () => 1);
+          await step.sleep("two", 1);
+        },
+      });
+      makeDue(state, runId);
+      await fixture.alarm();
+      const slept = await fixture.settled(runId, v2);
+      expect(slept).toMatchObject({ state: "failed", error: { code: "tasks/replay-diverged" } });
+      if (slept.state === "failed") expect(slept.error.message).toMatch(/journaled as a do step/);
+
+      const { runId: second } = await v1.run("shape@v1");
+      await fixture.until(second, (s) => s === "waiting");
+      const v3 = fixture.build({
+        "shape@v1": async (_input: undefined, step) => {
+          await step.do("one", () => 1);
+          await step.waitForEvent("two", { type: "go" });
+        },
+      });
+      makeDue(state, second);
+      await fixture.alarm();
+      const waited = await fixture.settled(second, v3);
+      expect(waited).toMatchObject({ state: "failed", error: { code: "tasks/replay-diverged" } });
+      if (waited.state === "failed") expect(waited.error.message).toMatch(/journaled as a do step/);
+    });
+  });
+
   it("fails a run whose definition is no longer registered and reports it", async () => {
     await inFixture(async (fixture, state) => {
       const { runId } = await fixture.tasks.run("sleepy@v1", { ms: 60_000 });

@@ -1,0 +1,96 @@
+import type { InterruptedStep } from "./journal";
+import type { StepRow } from "./rows";
+
+/**
+ * The longest name + value (in characters) of a completed `do` row that is loaded packed. Rows over
+ * it come back one by one, so a packed chunk stays far below SQLite's 2 MB string limit: at most
+ * 128 rows × (1,024 characters × at most 6 bytes escaped) ≈ 0.8 MB per array.
+ */
+const PACKED_MAX_CHARS = 1024;
+/** Packed rows per chunk, as a shift of `seq` (seq is unique within a run): 2^7 = 128. */
+const CHUNK_SHIFT = 7;
+
+/** A completed `do` row that travels packed: what a journal hit reads, and nothing else. */
+const PACKED = `(kind = 'do' AND state = 'completed' AND wake_at IS NULL AND event_type IS NULL
+  AND length(name) + ifnull(length(value), 0) <= ${PACKED_MAX_CHARS})`;
+
+/**
+ * The journal of a run in one statement. Crossing from SQLite into JavaScript costs about half a
+ * microsecond per row whatever its width, more than a replayed step's other work, so completed `do`
+ * rows (the journal hits) come back packed (tag 0): one row per 128 of them, holding JSON arrays of
+ * their names and values and their highest seq — all a hit reads. Every other row comes back whole
+ * (tag 1). Columns are positional: the tag, then the fields of the row's kind.
+ */
+const LOAD = `SELECT 0, json_group_array(name), json_group_array(value), max(seq),
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM dk_tasks_steps WHERE run_id = ?1 AND ${PACKED} GROUP BY seq >> ${CHUNK_SHIFT}
+UNION ALL
+SELECT 1, name, seq, kind, state, attempt, value, wake_at, event_type, next_step, at
+  FROM dk_tasks_steps WHERE run_id = ?1 AND NOT ${PACKED}`;
+
+/**
+ * Appended on a reclaim (tag 2): the step a dead attempt left mid-execution, from the journal's
+ * in-flight evidence — a `do` row still `running`, or a `next_step` naming a step that has no row
+ * (it started right after that row was written and never finished). The newest evidence wins: a
+ * running row orders at its seq, a dangling `next_step` just after the row that names it.
+ */
+const INTERRUPTED = `
+UNION ALL
+SELECT * FROM (
+  SELECT 2, name, attempt, seq AS ord, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM dk_tasks_steps WHERE run_id = ?1 AND kind = 'do' AND state = 'running'
+  UNION ALL
+  SELECT 2, s.next_step, 1, s.seq + 0.5, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM dk_tasks_steps AS s
+   WHERE s.run_id = ?1 AND s.next_step IS NOT NULL AND NOT EXISTS (
+     SELECT 1 FROM dk_tasks_steps AS t WHERE t.run_id = ?1 AND t.name = s.next_step)
+  ORDER BY ord DESC LIMIT 1)`;
+
+/** The completed `do` rows of one packed chunk: names and values as parallel arrays. */
+export interface PackedSteps {
+  names: string[];
+  values: (string | null)[];
+  /** The highest seq of the chunk. */
+  maxSeq: number;
+}
+
+/** A run's journal as one statement returns it (see {@link Journal}). */
+export interface JournalLoad {
+  packed: PackedSteps[];
+  rows: StepRow[];
+  /** Computed only when asked for (a reclaim); null otherwise or when nothing was in flight. */
+  interrupted: InterruptedStep | null;
+}
+
+/**
+ * Loads a run's journal in one query; with `reclaim`, the same query also finds the step a dead
+ * attempt left in flight.
+ */
+export function loadJournal(sql: SqlStorage, runId: string, reclaim: boolean): JournalLoad {
+  const load: JournalLoad = { packed: [], rows: [], interrupted: null };
+  for (const r of sql.exec(reclaim ? LOAD + INTERRUPTED : LOAD, runId).raw()) {
+    if (r[0] === 0) {
+      load.packed.push({
+        names: JSON.parse(r[1] as string) as string[],
+        values: JSON.parse(r[2] as string) as (string | null)[],
+        maxSeq: r[3] as number,
+      });
+    } else if (r[0] === 1) {
+      load.rows.push({
+        name: r[1] as string,
+        seq: r[2] as number,
+        kind: r[3] as StepRow["kind"],
+        state: r[4] as StepRow["state"],
+        attempt: r[5] as number,
+        value: r[6] as string | null,
+        wake_at: r[7] as number | null,
+        event_type: r[8] as string | null,
+        next_step: r[9] as string | null,
+        at: r[10] as number,
+      });
+    } else {
+      load.interrupted = { name: r[1] as string, attempt: r[2] as number };
+    }
+  }
+  return load;
+}
