@@ -1,11 +1,23 @@
 import type { Env } from "./env";
 import { createRouter } from "./router";
+import { debugRoutes } from "./routes/debug";
 import { healthRoutes } from "./routes/health";
+import { programRoutes } from "./routes/programs";
+import { streamRoutes } from "./routes/streams";
+import { taskRoutes } from "./routes/tasks";
 
+export { Programs } from "./programs";
+export { ProtocolStream } from "./protocol-stream";
 export { Workspace } from "./workspace";
 
 // Each area of the demo's HTTP API (see README) lives in its own module under routes/.
-const route = createRouter([...healthRoutes]);
+const route = createRouter([
+  ...healthRoutes,
+  ...taskRoutes,
+  ...debugRoutes,
+  ...programRoutes,
+  ...streamRoutes,
+]);
 
 export default {
   fetch(request: Request, env: Env): Promise<Response> {

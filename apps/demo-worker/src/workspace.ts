@@ -1,19 +1,91 @@
 import { DurableObject } from "cloudflare:workers";
+import { sseResponse } from "@durablekit/sse";
+import { Streams } from "@durablekit/streams";
+import {
+  type RunOptions,
+  type TaskReceipt,
+  type TaskRunSnapshot,
+  type TaskStepSnapshot,
+  Tasks,
+} from "@durablekit/tasks";
+import {
+  checkInput,
+  type DemoDefinition,
+  type DemoTaskHost,
+  demoTaskDefinitions,
+  failure,
+  runNotFound,
+  type TaskCall,
+  taskCall,
+} from "./demo-tasks";
 import type { Env } from "./env";
 
 /** The name of the one workspace object that answers workspace-wide routes. */
 export const WORKSPACE_NAME = "default";
 
 /**
- * The demo's workspace Durable Object. Later layers (streams, tasks, programs) are composed here;
- * for now it proves that the object starts and that its SQLite storage reads and writes.
+ * The demo's workspace Durable Object: it composes the durablekit parts (streams, tasks, …) over its
+ * one SQLite database and shares its one alarm between them.
  */
-export class Workspace extends DurableObject<Env> {
+export class Workspace extends DurableObject<Env> implements DemoTaskHost {
+  readonly streams: Streams;
+  readonly tasks: Tasks<ReturnType<typeof demoTaskDefinitions>>;
+  #wake: Promise<void> = Promise.resolve();
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.storage.sql.exec(
       "CREATE TABLE IF NOT EXISTS demo_health (id INTEGER PRIMARY KEY CHECK (id = 1), checks INTEGER NOT NULL)",
     );
+    ctx.storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS demo_task_executions (run_id TEXT NOT NULL, step TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (run_id, step)) WITHOUT ROWID",
+    );
+    const armAlarm = (at: number) => this.requestWake(at);
+    this.streams = new Streams(ctx, { armAlarm });
+    // A short claim timeout: a run whose isolate died (a crash, a deploy) resumes seconds later.
+    this.tasks = new Tasks(ctx, {
+      definitions: demoTaskDefinitions(this),
+      claimTimeout: "3 seconds",
+      maxValueBytes: 65_536,
+      armAlarm,
+    });
+  }
+
+  /**
+   * The one alarm, shared: each part does its due work, then the alarm is re-armed to the earliest
+   * wake any part needs.
+   */
+  override async alarm(): Promise<void> {
+    await this.tasks.alarm();
+    this.streams.alarm();
+    await this.rearm();
+  }
+
+  /** Arms the alarm at the earliest wake of all parts (or clears it). */
+  rearm(): Promise<void> {
+    return this.#serialize(async () => {
+      const wakes = [this.tasks.nextWakeAt(), this.streams.nextWakeAt()].filter(
+        (at): at is number => at !== null,
+      );
+      if (wakes.length === 0) await this.ctx.storage.deleteAlarm();
+      else await this.ctx.storage.setAlarm(Math.min(...wakes));
+    });
+  }
+
+  /** A part asks for a wake no later than `at`: arm the alarm if it is unset or later. */
+  requestWake(at: number): Promise<void> {
+    return this.#serialize(async () => {
+      const current = await this.ctx.storage.getAlarm();
+      if (current === null || at < current) await this.ctx.storage.setAlarm(at);
+    });
+  }
+
+  // Alarm reads and writes run one after another, so a later decision never loses to an earlier one.
+  #serialize(fn: () => Promise<void>): Promise<void> {
+    this.#wake = this.#wake.then(fn).catch((error) => {
+      console.error("workspace: arming the alarm failed", error);
+    });
+    return this.#wake;
   }
 
   /** Records one health check in SQLite and reads it back; `ok` is true when both worked. */
@@ -25,5 +97,81 @@ export class Workspace extends DurableObject<Env> {
       )
       .one();
     return { ok: row.checks > 0, checks: row.checks };
+  }
+
+  countExecution(runId: string, step: string): void {
+    this.ctx.storage.sql.exec(
+      "INSERT INTO demo_task_executions (run_id, step, n) VALUES (?, ?, 1) ON CONFLICT (run_id, step) DO UPDATE SET n = n + 1",
+      runId,
+      step,
+    );
+  }
+
+  /** Starts a run of a demo definition (`POST /tasks/:definition`). */
+  async startTask(
+    definition: string,
+    body: { input?: unknown } & Pick<RunOptions, "idempotencyKey" | "runId">,
+  ): Promise<TaskCall<Pick<TaskReceipt, "runId" | "accepted" | "state">>> {
+    const problem = checkInput(definition, body.input);
+    if (problem) return failure(400, "demo/invalid-input", problem);
+    return taskCall(async () => {
+      const receipt = await this.tasks.run(definition as DemoDefinition, body.input as never, {
+        ...(body.idempotencyKey === undefined ? {} : { idempotencyKey: body.idempotencyKey }),
+        ...(body.runId === undefined ? {} : { runId: body.runId }),
+      });
+      return { runId: receipt.runId, accepted: receipt.accepted, state: receipt.state };
+    });
+  }
+
+  /** A run's snapshot and its journal (`GET /tasks/:runId`). */
+  getTask(runId: string): TaskCall<TaskRunSnapshot & { steps: TaskStepSnapshot[] }> {
+    const run = this.tasks.get(runId);
+    if (!run) return runNotFound(runId);
+    return { ok: true, value: { ...run, steps: this.tasks.steps(runId) } };
+  }
+
+  /** Cancels a run (`POST /tasks/:runId/cancel`); `cancelled` is false for a settled run. */
+  async cancelTask(runId: string, reason?: string): Promise<TaskCall<{ cancelled: boolean }>> {
+    if (!this.tasks.get(runId)) return runNotFound(runId);
+    return taskCall(async () => ({ cancelled: await this.tasks.cancel(runId, reason) }));
+  }
+
+  /** Delivers an event to a run (`POST /tasks/:runId/events/:type`). */
+  sendTaskEvent(
+    runId: string,
+    type: string,
+    payload: unknown,
+  ): Promise<TaskCall<{ result: "delivered" | "buffered" }>> {
+    return taskCall(async () => ({ result: await this.tasks.sendEvent(runId, type, payload) }));
+  }
+
+  /** Real executions per step of a run (`GET /debug/executions/:runId`). */
+  taskExecutions(runId: string): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const row of this.ctx.storage.sql.exec<{ step: string; n: number }>(
+      "SELECT step, n FROM demo_task_executions WHERE run_id = ?",
+      runId,
+    )) {
+      out[row.step] = row.n;
+    }
+    return out;
+  }
+
+  /**
+   * `GET /streams/:id/sse`: a stream of this object as Server-Sent Events, from the request's
+   * `Last-Event-ID` (+1) or `?from=N`, tailing until the stream settles.
+   */
+  streamSse(streamId: string, request: Request): Response {
+    return sseResponse(this.streams, streamId, { request });
+  }
+
+  /** A stream's chunks, state and cursor (`GET /debug/streams/:streamId`), or null. */
+  streamChunks(
+    streamId: string,
+  ): { state: string; cursor: number; chunks: Array<{ seq: number; chunk: unknown }> } | null {
+    const status = this.streams.status(streamId);
+    if (!status) return null;
+    const page = this.streams.readPage(streamId, { from: 0, limit: 1_000 });
+    return { state: status.state, cursor: status.cursor, chunks: page.chunks };
   }
 }

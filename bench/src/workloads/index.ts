@@ -1,4 +1,5 @@
 import type { Workload } from "../workload";
+import { bridgeWorkloads } from "./bridge-workloads";
 import { journalWorkloads } from "./journal-workloads";
 import { sqliteFloor } from "./sqlite-floor";
 import { streamsWorkloads } from "./streams-workloads";
@@ -10,4 +11,5 @@ export const workloads: Workload[] = [
   ...journalWorkloads,
   ...streamsWorkloads,
   ...tasksWorkloads,
+  ...bridgeWorkloads,
 ];

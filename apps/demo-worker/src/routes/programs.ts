@@ -1,0 +1,94 @@
+import type { Env } from "../env";
+import { errorResponse, json } from "../http";
+import { PROGRAMS_NAME, type ProgramCall } from "../programs";
+import type { Route } from "../router";
+
+/** The largest request body the program routes read (programs are source text). */
+const MAX_BODY_BYTES = 1_048_576;
+
+const INTERRUPT_POLICIES = new Set(["fail", "restart", "replay"]);
+const ACCESS = new Set(["read", "read-write"]);
+
+function programs(env: Env) {
+  return env.PROGRAMS.getByName(PROGRAMS_NAME);
+}
+
+function answer<T>(call: ProgramCall<T>): Response {
+  return call.ok ? json(call.value) : errorResponse(call.status, call.code, call.message);
+}
+
+async function readBody(request: Request): Promise<{ body: unknown } | { error: Response }> {
+  const text = await request.text();
+  if (new TextEncoder().encode(text).byteLength > MAX_BODY_BYTES) {
+    return {
+      error: errorResponse(
+        413,
+        "demo/body-too-large",
+        `Request bodies are limited to ${MAX_BODY_BYTES} bytes.`,
+      ),
+    };
+  }
+  try {
+    return { body: JSON.parse(text) };
+  } catch {
+    return { error: errorResponse(400, "demo/bad-json", "The request body is not valid JSON.") };
+  }
+}
+
+/**
+ * The program routes: run a program against the demo host modules (`codemode:jobs`), read an
+ * execution, and see what the jobs module really did.
+ */
+export const programRoutes: Route[] = [
+  {
+    method: "POST",
+    path: "/programs",
+    async handle(request, env) {
+      const read = await readBody(request);
+      if ("error" in read) return read.error;
+      const body = read.body;
+      const usage =
+        'POST /programs takes { "code": "<ES module source>", "onInterrupt"?: "fail" | "restart", "access"?: "read" | "read-write" }.';
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return errorResponse(400, "demo/bad-request", usage);
+      }
+      const { code, onInterrupt, access } = body as Record<string, unknown>;
+      if (typeof code !== "string" || code.length === 0) {
+        return errorResponse(
+          400,
+          "demo/bad-request",
+          `"code" must be a non-empty string. ${usage}`,
+        );
+      }
+      if (onInterrupt !== undefined && !INTERRUPT_POLICIES.has(onInterrupt as string)) {
+        return errorResponse(400, "demo/bad-request", `"onInterrupt" must be "fail" or "restart".`);
+      }
+      if (access !== undefined && !ACCESS.has(access as string)) {
+        return errorResponse(400, "demo/bad-request", `"access" must be "read" or "read-write".`);
+      }
+      const call = await programs(env).runProgram(code, {
+        ...(onInterrupt === undefined ? {} : { onInterrupt: onInterrupt as "fail" | "restart" }),
+        ...(access === undefined ? {} : { access: access as "read" | "read-write" }),
+      });
+      return answer(call as ProgramCall<unknown>);
+    },
+  },
+  {
+    method: "GET",
+    path: "/programs/:id",
+    async handle(_request, env, { id }) {
+      const record = await programs(env).execution(id as string);
+      if (!record) {
+        return errorResponse(404, "demo/program-not-found", `No execution "${id}" exists.`);
+      }
+      return json(record);
+    },
+  },
+  {
+    method: "GET",
+    path: "/debug/jobs",
+    async handle(_request, env) {
+      return json(await programs(env).jobCounters());
+    },
+  },
+];

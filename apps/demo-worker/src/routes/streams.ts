@@ -1,0 +1,30 @@
+import { errorResponse } from "../http";
+import { PROTOCOL_BASE_PATH } from "../protocol-stream";
+import type { Route, RouteHandler } from "../router";
+import { WORKSPACE_NAME } from "../workspace";
+
+/** Forwards a protocol request to the object of the stream its path names (`/v1/stream/<id>`). */
+const toStreamObject: RouteHandler = (request, env, { rest }) => {
+  if (!rest)
+    return errorResponse(404, "demo/not-found", `Name a stream: ${PROTOCOL_BASE_PATH}/<id>.`);
+  return env.PROTOCOL_STREAMS.getByName(rest).fetch(request);
+};
+
+/**
+ * The stream routes:
+ * - `/v1/stream/*`: the Durable Streams HTTP protocol (PUT create, POST append/close, GET catch-up,
+ *   long-poll and SSE reads, HEAD, DELETE, CORS preflight), one Durable Object per stream path;
+ * - `GET /streams/:id/sse`: a stream of the workspace object as Server-Sent Events, resumable with
+ *   `Last-Event-ID` or `?from=N`.
+ */
+export const streamRoutes: Route[] = [
+  ...["GET", "PUT", "POST", "DELETE", "OPTIONS"].map(
+    (method): Route => ({ method, path: `${PROTOCOL_BASE_PATH}/*`, handle: toStreamObject }),
+  ),
+  {
+    method: "GET",
+    path: "/streams/:id/sse",
+    handle: (request, env, { id }) =>
+      env.WORKSPACE.getByName(WORKSPACE_NAME).streamSse(id as string, request),
+  },
+];

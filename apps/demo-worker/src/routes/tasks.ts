@@ -1,0 +1,103 @@
+import type { TaskCall } from "../demo-tasks";
+import { errorResponse, json } from "../http";
+import type { Route } from "../router";
+import { WORKSPACE_NAME } from "../workspace";
+
+/** The largest request body the task routes read. */
+const MAX_BODY_BYTES = 1_048_576;
+
+/** A parsed JSON body, or the coded 4xx response to answer instead. */
+async function readJson(request: Request): Promise<{ body: unknown } | { error: Response }> {
+  const text = await request.text();
+  if (new TextEncoder().encode(text).byteLength > MAX_BODY_BYTES) {
+    return {
+      error: errorResponse(
+        413,
+        "demo/body-too-large",
+        `Request bodies are limited to ${MAX_BODY_BYTES} bytes.`,
+      ),
+    };
+  }
+  if (text.trim() === "") return { body: undefined };
+  try {
+    return { body: JSON.parse(text) };
+  } catch {
+    return { error: errorResponse(400, "demo/bad-json", "The request body is not valid JSON.") };
+  }
+}
+
+function answer<T>(call: TaskCall<T>, status = 200): Response {
+  return call.ok ? json(call.value, status) : errorResponse(call.status, call.code, call.message);
+}
+
+/**
+ * The task routes: start a run of a definition, read a run, cancel it, deliver an event. Every run
+ * lives in the workspace object, whose alarm drives them (see README).
+ */
+export const taskRoutes: Route[] = [
+  {
+    method: "POST",
+    path: "/tasks/:definition",
+    async handle(request, env, { definition }) {
+      const read = await readJson(request);
+      if ("error" in read) return read.error;
+      const body = read.body ?? {};
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return errorResponse(
+          400,
+          "demo/bad-request",
+          'POST /tasks/:definition takes { "input"?, "idempotencyKey"?, "runId"? }.',
+        );
+      }
+      const { input, idempotencyKey, runId } = body as Record<string, unknown>;
+      for (const [field, value] of Object.entries({ idempotencyKey, runId })) {
+        if (value !== undefined && typeof value !== "string") {
+          return errorResponse(400, "demo/bad-request", `"${field}" must be a string.`);
+        }
+      }
+      const call = await env.WORKSPACE.getByName(WORKSPACE_NAME).startTask(definition as string, {
+        input,
+        idempotencyKey: idempotencyKey as string | undefined,
+        runId: runId as string | undefined,
+      });
+      return answer(call, call.ok && call.value.accepted ? 202 : 200);
+    },
+  },
+  {
+    method: "GET",
+    path: "/tasks/:runId",
+    async handle(_request, env, { runId }) {
+      return answer(await env.WORKSPACE.getByName(WORKSPACE_NAME).getTask(runId as string));
+    },
+  },
+  {
+    method: "POST",
+    path: "/tasks/:runId/cancel",
+    async handle(request, env, { runId }) {
+      const read = await readJson(request);
+      if ("error" in read) return read.error;
+      const reason = (read.body as { reason?: unknown } | undefined)?.reason;
+      return answer(
+        await env.WORKSPACE.getByName(WORKSPACE_NAME).cancelTask(
+          runId as string,
+          typeof reason === "string" ? reason : undefined,
+        ),
+      );
+    },
+  },
+  {
+    method: "POST",
+    path: "/tasks/:runId/events/:type",
+    async handle(request, env, { runId, type }) {
+      const read = await readJson(request);
+      if ("error" in read) return read.error;
+      return answer(
+        await env.WORKSPACE.getByName(WORKSPACE_NAME).sendTaskEvent(
+          runId as string,
+          type as string,
+          read.body ?? null,
+        ),
+      );
+    },
+  },
+];

@@ -1,0 +1,118 @@
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+
+const base = "http://demo";
+
+async function call(method: string, path: string, body?: unknown, raw?: string) {
+  const response = await exports.default.fetch(`${base}${path}`, {
+    method,
+    ...(raw !== undefined
+      ? { body: raw }
+      : body === undefined
+        ? {}
+        : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+async function settled(runId: string) {
+  for (let i = 0; i < 400; i++) {
+    const { body } = await call("GET", `/tasks/${runId}`);
+    if (["completed", "failed", "cancelled"].includes(body.state as string)) return body;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`run ${runId} did not settle`);
+}
+
+describe("task routes", () => {
+  it("runs demo.count@v1, appending each i to its stream and counting real executions", async () => {
+    const started = await call("POST", "/tasks/demo.count@v1", {
+      input: { steps: 3, stream: "count-route" },
+      idempotencyKey: "count-route",
+    });
+    expect(started.status).toBe(202);
+    expect(started.body).toMatchObject({ accepted: true });
+    const runId = started.body.runId as string;
+    const again = await call("POST", "/tasks/demo.count@v1", {
+      input: { steps: 3 },
+      idempotencyKey: "count-route",
+    });
+    expect(again).toMatchObject({ status: 200, body: { runId, accepted: false } });
+    const done = await settled(runId);
+    expect(done).toMatchObject({ state: "completed", result: { counted: 3 }, attempt: 1 });
+    expect((done.steps as Array<{ name: string }>).map((step) => step.name)).toEqual([
+      "step-0",
+      "step-1",
+      "step-2",
+    ]);
+    expect((await call("GET", `/debug/executions/${runId}`)).body).toEqual({
+      "step-0": 1,
+      "step-1": 1,
+      "step-2": 1,
+    });
+    const stream = await call("GET", "/debug/streams/count-route");
+    expect(stream.body).toMatchObject({
+      cursor: 3,
+      chunks: [
+        { seq: 0, chunk: { i: 0 } },
+        { seq: 1, chunk: { i: 1 } },
+        { seq: 2, chunk: { i: 2 } },
+      ],
+    });
+  });
+
+  it("completes demo.approval@v1 with the payload of its approve event", async () => {
+    const { body } = await call("POST", "/tasks/demo.approval@v1", {});
+    const runId = body.runId as string;
+    for (let i = 0; i < 100; i++) {
+      if ((await call("GET", `/tasks/${runId}`)).body.state === "waiting") break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect((await call("GET", `/tasks/${runId}`)).body).toMatchObject({
+      state: "waiting",
+      reason: "event",
+      eventType: "approve",
+    });
+    const sent = await call("POST", `/tasks/${runId}/events/approve`, { by: "ada" });
+    expect(sent).toEqual({ status: 200, body: { result: "delivered" } });
+    expect(await settled(runId)).toMatchObject({ state: "completed", result: { by: "ada" } });
+    const late = await call("POST", `/tasks/${runId}/events/approve`, {});
+    expect(late.status).toBe(409);
+    expect(late.body).toMatchObject({ error: { code: "tasks/run-settled" } });
+  });
+
+  it("cancels a waiting run", async () => {
+    const { body } = await call("POST", "/tasks/demo.approval@v1", {});
+    const runId = body.runId as string;
+    expect(await call("POST", `/tasks/${runId}/cancel`, { reason: "no longer needed" })).toEqual({
+      status: 200,
+      body: { cancelled: true },
+    });
+    expect(await settled(runId)).toMatchObject({ state: "cancelled", reason: "no longer needed" });
+    expect((await call("POST", `/tasks/${runId}/cancel`)).body).toEqual({ cancelled: false });
+  });
+
+  it("answers bad requests with coded 4xx errors", async () => {
+    const cases = [
+      [await call("POST", "/tasks/demo.count@v1", undefined, "{not json"), 400, "demo/bad-json"],
+      [await call("POST", "/tasks/nope@v1", {}), 404, "tasks/unknown-definition"],
+      [await call("GET", "/tasks/no-such-run"), 404, "tasks/run-not-found"],
+      [await call("POST", "/tasks/no-such-run/cancel"), 404, "tasks/run-not-found"],
+      [await call("POST", "/tasks/no-such-run/events/approve", {}), 404, "tasks/run-not-found"],
+      [
+        await call("POST", "/tasks/demo.count@v1", { input: { steps: -1 } }),
+        400,
+        "demo/invalid-input",
+      ],
+      [
+        await call("POST", "/tasks/demo.approval@v1", { input: { pad: "x".repeat(70_000) } }),
+        413,
+        "tasks/serialization",
+      ],
+    ] as const;
+    for (const [response, status, code] of cases) {
+      expect(response.status).toBe(status);
+      expect(response.body).toMatchObject({ error: { code, message: expect.any(String) } });
+    }
+  });
+});

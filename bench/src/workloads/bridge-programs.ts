@@ -1,0 +1,45 @@
+import { RpcTarget } from "cloudflare:workers";
+import { createExecutor, type Executor, readOnly } from "@durablekit/rpc-bridge";
+
+/** The function every side calls: the bridged host call, the handle method and the direct RPC call. */
+export function add([a, b]: [number, number]): number {
+  return a + b;
+}
+
+/** An object a bridged call returns; its method calls the same function. */
+export class Counter extends RpcTarget {
+  add(args: [number, number]): number {
+    return add(args);
+  }
+}
+
+/** The bridged setup: one host module with the function and a function returning a Counter. */
+export function benchExecutor(env: { LOADER: WorkerLoader }, sql?: SqlStorage): Executor {
+  return createExecutor({
+    loader: env.LOADER,
+    ...(sql ? { sql } : {}),
+    limits: { maxCalls: 100_000 },
+    modules: {
+      "bench:math": { add: readOnly(add), counter: readOnly(() => new Counter()) },
+    },
+  });
+}
+
+/** Median of a list of numbers. */
+export function medianOf(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/** A program making `calls` sequential host calls of `add`. */
+export function sequentialCalls(specifier: string, calls: number): string {
+  return `import { add } from ${JSON.stringify(specifier)};
+export default async function () {
+  let sum = 0;
+  for (let i = 0; i < ${calls}; i++) sum = await add(sum, 1);
+  return sum;
+}`;
+}

@@ -1,0 +1,46 @@
+/** What a run may do: `"read"` runs only functions and methods marked read-only. */
+export type Access = "read" | "read-write";
+
+/** What happens to a run that is interrupted (its object restarted, or `ctx.interrupt()`). */
+export type InterruptPolicy = "fail" | "restart";
+
+/**
+ * The context of one bridge call, given to the exported function or handle method it runs. Every
+ * call gets its own, including each method call on an object an earlier call returned: the signal
+ * and deadline are this call's, not those of the call that made the object.
+ */
+export interface CallContext {
+  /**
+   * `"<executionId>:<callKey>"`: unique in the execution and the same for the same call of a
+   * restarted attempt's same position, so usable as an idempotency key toward other systems.
+   */
+  readonly callId: string;
+  /** The execution this call belongs to. */
+  readonly executionId: string;
+  /** The call key: `"3"` for the third top-level call, `"3.2"` for the second method call on an object call 3 made. */
+  readonly key: string;
+  /** Aborts at this call's deadline and when the run ends (its reason is a coded `BridgeError`). */
+  readonly signal: AbortSignal;
+  /** Epoch milliseconds after which the call is cut off: its start plus `callTimeoutMs`, capped by the run's deadline. */
+  readonly deadline: number;
+  /** The run's access. A call that reaches host code already passed the access check. */
+  readonly access: Access;
+  /** The run's attempt, 1 for the first; a `"restart"` run counts up. */
+  readonly attempt: number;
+  /**
+   * Interrupts the run: with `onInterrupt: "fail"` the run fails with `bridge/interrupted`; with
+   * `"restart"` it starts again from the top. The returned promise rejects with that error so the
+   * calling host code unwinds.
+   */
+  interrupt(reason?: string): Promise<never>;
+}
+
+/**
+ * A host function: an exported function of a host module, a function a call returned, or (with
+ * `this` bound to its object) a method of a returned RpcTarget. It receives the program's
+ * arguments as one array and the call's context, and may return data, RpcTargets, functions,
+ * ReadableStreams, and plain objects and arrays containing them; what it throws reaches the
+ * program as the same error (class by name, `code`, `retryable` and other own JSON properties).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: host functions declare their own argument tuples.
+export type HostFunction = (args: any, ctx: CallContext) => unknown;

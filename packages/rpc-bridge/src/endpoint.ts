@@ -1,0 +1,36 @@
+import { RpcTarget } from "cloudflare:workers";
+import type { Run } from "./run";
+import type { Answer } from "./wire";
+
+/**
+ * The RpcTarget the isolate holds: exactly three methods, and no state of its own. Workers RPC
+ * exposes every method of an RpcTarget's class, so everything else lives in the private run.
+ */
+export class BridgeEndpoint extends RpcTarget {
+  readonly #run: Run;
+
+  constructor(run: Run) {
+    super();
+    this.#run = run;
+  }
+
+  /** Calls function or method `method` of handle `handleId` (`""` calls a function handle). */
+  invoke(
+    handleId: unknown,
+    method: unknown,
+    args: unknown,
+    special: unknown,
+  ): Answer | Promise<Answer> {
+    return this.#run.invoke(handleId, method, args, special);
+  }
+
+  /** Releases a handle the program disposed. */
+  dispose(handleId: unknown): void {
+    this.#run.release(handleId);
+  }
+
+  /** Mirrors the abort of a signal the program passed as an argument. */
+  abort(signalId: unknown, reason: unknown): void {
+    this.#run.abortSignal(signalId, reason);
+  }
+}

@@ -1,0 +1,123 @@
+import { type ErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
+
+/**
+ * Stable codes of every error this package throws or delivers to program code. A code never
+ * changes meaning; new failure kinds get new codes.
+ *
+ * Refusals of one call (the call did not run):
+ * - `bridge/limit-calls`: the run already made `maxCalls` calls.
+ * - `bridge/limit-concurrency`: `maxConcurrentCalls` calls are already in flight (retryable).
+ * - `bridge/limit-request-bytes`: the call's arguments encode to more than `maxRequestBytes`.
+ * - `bridge/limit-total-bytes`: the run's requests and responses together exceed `maxTotalBytes`.
+ * - `bridge/limit-handles`: the run already holds `maxHandles` objects.
+ * - `bridge/access-denied`: the run has `access: "read"` and the function or method is not read-only.
+ * - `bridge/unknown-method`: the object or module has no such function or method.
+ * - `bridge/handle-disposed`: the object was disposed (or never existed in this run).
+ * - `bridge/unserializable`: an argument or result cannot cross the bridge; `path` names it.
+ * - `bridge/run-ended`: the run had already ended when the call arrived or while it was in flight.
+ *
+ * Failures of one call (the call ran):
+ * - `bridge/limit-response-bytes`: the result encodes to more than `maxResponseBytes`.
+ * - `bridge/call-timeout`: the call passed its deadline (retryable).
+ * - `bridge/callback-expired`: host code used a callback after the call it was passed to returned.
+ *
+ * Refusals of a program or configuration (nothing ran):
+ * - `bridge/module-not-found`: the program imports a module that is not configured.
+ * - `bridge/module-private`: the program imports a private module.
+ * - `bridge/invalid-program`: the source does not parse, has no default export, uses a computed
+ *   `import()`, or is larger than `maxSourceBytes`.
+ * - `bridge/invalid-module`: a configured module is malformed (bad specifier, export name, import).
+ * - `bridge/invalid-options`: an option has a value outside its documented range.
+ * - `bridge/limit-input-bytes`: the input encodes to more than `maxInputBytes`.
+ * - `bridge/replay-unsupported`: `onInterrupt: "replay"` was asked of a version without replay.
+ * - `bridge/execution-exists`: an execution with that id already exists.
+ * - `bridge/no-storage`: the operation needs the executor's `sql` storage.
+ *
+ * Ends of a run (the execution's `error`):
+ * - `bridge/run-timeout`: the run passed `runTimeoutMs` (retryable).
+ * - `bridge/cancelled`: `cancel()` ended the run.
+ * - `bridge/interrupted`: the run was interrupted (`ctx.interrupt()` or a restart) with `onInterrupt: "fail"`.
+ * - `bridge/unsafe-to-repeat`: a restart would run again a call marked `unsafeToRepeat`.
+ * - `bridge/too-many-attempts`: a `"restart"` run was interrupted more than `maxAttempts` times.
+ * - `bridge/limit-result-bytes`: the program's result encodes to more than `maxResultBytes`, or is not data.
+ * - `bridge/unhandled-rejection`: the program left a rejected promise nobody handled.
+ * - `bridge/isolate-failed`: the isolate itself failed (CPU limit, crash, broken connection).
+ */
+export type BridgeErrorCode =
+  | "bridge/limit-calls"
+  | "bridge/limit-concurrency"
+  | "bridge/limit-request-bytes"
+  | "bridge/limit-response-bytes"
+  | "bridge/limit-total-bytes"
+  | "bridge/limit-handles"
+  | "bridge/limit-input-bytes"
+  | "bridge/limit-result-bytes"
+  | "bridge/access-denied"
+  | "bridge/unknown-method"
+  | "bridge/handle-disposed"
+  | "bridge/unserializable"
+  | "bridge/run-ended"
+  | "bridge/call-timeout"
+  | "bridge/callback-expired"
+  | "bridge/module-not-found"
+  | "bridge/module-private"
+  | "bridge/invalid-program"
+  | "bridge/invalid-module"
+  | "bridge/invalid-options"
+  | "bridge/replay-unsupported"
+  | "bridge/execution-exists"
+  | "bridge/no-storage"
+  | "bridge/run-timeout"
+  | "bridge/cancelled"
+  | "bridge/interrupted"
+  | "bridge/unsafe-to-repeat"
+  | "bridge/too-many-attempts"
+  | "bridge/unhandled-rejection"
+  | "bridge/isolate-failed";
+
+const RETRYABLE: ReadonlySet<BridgeErrorCode> = new Set<BridgeErrorCode>([
+  "bridge/limit-concurrency",
+  "bridge/call-timeout",
+  "bridge/run-timeout",
+  "bridge/isolate-failed",
+]);
+
+/** Options of a {@link BridgeError}. */
+export interface BridgeErrorOptions {
+  /** The underlying failure, kept as the standard `cause`. */
+  cause?: unknown;
+  /** Where the offending value sits, e.g. `args[0].when`, for `bridge/unserializable` and limits. */
+  path?: string;
+}
+
+/**
+ * Base class of every error this package throws in the host, and the shape program code catches
+ * for bridge refusals (`name` `"BridgeError"`, with `code` and `retryable`). `retryable` says
+ * whether the same call or run may succeed if repeated later; every other code is terminal.
+ */
+export class BridgeError extends Error {
+  /** Stable machine-readable code, e.g. `"bridge/limit-calls"`. */
+  readonly code: BridgeErrorCode;
+  /** Whether repeating the failed operation may succeed. */
+  readonly retryable: boolean;
+  /** Where the offending value sits, when a value was refused. */
+  readonly path?: string;
+
+  constructor(code: BridgeErrorCode, message: string, options?: BridgeErrorOptions) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "BridgeError";
+    this.code = code;
+    this.retryable = RETRYABLE.has(code);
+    if (options?.path !== undefined) this.path = options.path;
+  }
+}
+
+/** True when `value` is a {@link BridgeError}, optionally with the given code. */
+export function isBridgeError(value: unknown, code?: BridgeErrorCode): value is BridgeError {
+  return value instanceof BridgeError && (code === undefined || value.code === code);
+}
+
+/** The error record (handle-journal's shape) of a new {@link BridgeError}: how the bridge reports its own failures. */
+export function bridgeErrorRecord(code: BridgeErrorCode, message: string): ErrorRecord {
+  return toErrorRecord(new BridgeError(code, message));
+}

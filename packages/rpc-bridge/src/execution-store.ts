@@ -1,0 +1,201 @@
+import { decode, type ErrorRecord } from "@durablekit/handle-journal";
+import type { Access, InterruptPolicy } from "./context";
+import { BridgeError } from "./errors";
+import type { ExecutionError, ExecutionRecord, ExecutionState } from "./execution";
+
+/** Version of the tables below; a newer stored version is refused rather than misread. */
+export const SCHEMA_VERSION = 1;
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS dk_bridge_meta (
+    key TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+  )`,
+  `CREATE TABLE IF NOT EXISTS dk_bridge_executions (
+    id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    on_interrupt TEXT NOT NULL,
+    access TEXT NOT NULL,
+    source TEXT NOT NULL,
+    input TEXT NOT NULL, -- handle-journal codec text
+    attempt INTEGER NOT NULL,
+    calls INTEGER NOT NULL DEFAULT 0,
+    unsafe_call TEXT,
+    result TEXT, -- handle-journal codec text
+    error TEXT, -- JSON of the error record's body
+    created_at INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER
+  )`,
+  `CREATE INDEX IF NOT EXISTS dk_bridge_executions_state ON dk_bridge_executions (state)`,
+];
+
+type Row = {
+  id: string;
+  state: string;
+  on_interrupt: string;
+  access: string;
+  source: string;
+  input: string;
+  attempt: number;
+  calls: number;
+  unsafe_call: string | null;
+  result: string | null;
+  error: string | null;
+  created_at: number;
+  started_at: number;
+  finished_at: number | null;
+};
+
+/** A running execution's row, as recovery needs it. */
+export interface RunningExecution {
+  id: string;
+  onInterrupt: InterruptPolicy;
+  access: Access;
+  source: string;
+  input: string;
+  attempt: number;
+  unsafeCall: string | null;
+  startedAt: number;
+}
+
+/**
+ * The executor's SQLite tables (`dk_bridge_*`). Each state change is one SQL statement, hence one
+ * implicit transaction: an eviction never tears a change in two.
+ */
+export class ExecutionStore {
+  readonly #sql: SqlStorage;
+
+  constructor(sql: SqlStorage) {
+    this.#sql = sql;
+    for (const statement of SCHEMA) sql.exec(statement);
+    const found = sql
+      .exec<{ value: number }>("SELECT value FROM dk_bridge_meta WHERE key = 'schema_version'")
+      .toArray()[0];
+    if (found === undefined) {
+      sql.exec(
+        "INSERT INTO dk_bridge_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+        SCHEMA_VERSION,
+      );
+    } else if (found.value > SCHEMA_VERSION) {
+      throw new BridgeError(
+        "bridge/invalid-options",
+        `The dk_bridge_* tables have schema version ${found.value}, newer than this version of @durablekit/rpc-bridge understands (${SCHEMA_VERSION}); upgrade the package.`,
+      );
+    }
+  }
+
+  /** True when an execution with this id exists. */
+  has(id: string): boolean {
+    return (
+      this.#sql.exec("SELECT 1 FROM dk_bridge_executions WHERE id = ?", id).toArray().length > 0
+    );
+  }
+
+  /** Records a new running execution (attempt 1). */
+  insert(row: {
+    id: string;
+    onInterrupt: InterruptPolicy;
+    access: Access;
+    source: string;
+    input: string;
+    now: number;
+  }): void {
+    this.#sql.exec(
+      `INSERT INTO dk_bridge_executions (id, state, on_interrupt, access, source, input, attempt, created_at, started_at)
+       VALUES (?, 'running', ?, ?, ?, ?, 1, ?, ?)`,
+      row.id,
+      row.onInterrupt,
+      row.access,
+      row.source,
+      row.input,
+      row.now,
+      row.now,
+    );
+  }
+
+  /** Starts attempt `attempt` of a running execution. */
+  restart(id: string, attempt: number, now: number): void {
+    this.#sql.exec(
+      "UPDATE dk_bridge_executions SET attempt = ?, started_at = ?, calls = 0 WHERE id = ? AND state = 'running'",
+      attempt,
+      now,
+      id,
+    );
+  }
+
+  /** Remembers (once) that a call marked unsafeToRepeat started, which forbids a restart. */
+  markUnsafe(id: string, label: string): void {
+    this.#sql.exec(
+      "UPDATE dk_bridge_executions SET unsafe_call = ? WHERE id = ? AND unsafe_call IS NULL",
+      label,
+      id,
+    );
+  }
+
+  /** Ends a running execution; a second end of the same execution changes nothing. */
+  finish(
+    id: string,
+    state: Exclude<ExecutionState, "running">,
+    outcome: { resultText?: string; error?: ErrorRecord; calls: number; now: number },
+  ): void {
+    this.#sql.exec(
+      `UPDATE dk_bridge_executions SET state = ?, result = ?, error = ?, calls = ?, finished_at = ?
+       WHERE id = ? AND state = 'running'`,
+      state,
+      outcome.resultText ?? null,
+      outcome.error === undefined ? null : JSON.stringify(outcome.error.$error),
+      outcome.calls,
+      outcome.now,
+      id,
+    );
+  }
+
+  /** Executions still marked running, oldest first. */
+  running(): RunningExecution[] {
+    return this.#sql
+      .exec<Row>("SELECT * FROM dk_bridge_executions WHERE state = 'running' ORDER BY created_at")
+      .toArray()
+      .map((row) => ({
+        id: row.id,
+        onInterrupt: row.on_interrupt as InterruptPolicy,
+        access: row.access as Access,
+        source: row.source,
+        input: row.input,
+        attempt: row.attempt,
+        unsafeCall: row.unsafe_call,
+        startedAt: row.started_at,
+      }));
+  }
+
+  /** One execution's record, or null. */
+  get(id: string): ExecutionRecord | null {
+    const row = this.#sql
+      .exec<Row>("SELECT * FROM dk_bridge_executions WHERE id = ?", id)
+      .toArray()[0];
+    if (!row) return null;
+    const record: ExecutionRecord = {
+      executionId: row.id,
+      state: row.state as ExecutionState,
+      onInterrupt: row.on_interrupt as InterruptPolicy,
+      access: row.access as Access,
+      attempt: row.attempt,
+      calls: row.calls,
+      createdAt: row.created_at,
+      startedAt: row.started_at,
+    };
+    if (row.finished_at !== null) record.finishedAt = row.finished_at;
+    if (row.result !== null) record.result = decode(row.result);
+    if (row.error !== null) record.error = JSON.parse(row.error) as ExecutionError;
+    if (row.unsafe_call !== null) record.unsafeCall = row.unsafe_call;
+    return record;
+  }
+
+  /** Deletes ended executions that finished before `before` (epoch ms); returns how many. */
+  prune(before: number): number {
+    return this.#sql.exec(
+      "DELETE FROM dk_bridge_executions WHERE state != 'running' AND finished_at < ?",
+      before,
+    ).rowsWritten;
+  }
+}

@@ -1,0 +1,40 @@
+import type { Access, InterruptPolicy } from "./context";
+
+/** Where an execution is: `running` until it ends `completed`, `failed` or `cancelled`. */
+export type ExecutionState = "running" | "completed" | "failed" | "cancelled";
+
+/**
+ * An error an execution ended with, as handle-journal's error record body: `name`, `message`,
+ * `code` when it had one, and the error's other own JSON properties (`retryable`, `path`, …).
+ */
+export interface ExecutionError {
+  name: string;
+  message: string;
+  code?: string;
+  [prop: string]: unknown;
+}
+
+/** What `execute` answers: the execution's id and how it ended. */
+export interface Execution {
+  executionId: string;
+  state: ExecutionState;
+  /** The program's return value, when `completed`. */
+  result?: unknown;
+  /** Why it failed or was cancelled. */
+  error?: ExecutionError;
+}
+
+/** The stored record of an execution (see `Executor.get`). */
+export interface ExecutionRecord extends Execution {
+  onInterrupt: InterruptPolicy;
+  access: Access;
+  /** 1 for the first attempt; a `"restart"` run counts up. */
+  attempt: number;
+  /** Bridge calls the last attempt made (only counted when it ends). */
+  calls: number;
+  createdAt: number;
+  startedAt: number;
+  finishedAt?: number;
+  /** The label of a call marked unsafeToRepeat that ran, which forbids restarting the run. */
+  unsafeCall?: string;
+}

@@ -1,0 +1,236 @@
+import { RpcTarget } from "cloudflare:workers";
+import { BridgeError } from "./errors";
+import type { HostModuleEntry } from "./module-registry";
+import { type FunctionDescriptor, TAG, type TargetDescriptor } from "./wire";
+
+/** A host module's exports, as a handle (ids 1..n in every run; never disposed). */
+export interface ModuleHandle {
+  kind: "module";
+  id: number;
+  module: HostModuleEntry;
+}
+
+/** An RpcTarget a call returned. */
+export interface TargetHandle {
+  kind: "target";
+  id: number;
+  target: object;
+  /** `"<specifier>#<Class>"`, e.g. `"codemode:jobs#Run"`. */
+  label: string;
+  /** The module whose call returned it. */
+  specifier: string;
+  methods: ReadonlySet<string>;
+  /** The key of the call that returned it: its method calls are keyed `<creatorKey>.<n>`. */
+  creatorKey: string;
+  descriptor: TargetDescriptor;
+}
+
+/** A function a call returned. */
+export interface FunctionHandle {
+  kind: "function";
+  id: number;
+  fn: (...args: never[]) => unknown;
+  label: string;
+  specifier: string;
+  creatorKey: string;
+  descriptor: FunctionDescriptor;
+}
+
+/** One entry of a run's handle table. */
+export type Handle = ModuleHandle | TargetHandle | FunctionHandle;
+
+/** Names that never become callable methods of a returned object. */
+const HIDDEN_METHODS = new Set(["constructor", "then", "toJSON", "__proto__"]);
+/** Per prototype: its method names (the descriptor's list) and the same as a set (for lookups). */
+const methodCache = new WeakMap<object, { names: string[]; set: ReadonlySet<string> }>();
+
+function methodsOfPrototype(proto: object): { names: string[]; set: ReadonlySet<string> } {
+  const cached = methodCache.get(proto);
+  if (cached) return cached;
+  const names: string[] = [];
+  for (
+    let p: object | null = proto;
+    p !== null && p !== RpcTarget.prototype && p !== Object.prototype;
+    p = Object.getPrototypeOf(p) as object | null
+  ) {
+    for (const name of Object.getOwnPropertyNames(p)) {
+      if (HIDDEN_METHODS.has(name) || names.includes(name)) continue;
+      const descriptor = Object.getOwnPropertyDescriptor(p, name);
+      if (typeof descriptor?.value === "function") names.push(name);
+    }
+  }
+  const entry = { names, set: new Set(names) };
+  methodCache.set(proto, entry);
+  return entry;
+}
+
+/** The callable methods of an RpcTarget: functions on its prototype chain below RpcTarget. */
+export function methodsOf(target: object): string[] {
+  const proto = Object.getPrototypeOf(target) as object | null;
+  return proto === null ? [] : methodsOfPrototype(proto).names;
+}
+
+/** Calls `value[Symbol.dispose]()` if it has one, swallowing what it throws or rejects with. */
+export function disposeQuietly(value: unknown): void {
+  try {
+    const dispose = (value as { [Symbol.dispose]?: () => unknown } | null)?.[Symbol.dispose];
+    if (typeof dispose === "function") {
+      const out = dispose.call(value);
+      if (out instanceof Promise) out.catch(() => {});
+    }
+  } catch {
+    // A target's own dispose failing must not stop the others from being released.
+  }
+}
+
+/**
+ * The objects and functions one run holds. Host modules are handles 1..n; every RpcTarget or
+ * function a call returns is registered once (returning it again reuses its id) until the program
+ * disposes it or the run ends, when {@link disposeAll} releases whatever is left.
+ */
+export class HandleTable {
+  readonly #entries = new Map<number, Handle>();
+  readonly #byValue = new Map<object, TargetHandle | FunctionHandle>();
+  readonly #maxHandles: number;
+  #next: number;
+
+  constructor(hosts: readonly HostModuleEntry[], maxHandles: number) {
+    for (const module of hosts) {
+      this.#entries.set(module.handleId, { kind: "module", id: module.handleId, module });
+    }
+    this.#next = hosts.length + 1;
+    this.#maxHandles = maxHandles;
+  }
+
+  /** The live handle with this id, or undefined when unknown or disposed. */
+  get(id: number): Handle | undefined {
+    return this.#entries.get(id);
+  }
+
+  /** How many returned objects and functions are held now. */
+  get held(): number {
+    return this.#byValue.size;
+  }
+
+  /** Registers an RpcTarget returned by call `creatorKey` of module `specifier`; a new id is pushed to `fresh`. */
+  addTarget(
+    target: object,
+    specifier: string,
+    creatorKey: string,
+    fresh: number[],
+  ): TargetDescriptor {
+    const known = this.#byValue.get(target);
+    if (known?.kind === "target") return known.descriptor;
+    const id = this.#reserve();
+    // Only RpcTargets are registered, so the prototype chain is never empty.
+    const methods = methodsOfPrototype(Object.getPrototypeOf(target) as object);
+    const label = `${specifier}#${(target.constructor as { name?: string } | undefined)?.name || "Object"}`;
+    const descriptor: TargetDescriptor = { [TAG]: "t", id, k: label, m: methods.names };
+    const entry: TargetHandle = {
+      kind: "target",
+      id,
+      target,
+      label,
+      specifier,
+      methods: methods.set,
+      creatorKey,
+      descriptor,
+    };
+    this.#register(entry, target, fresh);
+    return descriptor;
+  }
+
+  /** Registers a function returned by call `creatorKey` of module `specifier`; a new id is pushed to `fresh`. */
+  addFunction(
+    fn: (...args: never[]) => unknown,
+    specifier: string,
+    creatorKey: string,
+    fresh: number[],
+  ): FunctionDescriptor {
+    const known = this.#byValue.get(fn);
+    if (known?.kind === "function") return known.descriptor;
+    const id = this.#reserve();
+    const descriptor: FunctionDescriptor = { [TAG]: "f", id };
+    const label = `${specifier}#${fn.name || "function"}`;
+    const entry: FunctionHandle = {
+      kind: "function",
+      id,
+      fn,
+      label,
+      specifier,
+      creatorKey,
+      descriptor,
+    };
+    this.#register(entry, fn, fresh);
+    return descriptor;
+  }
+
+  /** The next id, once the table has room for one more object. */
+  #reserve(): number {
+    if (this.#byValue.size >= this.#maxHandles) {
+      throw new BridgeError(
+        "bridge/limit-handles",
+        `The run already holds ${this.#maxHandles} objects (maxHandles); dispose objects it no longer needs (using / [Symbol.dispose]).`,
+      );
+    }
+    return this.#next++;
+  }
+
+  #register(entry: TargetHandle | FunctionHandle, value: object, fresh: number[]): void {
+    this.#entries.set(entry.id, entry);
+    this.#byValue.set(value, entry);
+    fresh.push(entry.id);
+  }
+
+  /** True when the object or function is held by the table. */
+  holds(value: object): boolean {
+    return this.#byValue.has(value);
+  }
+
+  /**
+   * Releases one returned object or function: removes it and calls its `[Symbol.dispose]`, if any.
+   * Returns false for module handles and ids already released.
+   */
+  dispose(id: number): boolean {
+    const value = this.forget(id);
+    if (value === undefined) return false;
+    disposeQuietly(value);
+    return true;
+  }
+
+  /** Removes an entry without disposing it; returns its object or function. */
+  forget(id: number): object | undefined {
+    const entry = this.#entries.get(id);
+    if (!entry || entry.kind === "module") return undefined;
+    this.#entries.delete(id);
+    const value = entry.kind === "target" ? entry.target : entry.fn;
+    this.#byValue.delete(value);
+    return value;
+  }
+
+  /** Releases every returned object and function still held; returns how many. */
+  disposeAll(): number {
+    let count = 0;
+    for (const id of [...this.#entries.keys()]) {
+      if (this.dispose(id)) count++;
+    }
+    return count;
+  }
+}
+
+/**
+ * Disposes the RpcTargets inside a value that never reached the program (a late or refused
+ * result), except those `held` says the program still holds from earlier calls.
+ */
+export function disposeStray(value: unknown, held: (value: object) => boolean, depth = 0): void {
+  if (typeof value !== "object" || value === null || depth > 32) return;
+  if (value instanceof RpcTarget) {
+    if (!held(value)) disposeQuietly(value);
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (const item of value) disposeStray(item, held, depth + 1);
+  } else if (Object.getPrototypeOf(value) === Object.prototype) {
+    for (const item of Object.values(value)) disposeStray(item, held, depth + 1);
+  }
+}

@@ -1,0 +1,147 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { Fixture } from "./fixtures/worker";
+import { freshFixture, inFixture, run } from "./helpers";
+
+const HANG_ON_FIRST_ATTEMPT = `
+  import { hangFirst } from "test:probe";
+  export default async function () { return hangFirst(); }
+`;
+
+async function startAndRestart(
+  stub: DurableObjectStub<Fixture>,
+  source: string,
+  id: string,
+  onInterrupt: "fail" | "restart",
+): Promise<DurableObjectStub<Fixture>> {
+  await stub.start(source, id, { onInterrupt });
+  // Wait until the program is inside its hanging host call, then evict the object under it.
+  for (;;) {
+    const attempts = await inFixture(stub, (instance) => instance.counters.attempts.length);
+    if (attempts > 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  // ctx.abort() (not eviction, which waits for the hanging call to drain) resets the instance, keeping storage.
+  await stub.crash().catch(() => {});
+  // A stub of an aborted object stays broken: talk to the restarted object through a new one.
+  return env.FIXTURE.get(stub.id);
+}
+
+describe("executions", () => {
+  it("records an execution in SQLite with its result", async () => {
+    const stub = freshFixture();
+    const execution = await run(
+      stub,
+      `export default async function (input) { return { doubled: input.n * 2, when: new Date(5) }; }`,
+      { n: 21 },
+      { id: "rec-1" },
+    );
+    expect(execution).toMatchObject({ executionId: "rec-1", state: "completed" });
+    const record = await inFixture(stub, (instance) => instance.executor.get("rec-1"));
+    expect(record).toMatchObject({
+      executionId: "rec-1",
+      state: "completed",
+      onInterrupt: "fail",
+      access: "read-write",
+      attempt: 1,
+      calls: 0,
+      result: { doubled: 42, when: new Date(5) },
+    });
+    expect(record?.finishedAt).toBeGreaterThanOrEqual(
+      record?.startedAt ?? Number.POSITIVE_INFINITY,
+    );
+  });
+
+  it("refuses a second execution with the same id", async () => {
+    const stub = freshFixture();
+    await run(stub, `export default () => 1;`, undefined, { id: "dup" });
+    const code = await inFixture(stub, (instance) =>
+      instance.executor.execute(`export default () => 2;`, undefined, { id: "dup" }).then(
+        () => "ran",
+        (error: { code: string }) => error.code,
+      ),
+    );
+    expect(code).toBe("bridge/execution-exists");
+  });
+
+  it('fails a running execution after its object restarts when onInterrupt is "fail"', async () => {
+    const stub = await startAndRestart(freshFixture(), HANG_ON_FIRST_ATTEMPT, "fail-1", "fail");
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const record = await inFixture(stub, (instance) => instance.executor.get("fail-1"));
+    expect(record).toMatchObject({ state: "failed", attempt: 1 });
+    expect(record?.error?.code).toBe("bridge/interrupted");
+  });
+
+  it('runs a running execution again from the top after its object restarts when onInterrupt is "restart"', async () => {
+    const stub = await startAndRestart(
+      freshFixture(),
+      HANG_ON_FIRST_ATTEMPT,
+      "restart-1",
+      "restart",
+    );
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const after = await inFixture(stub, (instance) => ({
+      record: instance.executor.get("restart-1"),
+      attempts: instance.counters.attempts,
+    }));
+    expect(after.record).toMatchObject({ state: "completed", attempt: 2, result: "attempt 2" });
+    expect(after.attempts).toEqual([2]);
+  });
+
+  it("does not restart a run after a call marked unsafeToRepeat ran", async () => {
+    const source = `
+      import { charge, hangFirst } from "test:probe";
+      export default async function () { await charge(); return hangFirst(); }
+    `;
+    const stub = await startAndRestart(freshFixture(), source, "unsafe-1", "restart");
+    await runDurableObjectAlarm(stub);
+    const after = await inFixture(stub, (instance) => ({
+      record: instance.executor.get("unsafe-1"),
+      writes: instance.counters.writes,
+    }));
+    expect(after.record?.state).toBe("failed");
+    expect(after.record?.error?.code).toBe("bridge/unsafe-to-repeat");
+    expect(after.record?.unsafeCall).toBe("test:probe.charge");
+    expect(after.writes).toBe(0);
+  });
+
+  it('restarts the run when host code calls ctx.interrupt() with onInterrupt "restart", and fails it with "fail"', async () => {
+    const stub = freshFixture();
+    const source = `
+      import { interrupt } from "test:probe";
+      export default async function () { return interrupt(); }
+    `;
+    const restarted = await run(stub, source, undefined, { onInterrupt: "restart" });
+    expect(restarted).toMatchObject({ state: "completed", result: "attempt 2" });
+    const failed = await run(stub, source, undefined, { onInterrupt: "fail" });
+    expect(failed.state).toBe("failed");
+    expect(failed.error?.code).toBe("bridge/interrupted");
+    expect(failed.error?.message).toContain("asked to restart");
+  });
+
+  it("gives up a restarting run after maxAttempts", async () => {
+    const stub = freshFixture();
+    await stub.configure({ maxAttempts: 1 });
+    const execution = await run(
+      stub,
+      `import { interrupt } from "test:probe"; export default async () => interrupt();`,
+      undefined,
+      { onInterrupt: "restart" },
+    );
+    expect(execution.error?.code).toBe("bridge/too-many-attempts");
+  });
+
+  it('refuses onInterrupt "replay" until replay ships', async () => {
+    const stub = freshFixture();
+    const code = await inFixture(stub, (instance) =>
+      instance.executor
+        .execute(`export default () => 1;`, undefined, { onInterrupt: "replay" })
+        .then(
+          () => "ran",
+          (error: { code: string }) => error.code,
+        ),
+    );
+    expect(code).toBe("bridge/replay-unsupported");
+  });
+});

@@ -1,0 +1,35 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import type { ExecuteOptions, Execution } from "../src/index";
+import type { Counters } from "./fixtures/modules";
+import type { Fixture } from "./fixtures/worker";
+
+/** A fresh fixture object per test. */
+export function freshFixture(): DurableObjectStub<Fixture> {
+  return env.FIXTURE.get(env.FIXTURE.newUniqueId());
+}
+
+/** Reads the fixture's counters. */
+export function countersOf(stub: DurableObjectStub<Fixture>): Promise<Counters> {
+  return runInDurableObject(stub, (instance: Fixture) => structuredClone({ ...instance.counters }));
+}
+
+/** Runs inside the fixture object. */
+export function inFixture<T>(
+  stub: DurableObjectStub<Fixture>,
+  fn: (instance: Fixture, state: DurableObjectState) => T | Promise<T>,
+): Promise<T> {
+  return runInDurableObject(stub, fn);
+}
+
+/** Executes a program in the fixture object and answers how it ended. */
+export function run(
+  stub: DurableObjectStub<Fixture>,
+  source: string,
+  input?: unknown,
+  options?: ExecuteOptions,
+): Promise<Execution> {
+  return runInDurableObject(stub, (instance: Fixture) =>
+    instance.executor.execute(source, input, options),
+  );
+}
