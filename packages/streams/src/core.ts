@@ -1,4 +1,6 @@
+import type { ChunkLog, ChunkProducer } from "./chunk-log";
 import type { ChunkBody } from "./codec";
+import { EntryCache, type LiveEntry, type ProducerMemory } from "./entry-cache";
 import {
   ProducerFencedError,
   ProducerSequenceError,
@@ -7,41 +9,11 @@ import {
   WriterSeqRegressionError,
 } from "./errors";
 import type { EventSink } from "./events";
-import { judgeProducerWrite, nextProducerSeq, type ProducerState } from "./producer";
+import { judgeProducerWrite, nextProducerSeq } from "./producer";
 import { expiryOf } from "./retention";
-import type { ChunkProducer, StreamHead, StreamStore } from "./store";
-import type { StreamEncoding, StreamState, StreamWriteResult } from "./types";
+import type { StreamStore } from "./store";
+import type { StreamState, StreamWriteResult } from "./types";
 import type { WaitRegistry } from "./wait-registry";
-
-/**
- * What this isolate remembers about a stream it writes to. Everything here is a cache of storage:
- * the write statement only succeeds when `cursor` matches the chunk log's tail, and any mismatch
- * (a host rolled back a transaction around a write, another instance wrote) marks the entry stale
- * and it is rebuilt from storage before the write is judged again.
- */
-export interface LiveEntry {
-  readonly key: number;
-  readonly streamId: string;
-  readonly encoding: StreamEncoding;
-  readonly ttlMs: number | null;
-  readonly expiresAt: number | null;
-  /** Next seq; equals the tail + 1 whenever the entry is coherent. */
-  cursor: number;
-  /** Time of the newest chunk, for sliding expiry. */
-  lastAppendAt: number | null;
-  producers: Map<string, ProducerMemory>;
-  /** Newest `writer_seq`; undefined until first needed. */
-  writerSeq: string | null | undefined;
-  stale: boolean;
-}
-
-/** One producer, as far as this isolate knows. */
-interface ProducerMemory {
-  /** The producer's number on this stream, null until its first write registers it. */
-  no: number | null;
-  /** Epoch and highest accepted sequence number, null before its first accepted write. */
-  state: ProducerState | null;
-}
 
 /** A write, as the writer and `Streams.write` describe it to the core. */
 export interface WriteRequest {
@@ -60,75 +32,35 @@ const RETRY = Symbol("retry");
 
 /** Thrown inside a write transaction to roll it back when storage is not where memory thought. */
 class StaleCursor extends Error {}
-const CACHE_LIMIT = 10_000;
 
 /**
- * The shared machinery behind `Streams` and its writers: the entry cache and the write path.
- * Not exported from the package.
+ * The shared machinery behind `Streams` and its writers: the storage handles, the entry cache
+ * (see entry-cache.ts) and the write path. Not exported from the package.
  */
 export class StreamsCore {
   readonly store: StreamStore;
+  readonly chunks: ChunkLog;
+  readonly entries: EntryCache;
   readonly waits: WaitRegistry;
   readonly events: EventSink;
   readonly now: () => number;
   readonly armAlarm: ((at: number) => void) | undefined;
-  readonly #cache = new Map<string, LiveEntry>();
 
   constructor(
     store: StreamStore,
+    chunks: ChunkLog,
     waits: WaitRegistry,
     events: EventSink,
     now: () => number,
     armAlarm: ((at: number) => void) | undefined,
   ) {
     this.store = store;
+    this.chunks = chunks;
+    this.entries = new EntryCache(store, chunks);
     this.waits = waits;
     this.events = events;
     this.now = now;
     this.armAlarm = armAlarm;
-  }
-
-  /** The cached entry for a stream row, or a fresh one built with one tail read. */
-  entryFor(row: StreamHead): LiveEntry {
-    const cached = this.#cache.get(row.stream_id);
-    if (cached !== undefined && cached.key === row.stream_key && !cached.stale) return cached;
-    const tail = row.state === "streaming" ? this.store.tail(row.stream_key) : null;
-    const entry: LiveEntry = {
-      key: row.stream_key,
-      streamId: row.stream_id,
-      encoding: row.encoding,
-      ttlMs: row.ttl_ms,
-      expiresAt: row.expires_at,
-      cursor: row.state === "streaming" ? (tail?.seq ?? -1) + 1 : (row.final_cursor ?? 0),
-      lastAppendAt: tail?.at ?? null,
-      producers: new Map(),
-      writerSeq: undefined,
-      stale: false,
-    };
-    if (row.state === "streaming") {
-      this.#cache.delete(row.stream_id);
-      this.#cache.set(row.stream_id, entry);
-      if (this.#cache.size > CACHE_LIMIT) {
-        const oldest = this.#cache.keys().next().value;
-        if (oldest !== undefined) this.#cache.delete(oldest);
-      }
-    }
-    return entry;
-  }
-
-  /** The cached entry of a live stream, if this isolate has one. */
-  cached(streamId: string): LiveEntry | undefined {
-    const entry = this.#cache.get(streamId);
-    return entry?.stale ? undefined : entry;
-  }
-
-  /** Forgets a stream (settled, deleted or expired); without `key`, whatever is cached under the id. */
-  forget(streamId: string, key?: number): void {
-    const entry = this.#cache.get(streamId);
-    if (entry !== undefined && (key === undefined || entry.key === key)) {
-      entry.stale = true;
-      this.#cache.delete(streamId);
-    }
   }
 
   /**
@@ -141,7 +73,7 @@ export class StreamsCore {
     if (!entry.stale) {
       const seq = entry.cursor;
       const now = this.now();
-      if (this.store.appendFenced(entry.key, seq, now, body, null, null) === 1) {
+      if (this.chunks.appendFenced(entry.key, seq, now, body, null, null) === 1) {
         entry.cursor = seq + 1;
         entry.lastAppendAt = now;
         this.events.appended(entry.key, entry.streamId, seq, seq);
@@ -167,7 +99,7 @@ export class StreamsCore {
       if (holder.entry.stale) {
         const row = this.store.byKey(holder.entry.key);
         if (row === null) return this.#gone(holder.entry, request);
-        holder.entry = this.entryFor(row);
+        holder.entry = this.entries.entryFor(row);
       }
       const outcome = this.#attempt(holder.entry, request, attempt > 0);
       if (outcome !== RETRY) return outcome;
@@ -182,13 +114,13 @@ export class StreamsCore {
     request: WriteRequest,
     fresh: boolean,
   ): StreamWriteResult | typeof RETRY {
-    const { store } = this;
+    const { store, chunks } = this;
     const now = this.now();
     let memory: ProducerMemory | undefined;
     let tuple: { epoch: number; seq: number } | null = null;
     if (request.producer !== undefined) {
       const { id, epoch, seq: requested } = request.producer;
-      memory = this.#producer(entry, id);
+      memory = this.entries.producer(entry, id);
       if (requested === "fence-only") {
         if (memory.state !== null && epoch < memory.state.epoch) {
           throw new ProducerFencedError(entry.streamId, id, memory.state.epoch, epoch);
@@ -211,12 +143,13 @@ export class StreamsCore {
         if (verdict.kind === "epoch-seq") {
           throw new ProducerSequenceError("streams/producer-epoch-seq", entry.streamId, id, 0, seq);
         }
-        if (verdict.kind === "duplicate") return this.#duplicate(entry, id, memory, epoch, seq);
+        if (verdict.kind === "duplicate")
+          return this.entries.duplicateOf(entry, id, memory, epoch, seq) ?? RETRY;
         tuple = { epoch, seq };
       }
     }
     if (request.writerSeq !== undefined) {
-      if (entry.writerSeq === undefined) entry.writerSeq = store.lastWriterSeq(entry.key);
+      if (entry.writerSeq === undefined) entry.writerSeq = chunks.lastWriterSeq(entry.key);
       const last = entry.writerSeq;
       if (last !== null && !(request.writerSeq > last)) {
         throw new WriterSeqRegressionError(entry.streamId, last, request.writerSeq);
@@ -233,10 +166,10 @@ export class StreamsCore {
         ? null
         : expiryOf({ ttl_ms: entry.ttlMs, expires_at: entry.expiresAt, touched_at: now }, null);
     if (count === 1 && settle === undefined && (tuple === null || memory?.no != null)) {
-      // Hot path: one statement, one row (see StreamStore.appendFenced).
+      // Hot path: one statement, one row (see ChunkLog.appendFenced).
       written = tuple === null ? null : { no: memory?.no as number, ...tuple };
       if (
-        store.appendFenced(entry.key, first, now, bodies[0] as ChunkBody, written, writerSeq) === 0
+        chunks.appendFenced(entry.key, first, now, bodies[0] as ChunkBody, written, writerSeq) === 0
       ) {
         const state = store.stateOf(entry.key);
         if (state === null) return this.#gone(entry, request);
@@ -249,7 +182,7 @@ export class StreamsCore {
           const state = store.stateOf(entry.key);
           if (state === null) return "gone";
           if (state !== "streaming") return state;
-          if ((store.tail(entry.key)?.seq ?? -1) + 1 !== first) return RETRY;
+          if ((chunks.tail(entry.key)?.seq ?? -1) + 1 !== first) return RETRY;
           let producer: ChunkProducer | null = null;
           if (tuple !== null && memory !== undefined && request.producer !== undefined) {
             const no = memory.no ?? store.registerProducer(entry.key, request.producer.id, first);
@@ -260,7 +193,7 @@ export class StreamsCore {
             const body = bodies[index] as ChunkBody;
             const seq = first + index;
             if (
-              store.insertChunk(entry.key, seq, now, body, producer, last ? writerSeq : null) !== 1
+              chunks.insertChunk(entry.key, seq, now, body, producer, last ? writerSeq : null) !== 1
             ) {
               // Undo this transaction's inserts; the retry starts from storage.
               throw new StaleCursor();
@@ -298,7 +231,7 @@ export class StreamsCore {
     if (count > 0 && request.writerSeq !== undefined) entry.writerSeq = request.writerSeq;
     if (count > 0) this.events.appended(entry.key, entry.streamId, first, first + count - 1);
     if (settle !== undefined) {
-      this.forget(entry.streamId, entry.key);
+      this.entries.forget(entry.streamId, entry.key);
       this.events.emit(
         settle.state === "completed"
           ? { type: "stream:closed", streamId: entry.streamId, cursor: first + count }
@@ -325,11 +258,6 @@ export class StreamsCore {
     };
   }
 
-  /** The epoch the stream holds for a producer, or null for one it has not seen. */
-  producerEpoch(entry: LiveEntry, producerId: string): number | null {
-    return this.#producer(entry, producerId).state?.epoch ?? null;
-  }
-
   /** `store.transaction`, turning a {@link StaleCursor} thrown inside (after its rollback) into a retry. */
   #transaction<T>(fn: () => T): T | typeof RETRY {
     try {
@@ -340,70 +268,9 @@ export class StreamsCore {
     }
   }
 
-  /** Loads what storage says about one producer of a stream (once per isolate and stream). */
-  #producer(entry: LiveEntry, producerId: string): ProducerMemory {
-    const known = entry.producers.get(producerId);
-    if (known !== undefined) return known;
-    const registered = this.store.producer(entry.key, producerId);
-    let memory: ProducerMemory = { no: null, state: null };
-    if (registered !== null) {
-      const row = this.store.byKey(entry.key);
-      const chunk = this.store.lastProducerChunk(entry.key, registered.no, registered.since);
-      let state: ProducerState | null =
-        chunk === null ? null : { epoch: chunk.epoch, seq: chunk.pseq };
-      // A settling write is the producer's last; it may have stored no chunk.
-      if (
-        row?.closer_producer === registered.no &&
-        row.closer_epoch !== null &&
-        row.closer_seq !== null
-      ) {
-        state = { epoch: row.closer_epoch, seq: row.closer_seq };
-      }
-      memory = { no: registered.no, state };
-    }
-    entry.producers.set(producerId, memory);
-    return memory;
-  }
-
-  /** The answer to a producer retry: what the original write stored, nothing written. */
-  #duplicate(
-    entry: LiveEntry,
-    producerId: string,
-    memory: ProducerMemory,
-    epoch: number,
-    seq: number,
-  ): StreamWriteResult | typeof RETRY {
-    const { store } = this;
-    // The verdict came from memory; make sure memory is not ahead of storage (a rolled-back write)
-    // before answering "already written".
-    if ((store.tail(entry.key)?.seq ?? -1) + 1 !== entry.cursor) return RETRY;
-    const row = store.byKey(entry.key);
-    if (row === null) throw new StreamClosedError(entry.streamId, "deleted");
-    const range =
-      memory.no === null
-        ? null
-        : store.producerWrite(entry.key, { no: memory.no, epoch, seq }, entry.cursor - 1);
-    const closedByIt =
-      row.closer_producer === memory.no && row.closer_epoch === epoch && row.closer_seq === seq;
-    if (range === null && !closedByIt) {
-      // Memory claims a write storage does not show.
-      if (row.state === "streaming") return RETRY;
-    }
-    const state = memory.state as ProducerState;
-    return {
-      firstSeq: range?.first ?? null,
-      lastSeq: range?.last ?? null,
-      cursor: row.state === "streaming" ? entry.cursor : (row.final_cursor ?? entry.cursor),
-      duplicate: true,
-      settled: false,
-      state: row.state,
-      producer: { id: producerId, epoch: state.epoch, seq: state.seq },
-    };
-  }
-
   /** A write reached a deleted stream: a bare settle is a no-op, anything else is refused. */
   #gone(entry: LiveEntry, request: WriteRequest): StreamWriteResult {
-    this.forget(entry.streamId, entry.key);
+    this.entries.forget(entry.streamId, entry.key);
     entry.stale = true;
     this.waits.wake(entry.key, true);
     if (request.bodies.length === 0 && request.settle !== undefined && !hasTuple(request)) {

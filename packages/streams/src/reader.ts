@@ -42,7 +42,7 @@ export async function* readBatchesOf(
   onUpToDate: (() => void) | undefined,
 ): AsyncGenerator<StreamChunk[], void, undefined> {
   const { key, encoding } = resolve(streamId, signal);
-  const { store, waits } = core;
+  const { store, chunks, waits } = core;
   let next = from;
   let reachedTail = false;
   // The `endings` count at which the stream was last seen streaming (-1: not yet looked).
@@ -55,7 +55,7 @@ export async function* readBatchesOf(
     for (;;) {
       if (signal?.aborted) throw abortReason(signal);
       const seen = waits.version;
-      const rows = store.page(key, next, batchSize);
+      const rows = chunks.page(key, next, batchSize);
       if (rows.length > 0) {
         next = (rows[rows.length - 1] as [number, SqlStorageValue])[0] + 1;
         yield decodeRows(encoding, rows);
@@ -116,7 +116,7 @@ export function readPageOf(
   state: StreamState,
   cursor: number,
 ): StreamPage {
-  const rows = core.store.page(target.key, from, limit);
+  const rows = core.chunks.page(target.key, from, limit);
   const chunks = decodeRows(target.encoding, rows);
   const last = chunks[chunks.length - 1];
   const next = last === undefined ? from : last.seq + 1;

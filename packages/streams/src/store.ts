@@ -1,4 +1,4 @@
-import type { ChunkBody } from "./codec";
+import type { ChunkProducer } from "./chunk-log";
 import type { StreamEncoding, StreamState } from "./types";
 
 /** A `dk_streams_streams` row. */
@@ -49,13 +49,6 @@ export interface NewStream {
   wakeAt: number | null;
 }
 
-/** Producer columns of a chunk row (all null for writes without a producer). */
-export interface ChunkProducer {
-  no: number;
-  epoch: number;
-  seq: number;
-}
-
 /** The settlement columns. */
 export interface Settlement {
   state: "completed" | "errored";
@@ -65,21 +58,6 @@ export interface Settlement {
   closer: ChunkProducer | null;
   wakeAt: number | null;
 }
-
-// The append is one plain insert; the `dk_streams_chunks_fence` trigger (see schema.ts) skips it
-// — rowsWritten 0 — when the stream is not streaming or the previous seq is missing (the in-memory
-// cursor is ahead of storage, e.g. after a host rolled back a transaction around an append), and
-// OR IGNORE skips it when the seq is taken (the cursor is behind).
-const APPEND = `INSERT OR IGNORE INTO dk_streams_chunks
-  (stream_key, seq, at, body, producer, producer_epoch, producer_seq, writer_seq)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
-
-// The same, for a write without producer or writer seq (the common case): fewer bindings.
-const APPEND_PLAIN = `INSERT OR IGNORE INTO dk_streams_chunks (stream_key, seq, at, body)
-  VALUES (?, ?, ?, ?)`;
-
-const PAGE = `SELECT seq, body FROM dk_streams_chunks
-  WHERE stream_key = ? AND seq >= ? ORDER BY seq LIMIT ?`;
 
 const STREAM_COLUMNS = [
   "stream_key",
@@ -132,8 +110,9 @@ function toRows(cursor: SqlStorageCursor<Record<string, SqlStorageValue>>): Stre
 }
 
 /**
- * Every SQL statement of the package, over the object's SQLite. Methods are synchronous; a caller
- * that needs several of them to commit together wraps them in `transactionSync`.
+ * The stream-row and producer-registry SQL over the object's SQLite (the chunk rows themselves are
+ * {@link ChunkLog}'s). Methods are synchronous; a caller that needs several statements of either
+ * to commit together wraps them in {@link StreamStore.transaction}.
  */
 export class StreamStore {
   readonly #storage: DurableObjectStorage;
@@ -213,59 +192,6 @@ export class StreamStore {
     return inserted.stream_key;
   }
 
-  /** The newest chunk's seq and time: one primary-key seek from the end. */
-  tail(key: number): { seq: number; at: number } | null {
-    for (const row of this.#sql
-      .exec(
-        "SELECT seq, at FROM dk_streams_chunks WHERE stream_key = ? ORDER BY seq DESC LIMIT 1",
-        key,
-      )
-      .raw()) {
-      return { seq: row[0] as number, at: row[1] as number };
-    }
-    return null;
-  }
-
-  /** The fenced single-chunk append (see {@link APPEND}); returns rows written, 1 or 0. */
-  appendFenced(
-    key: number,
-    seq: number,
-    at: number,
-    body: ChunkBody,
-    producer: ChunkProducer | null,
-    writerSeq: string | null,
-  ): number {
-    if (producer === null && writerSeq === null) {
-      return this.#sql.exec(APPEND_PLAIN, key, seq, at, body).rowsWritten;
-    }
-    return this.#sql.exec(
-      APPEND,
-      key,
-      seq,
-      at,
-      body,
-      producer?.no ?? null,
-      producer?.epoch ?? null,
-      producer?.seq ?? null,
-      writerSeq,
-    ).rowsWritten;
-  }
-
-  /**
-   * Inserts one chunk of a multi-chunk write inside a transaction that already fenced; returns rows
-   * written (0 only if the fence trigger disagrees, which the caller treats as a stale cursor).
-   */
-  insertChunk(
-    key: number,
-    seq: number,
-    at: number,
-    body: ChunkBody,
-    producer: ChunkProducer | null,
-    writerSeq: string | null,
-  ): number {
-    return this.appendFenced(key, seq, at, body, producer, writerSeq);
-  }
-
   /** Settles a streaming row; returns false when it was not streaming (settled or deleted). */
   settle(key: number, settlement: Settlement): boolean {
     const { closer } = settlement;
@@ -286,15 +212,6 @@ export class StreamStore {
       key,
     ).rowsWritten;
     return written > 0;
-  }
-
-  /** One page of chunk rows as `[seq, body]` tuples, in seq order. */
-  page(key: number, from: number, limit: number): [number, SqlStorageValue][] {
-    // `raw()` returns a cursor with `toArray()` (as documented), though the type says iterator.
-    const raw = this.#sql.exec(PAGE, key, from, limit).raw() as unknown as {
-      toArray(): [number, SqlStorageValue][];
-    };
-    return raw.toArray();
   }
 
   producer(key: number, producerId: string): { no: number; since: number } | null {
@@ -325,78 +242,6 @@ export class StreamStore {
       since,
     );
     return next;
-  }
-
-  /**
-   * The newest chunk a producer wrote at or after `since`: a backward scan of the stream's primary
-   * key from the tail that stops at the first match (usually the tail itself).
-   */
-  lastProducerChunk(
-    key: number,
-    no: number,
-    since: number,
-  ): { seq: number; epoch: number; pseq: number } | null {
-    return (
-      this.#sql
-        .exec<{ seq: number; epoch: number; pseq: number }>(
-          `SELECT seq, producer_epoch AS epoch, producer_seq AS pseq FROM dk_streams_chunks
-           WHERE stream_key = ? AND seq >= ? AND producer = ? ORDER BY seq DESC LIMIT 1`,
-          key,
-          since,
-          no,
-        )
-        .toArray()[0] ?? null
-    );
-  }
-
-  /** The seq range a producer write stored, searching backward from `upTo`; null when it stored none. */
-  producerWrite(
-    key: number,
-    producer: ChunkProducer,
-    upTo: number,
-  ): { first: number; last: number } | null {
-    const last = this.#sql
-      .exec<{ seq: number }>(
-        `SELECT seq FROM dk_streams_chunks
-         WHERE stream_key = ? AND seq <= ? AND producer = ? AND producer_epoch = ? AND producer_seq = ?
-         ORDER BY seq DESC LIMIT 1`,
-        key,
-        upTo,
-        producer.no,
-        producer.epoch,
-        producer.seq,
-      )
-      .toArray()[0]?.seq;
-    if (last === undefined) return null;
-    // A write's chunks are contiguous (one transaction), so the first is just after the nearest
-    // earlier chunk that is not part of it.
-    const before = this.#sql
-      .exec<{ seq: number }>(
-        `SELECT seq FROM dk_streams_chunks
-         WHERE stream_key = ? AND seq < ?
-           AND NOT (producer IS ? AND producer_epoch IS ? AND producer_seq IS ?)
-         ORDER BY seq DESC LIMIT 1`,
-        key,
-        last,
-        producer.no,
-        producer.epoch,
-        producer.seq,
-      )
-      .toArray()[0]?.seq;
-    return { first: before === undefined ? 0 : before + 1, last };
-  }
-
-  /** The newest `writer_seq` of a stream: a backward scan that stops at the first chunk carrying one. */
-  lastWriterSeq(key: number): string | null {
-    return (
-      this.#sql
-        .exec<{ writer_seq: string }>(
-          `SELECT writer_seq FROM dk_streams_chunks
-           WHERE stream_key = ? AND writer_seq IS NOT NULL ORDER BY seq DESC LIMIT 1`,
-          key,
-        )
-        .toArray()[0]?.writer_seq ?? null
-    );
   }
 
   /** Deletes a stream's chunks, producers and row. Returns whether the row existed. */

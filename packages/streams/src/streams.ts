@@ -1,25 +1,15 @@
-import { DEFAULT_MAX_CHUNK_BYTES, encodeChunk, encodingFor } from "./codec";
+import { ChunkLog } from "./chunk-log";
+import { DEFAULT_MAX_CHUNK_BYTES, encodeChunk } from "./codec";
 import { type EntryHolder, StreamsCore, type WriteRequest } from "./core";
-import {
-  ProducerFencedError,
-  StreamClosedError,
-  StreamLiveError,
-  StreamNotFoundError,
-  StreamsArgumentError,
-} from "./errors";
+import { StreamNotFoundError, StreamsArgumentError } from "./errors";
 import { EventSink } from "./events";
-import {
-  assertStreamId,
-  checkConfig,
-  DEFAULT_CONTENT_TYPE,
-  readFrom,
-  readOpenOptions,
-} from "./options";
+import { deleteStream, expiredAt, openStream, sweepExpired, touchStream } from "./lifecycle";
+import { assertStreamId, readFrom, readOpenOptions } from "./options";
 import { assertCounter, assertProducer, assertWriterSeq } from "./producer";
 import { abortReason, type ReadTarget, readBatchesOf, readOf, readPageOf } from "./reader";
-import { expiryOf, isExpired } from "./retention";
 import { ensureSchema } from "./schema";
-import { type StreamHead, type StreamRow, StreamStore } from "./store";
+import { type StreamHead, StreamStore } from "./store";
+import { cursorOf, listStreams, statusOf } from "./stream-status";
 import type {
   StreamChunk,
   StreamDeleteOptions,
@@ -29,7 +19,6 @@ import type {
   StreamPage,
   StreamReadBatchesOptions,
   StreamReadOptions,
-  StreamState,
   StreamStatus,
   StreamSweepResult,
   StreamsOptions,
@@ -39,7 +28,6 @@ import type {
   StreamWriter,
 } from "./types";
 import { WaitRegistry } from "./wait-registry";
-import { Writer } from "./writer";
 
 /**
  * Durable, ordered chunk logs in a Durable Object's SQLite: one per stream id, with a gapless
@@ -73,6 +61,7 @@ export class Streams {
     this.#sweepLimit = Math.max(1, Math.floor(options.sweepLimit ?? 500));
     this.#core = new StreamsCore(
       new StreamStore(ctx.storage),
+      new ChunkLog(ctx.storage.sql),
       new WaitRegistry(),
       new EventSink(options.onEvent),
       options.now ?? Date.now,
@@ -94,94 +83,7 @@ export class Streams {
     assertStreamId(streamId);
     const config = readOpenOptions(streamId, options);
     this.#init();
-    const { store } = this.#core;
-    const now = this.#core.now();
-    let row = store.byId(streamId);
-    let replaced: StreamRow | null = null;
-    if (row !== null && this.#expiredAt(row, now)) {
-      replaced = row;
-      row = null;
-    }
-    if (row !== null) {
-      // A producer may be replaying writes it already made, so it still gets a writer: its retries
-      // are answered as duplicates and anything new is refused as closed.
-      if (row.state !== "streaming" && options.producer === undefined) {
-        throw new StreamClosedError(streamId, row.state, row.final_cursor ?? undefined);
-      }
-      checkConfig(row, options, config);
-      const entry = this.#core.entryFor(row);
-      if (options.producer !== undefined) {
-        // Fence a stale producer at open; every write checks again.
-        const current = this.#core.producerEpoch(entry, options.producer.id);
-        if (current !== null && options.producer.epoch < current) {
-          throw new ProducerFencedError(
-            streamId,
-            options.producer.id,
-            current,
-            options.producer.epoch,
-          );
-        }
-      }
-      return new Writer(this.#core, entry, false, options.producer, this.#maxChunkBytes);
-    }
-
-    const encoding = options.encoding ?? encodingFor(options.contentType ?? "application/json");
-    const contentType = options.contentType ?? DEFAULT_CONTENT_TYPE[encoding];
-    const wakeAt = expiryOf(
-      { ttl_ms: config.ttlMs, expires_at: config.expiresAt, touched_at: now },
-      null,
-    );
-    const fresh: StreamRow = {
-      stream_key: 0,
-      stream_id: streamId,
-      state: "streaming",
-      content_type: contentType,
-      encoding,
-      tag: options.tag ?? null,
-      metadata: config.metadata,
-      error: null,
-      ttl_ms: config.ttlMs,
-      expires_at: config.expiresAt,
-      created_at: now,
-      touched_at: now,
-      closed_at: null,
-      final_cursor: null,
-      closer_producer: null,
-      closer_epoch: null,
-      closer_seq: null,
-      wake_at: wakeAt,
-    };
-    fresh.stream_key = store.transaction(() => {
-      if (replaced !== null) store.deleteStream(replaced.stream_key);
-      return store.insertStream({
-        streamId,
-        contentType,
-        encoding,
-        tag: fresh.tag,
-        metadata: fresh.metadata,
-        ttlMs: fresh.ttl_ms,
-        expiresAt: fresh.expires_at,
-        now,
-        wakeAt,
-      });
-    });
-    if (replaced !== null) this.#afterPurge(replaced, "expired");
-    // A rolled-back host transaction can leave an entry cached for an id (even a key) that storage
-    // never kept; a new stream always starts from a new entry.
-    this.#core.forget(streamId);
-    this.#core.events.emit({
-      type: "stream:opened",
-      streamId,
-      ...(fresh.tag !== null ? { tag: fresh.tag } : {}),
-    });
-    if (wakeAt !== null) this.#core.armAlarm?.(wakeAt);
-    return new Writer(
-      this.#core,
-      this.#core.entryFor(fresh),
-      true,
-      options.producer,
-      this.#maxChunkBytes,
-    );
+    return openStream(this.#core, streamId, options, config, this.#maxChunkBytes);
   }
 
   /**
@@ -200,7 +102,7 @@ export class Streams {
     assertStreamId(streamId);
     this.#init();
     const row = this.#liveRow(streamId);
-    const holder: EntryHolder = { entry: this.#core.entryFor(row) };
+    const holder: EntryHolder = { entry: this.#core.entries.entryFor(row) };
     const request: WriteRequest = {
       bodies: chunks.map((chunk) =>
         encodeChunk(row.encoding, chunk, this.#maxChunkBytes, streamId),
@@ -286,7 +188,7 @@ export class Streams {
       readFrom(options.from),
       limit,
       row.state,
-      this.#cursorOf(row),
+      cursorOf(this.#core, row),
     ) as StreamPage<T>;
   }
 
@@ -296,7 +198,7 @@ export class Streams {
     this.#init();
     const row = this.#core.store.byId(streamId);
     if (row === null) return null;
-    return this.#statusOf(row, this.#core.now());
+    return statusOf(this.#core, row, this.#core.now());
   }
 
   /**
@@ -305,36 +207,7 @@ export class Streams {
    */
   list(options: StreamListOptions = {}): StreamList {
     this.#init();
-    const limit = options.limit ?? 100;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-      throw new StreamsArgumentError(
-        `list() limit must be an integer from 1 to 1000; got ${limit}.`,
-      );
-    }
-    let before = Number.MAX_SAFE_INTEGER;
-    if (options.after !== undefined) {
-      before = Number(options.after);
-      if (!/^\d+$/.test(options.after) || !Number.isSafeInteger(before)) {
-        throw new StreamsArgumentError(
-          `list() after must be the next token of a previous page; got ${JSON.stringify(options.after)}.`,
-        );
-      }
-    }
-    const states: StreamState[] =
-      options.state === undefined
-        ? []
-        : Array.isArray(options.state)
-          ? options.state
-          : [options.state];
-    const rows = this.#core.store.list(options.tag, states, before, limit);
-    const now = this.#core.now();
-    const streams: StreamStatus[] = [];
-    for (const row of rows) {
-      const status = this.#statusOf(row, now);
-      if (status !== null) streams.push(status);
-    }
-    const last = rows[rows.length - 1];
-    return { streams, next: rows.length === limit && last ? String(last.stream_key) : null };
+    return listStreams(this.#core, options);
   }
 
   /**
@@ -346,13 +219,7 @@ export class Streams {
   delete(streamId: string, options: StreamDeleteOptions = {}): boolean {
     assertStreamId(streamId);
     this.#init();
-    const { store } = this.#core;
-    const row = store.byId(streamId);
-    if (row === null) return false;
-    if (row.state === "streaming" && options.force !== true) throw new StreamLiveError(streamId);
-    store.transaction(() => store.deleteStream(row.stream_key));
-    this.#afterPurge(row, row.state === "streaming" ? "forced" : "deleted");
-    return true;
+    return deleteStream(this.#core, streamId, options);
   }
 
   /**
@@ -363,14 +230,7 @@ export class Streams {
   touch(streamId: string): boolean {
     assertStreamId(streamId);
     this.#init();
-    const { store } = this.#core;
-    const row = store.headById(streamId);
-    const now = this.#core.now();
-    if (row === null || this.#expiredAt(row, now)) return false;
-    if (row.ttl_ms !== null) {
-      store.touch(row.stream_key, now, expiryOf({ ...row, touched_at: now }, null));
-    }
-    return true;
+    return touchStream(this.#core, streamId);
   }
 
   /**
@@ -389,20 +249,7 @@ export class Streams {
    */
   alarm(): StreamSweepResult {
     this.#init();
-    const { store } = this.#core;
-    const now = this.#core.now();
-    const expired: string[] = [];
-    for (const row of store.due(now, this.#sweepLimit)) {
-      const expiry = expiryOf(row, this.#lastAppendAt(row));
-      if (isExpired(expiry, now)) {
-        store.transaction(() => store.deleteStream(row.stream_key));
-        this.#afterPurge(row, "expired");
-        expired.push(row.stream_id);
-      } else {
-        store.setWake(row.stream_key, expiry);
-      }
-    }
-    return { expired, nextWakeAt: store.earliestWake() };
+    return sweepExpired(this.#core, this.#sweepLimit);
   }
 
   /** How many readers are parked on live tails in this isolate, over how many streams. */
@@ -419,7 +266,7 @@ export class Streams {
   /** A row that exists and has not expired, or a not-found error. */
   #liveRow(streamId: string): StreamHead {
     const row = this.#core.store.headById(streamId);
-    if (row === null || this.#expiredAt(row, this.#core.now()))
+    if (row === null || expiredAt(this.#core, row, this.#core.now()))
       throw new StreamNotFoundError(streamId);
     return row;
   }
@@ -430,56 +277,5 @@ export class Streams {
     this.#init();
     const row = this.#liveRow(streamId);
     return { key: row.stream_key, streamId, encoding: row.encoding };
-  }
-
-  #lastAppendAt(row: StreamHead): number | null {
-    if (row.state !== "streaming") return null;
-    const cached = this.#core.cached(row.stream_id);
-    if (cached !== undefined && cached.key === row.stream_key) return cached.lastAppendAt;
-    return this.#core.store.tail(row.stream_key)?.at ?? null;
-  }
-
-  #expiredAt(row: StreamHead, now: number): boolean {
-    if (row.ttl_ms === null && row.expires_at === null) return false;
-    return isExpired(expiryOf(row, this.#lastAppendAt(row)), now);
-  }
-
-  #cursorOf(row: StreamHead): number {
-    if (row.state !== "streaming") return row.final_cursor ?? 0;
-    return (this.#core.store.tail(row.stream_key)?.seq ?? -1) + 1;
-  }
-
-  #statusOf(row: StreamRow, now: number): StreamStatus | null {
-    const tail = row.state === "streaming" ? this.#core.store.tail(row.stream_key) : null;
-    const lastAppendAt = tail?.at ?? null;
-    const expiresAt = expiryOf(row, lastAppendAt);
-    if (isExpired(expiresAt, now)) return null;
-    const status: StreamStatus = {
-      streamId: row.stream_id,
-      state: row.state,
-      cursor: row.state === "streaming" ? (tail?.seq ?? -1) + 1 : (row.final_cursor ?? 0),
-      contentType: row.content_type,
-      encoding: row.encoding,
-      createdAt: row.created_at,
-      updatedAt: Math.max(row.touched_at, lastAppendAt ?? 0),
-    };
-    if (row.tag !== null) status.tag = row.tag;
-    if (row.metadata !== null) status.metadata = JSON.parse(row.metadata);
-    if (row.error !== null) status.error = row.error;
-    if (row.closed_at !== null) status.closedAt = row.closed_at;
-    if (row.ttl_ms !== null) status.ttlMs = row.ttl_ms;
-    if (expiresAt !== null) status.expiresAt = expiresAt;
-    return status;
-  }
-
-  /** After a stream's rows are gone: forget it, end its readers, report it. */
-  #afterPurge(row: StreamRow, why: "deleted" | "forced" | "expired"): void {
-    this.#core.forget(row.stream_id, row.stream_key);
-    this.#core.waits.wake(row.stream_key, true);
-    this.#core.events.emit(
-      why === "expired"
-        ? { type: "stream:expired", streamId: row.stream_id }
-        : { type: "stream:deleted", streamId: row.stream_id, forced: why === "forced" },
-    );
   }
 }

@@ -1,5 +1,6 @@
 import { type ChunkBody, encodeChunk } from "./codec";
-import type { EntryHolder, LiveEntry, StreamsCore, WriteRequest } from "./core";
+import type { EntryHolder, StreamsCore, WriteRequest } from "./core";
+import type { LiveEntry } from "./entry-cache";
 import { StreamClosedError, StreamsArgumentError } from "./errors";
 import { assertCounter, assertWriterSeq } from "./producer";
 import type {
