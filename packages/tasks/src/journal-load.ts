@@ -63,6 +63,25 @@ export interface JournalLoad {
 }
 
 /**
+ * A whole journal row from a `raw()` result: its ten columns in table order (name, seq, kind,
+ * state, attempt, value, wake_at, event_type, next_step, at), starting at column `from`.
+ */
+export function readStepRow(r: SqlStorageValue[], from: number): StepRow {
+  return {
+    name: r[from] as string,
+    seq: r[from + 1] as number,
+    kind: r[from + 2] as StepRow["kind"],
+    state: r[from + 3] as StepRow["state"],
+    attempt: r[from + 4] as number,
+    value: r[from + 5] as string | null,
+    wake_at: r[from + 6] as number | null,
+    event_type: r[from + 7] as string | null,
+    next_step: r[from + 8] as string | null,
+    at: r[from + 9] as number,
+  };
+}
+
+/**
  * Loads a run's journal in one query; with `reclaim`, the same query also finds the step a dead
  * attempt left in flight.
  */
@@ -76,18 +95,7 @@ export function loadJournal(sql: SqlStorage, runId: string, reclaim: boolean): J
         maxSeq: r[3] as number,
       });
     } else if (r[0] === 1) {
-      load.rows.push({
-        name: r[1] as string,
-        seq: r[2] as number,
-        kind: r[3] as StepRow["kind"],
-        state: r[4] as StepRow["state"],
-        attempt: r[5] as number,
-        value: r[6] as string | null,
-        wake_at: r[7] as number | null,
-        event_type: r[8] as string | null,
-        next_step: r[9] as string | null,
-        at: r[10] as number,
-      });
+      load.rows.push(readStepRow(r, 1));
     } else {
       load.interrupted = { name: r[1] as string, attempt: r[2] as number };
     }

@@ -80,15 +80,19 @@ export class JournalWriter {
     if (!first) return true;
     try {
       if (rows.length === 1 && !extra) {
-        if (!store.writeStepFenced(this.#runId, this.#generation, first, this.#exists(first))) {
+        if (
+          !store.steps.writeStepFenced(this.#runId, this.#generation, first, this.#exists(first))
+        ) {
           throw new FenceLost(this.#runId);
         }
       } else {
         store.transaction(() => {
-          if (!store.writeStepFenced(this.#runId, this.#generation, first, this.#exists(first))) {
+          if (
+            !store.steps.writeStepFenced(this.#runId, this.#generation, first, this.#exists(first))
+          ) {
             throw new FenceLost(this.#runId);
           }
-          for (const row of rows.slice(1)) store.writeStep(this.#runId, row);
+          for (const row of rows.slice(1)) store.steps.writeStep(this.#runId, row);
           extra?.();
         });
       }

@@ -1,4 +1,5 @@
 import { Attempt, type AttemptDeps } from "./attempt";
+import { settleCancelled, settleCompleted, settleThrown } from "./attempt-outcomes";
 import { MissingDefinitionError } from "./errors";
 import type { TaskEvent } from "./events";
 import { Journal } from "./journal";
@@ -65,11 +66,11 @@ export class Runner {
     const { store, claimTimeoutMs } = this.#config;
     const now = Date.now();
     const started: Promise<void>[] = [];
-    for (const runId of store.dueRuns(now, RUNS_PER_ALARM)) {
+    for (const runId of store.runs.dueRuns(now, RUNS_PER_ALARM)) {
       const active = this.active.get(runId);
       if (active) {
-        if (active.cancelRequested) active.settleCancelled();
-        else store.refreshClaim(runId, active.generation, now + claimTimeoutMs, now);
+        if (active.cancelRequested) settleCancelled(active);
+        else store.runs.refreshClaim(runId, active.generation, now + claimTimeoutMs, now);
         continue;
       }
       const attempt = this.start(runId, now);
@@ -93,10 +94,10 @@ export class Runner {
    */
   start(runId: string, now: number): Promise<void> | null {
     if (this.active.has(runId)) return null;
-    const row = this.#config.store.getRun(runId);
+    const row = this.#config.store.runs.getRun(runId);
     if (!row || TERMINAL_STATES.has(row.state)) return null;
     if (row.cancel_requested === 1) {
-      if (this.#config.store.settle(runId, null, { state: "cancelled" }, now)) {
+      if (this.#config.store.runs.settle(runId, null, { state: "cancelled" }, now)) {
         this.emit({
           type: "task:cancelled",
           runId,
@@ -111,20 +112,20 @@ export class Runner {
     if (!Object.hasOwn(this.#config.definitions, row.definition)) {
       const error = new MissingDefinitionError(row.definition);
       const record = errorText(error);
-      if (this.#config.store.settle(runId, null, { state: "failed", error: record }, now)) {
+      if (this.#config.store.runs.settle(runId, null, { state: "failed", error: record }, now)) {
         this.emit({ type: "task:failed", ...ref, error: errorInfo(record) });
         this.reportError(error, runId, row.definition);
       }
       return null;
     }
     const handler = this.#config.definitions[row.definition] as unknown as Handler;
-    const load = this.#config.store.loadJournal(runId, row.state === "running");
+    const load = this.#config.store.steps.loadJournal(runId, row.state === "running");
     const journal = new Journal(load);
     const interrupted = load.interrupted;
     const generation = crypto.randomUUID();
     const number = row.attempt + 1;
     const deadline = now + this.#config.claimTimeoutMs;
-    if (!this.#config.store.claim(runId, row.generation, generation, number, deadline, now))
+    if (!this.#config.store.runs.claim(runId, row.generation, generation, number, deadline, now))
       return null;
     if (row.state === "running") {
       this.emit({
@@ -155,10 +156,10 @@ export class Runner {
       try {
         value = await handler(decodeValue(input), step);
       } catch (thrown) {
-        attempt.settleThrown(thrown);
+        settleThrown(attempt, thrown);
         return;
       }
-      attempt.settleCompleted(value);
+      settleCompleted(attempt, value);
     } catch (error) {
       // A storage failure while settling: give the run up; its claim deadline replays it.
       console.error(

@@ -1,4 +1,5 @@
 import type { Attempt } from "./attempt";
+import { parkAgain, parkNew, stepFailed } from "./attempt-outcomes";
 import { type Duration, parseDuration } from "./duration";
 import { EventTimeoutError, StepTimeoutError, TasksError } from "./errors";
 import type { InterruptedStep } from "./journal";
@@ -73,7 +74,7 @@ export class ReplayStep implements TaskStep {
     if (row) {
       a.goLive();
       if (row.state === "waiting" && row.wake_at !== null && Date.now() < row.wake_at) {
-        throw a.parkAgain("retry", row.wake_at);
+        throw parkAgain(a, "retry", row.wake_at);
       }
       // A retry that is due, or a step a dead attempt left running: the next attempt of it.
       const attempt = row.attempt + 1;
@@ -122,7 +123,7 @@ export class ReplayStep implements TaskStep {
         a.watchdog.untrack(flight);
         try {
           if (!ok) {
-            reject(a.stepFailed(name, seq, attempt, policy, outcome));
+            reject(stepFailed(a, name, seq, attempt, policy, outcome));
             return;
           }
           if (a.ended) {
@@ -133,7 +134,7 @@ export class ReplayStep implements TaskStep {
           try {
             text = a.encode(outcome, `step "${name}" result`);
           } catch (error) {
-            reject(a.stepFailed(name, seq, attempt, policy, error));
+            reject(stepFailed(a, name, seq, attempt, policy, error));
             return;
           }
           a.writer.hold(stepRow(name, seq, "do", { attempt, value: text }));
@@ -195,7 +196,7 @@ export class ReplayStep implements TaskStep {
       a.expect(row, "sleep");
       if (row.state === "completed" || row.wake_at === null || Date.now() >= row.wake_at) return;
       a.goLive();
-      throw a.parkAgain("sleep", row.wake_at);
+      throw parkAgain(a, "sleep", row.wake_at);
     }
     a.goLive();
     a.countNewStep();
@@ -205,7 +206,8 @@ export class ReplayStep implements TaskStep {
       a.writer.hold(stepRow(name, seq, "sleep", { wake_at: wakeAt }));
       return;
     }
-    throw a.parkNew(
+    throw parkNew(
+      a,
       "sleep",
       wakeAt,
       stepRow(name, seq, "sleep", { state: "waiting", wake_at: wakeAt }),
@@ -232,7 +234,7 @@ export class ReplayStep implements TaskStep {
     a.goLive();
     const stepSeq = row ? row.seq : a.journal.takeSeq();
     // An event sent before this wait (or while the run was not parked on it) is in the buffer.
-    const buffered = a.deps.store.peekEvent(a.runId, type);
+    const buffered = a.deps.store.events.peekEvent(a.runId, type);
     if (buffered) {
       a.consumeEvent(name, stepSeq, type, buffered.seq, buffered.payload);
       a.emit({
@@ -247,10 +249,11 @@ export class ReplayStep implements TaskStep {
       if (row.wake_at !== null && Date.now() >= row.wake_at) {
         throw a.failStep(name, stepSeq, "event", new EventTimeoutError(name, type), type);
       }
-      throw a.parkAgain("event", row.wake_at, name, type);
+      throw parkAgain(a, "event", row.wake_at, name, type);
     }
     const wakeAt = timeoutMs === null ? null : Date.now() + timeoutMs;
-    throw a.parkNew(
+    throw parkNew(
+      a,
       "event",
       wakeAt,
       stepRow(name, stepSeq, "event", { state: "waiting", wake_at: wakeAt, event_type: type }),

@@ -115,8 +115,8 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
     const { runId: givenId, idempotencyKey: key } = options;
     if (givenId !== undefined) validateName(givenId, "A run id", false);
     if (key !== undefined) validateName(key, "An idempotency key", false);
-    const byId = givenId === undefined ? undefined : this.#store.getRun(givenId);
-    const byKey = key === undefined ? undefined : this.#store.getRunByKey(key);
+    const byId = givenId === undefined ? undefined : this.#store.runs.getRun(givenId);
+    const byKey = key === undefined ? undefined : this.#store.runs.getRunByKey(key);
     if (byId && byKey && byId.run_id !== byKey.run_id) {
       throw new TasksError(
         "tasks/idempotency-conflict",
@@ -158,7 +158,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
         : encodeValue(options.metadata, this.#maxValueBytes, "metadata");
     const runId = givenId ?? `task_${crypto.randomUUID()}`;
     const now = Date.now();
-    this.#store.insertRun({
+    this.#store.runs.insertRun({
       runId,
       definition,
       input: inputText,
@@ -171,7 +171,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
     // The warm path: the first attempt claims the run before this method returns.
     this.#runner.start(runId, now);
     // The state as the warm start left it, before this method yields to the attempt.
-    const state = this.#store.getRun(runId)?.state ?? "pending";
+    const state = this.#store.runs.getRun(runId)?.state ?? "pending";
     await this.#runner.flushWakes();
     return { runId, definition, accepted: true, state, createdAt: now };
   }
@@ -187,27 +187,27 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
       name: definition,
       run: (input, options) => this.run(definition, input, options),
       get: (runId) =>
-        this.#snapshot(own(this.#store.getRun(runId))) as TaskRunSnapshot<Output> | null,
+        this.#snapshot(own(this.#store.runs.getRun(runId))) as TaskRunSnapshot<Output> | null,
       getByIdempotencyKey: (key) =>
-        this.#snapshot(own(this.#store.getRunByKey(key))) as TaskRunSnapshot<Output> | null,
+        this.#snapshot(own(this.#store.runs.getRunByKey(key))) as TaskRunSnapshot<Output> | null,
       cancel: async (runId, reason) =>
-        own(this.#store.getRun(runId)) ? this.cancel(runId, reason) : false,
+        own(this.#store.runs.getRun(runId)) ? this.cancel(runId, reason) : false,
     };
   }
 
   /** The run's snapshot, or null. */
   get(runId: string): TaskRunSnapshot | null {
-    return this.#snapshot(this.#store.getRun(runId));
+    return this.#snapshot(this.#store.runs.getRun(runId));
   }
 
   /** The snapshot of the run an idempotency key names, or null. */
   getByIdempotencyKey(key: string): TaskRunSnapshot | null {
-    return this.#snapshot(this.#store.getRunByKey(key));
+    return this.#snapshot(this.#store.runs.getRunByKey(key));
   }
 
   /** The run's journal in step order, including steps settled but not yet written; [] if unknown. */
   steps(runId: string): TaskStepSnapshot[] {
-    const rows = this.#store.listSteps(runId);
+    const rows = this.#store.steps.listSteps(runId);
     const active = this.#runner.active.get(runId);
     return toStepSnapshots(active ? [...rows, ...active.writer.pending] : rows);
   }
@@ -221,7 +221,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
     const limit = pageLimit(options.limit);
     let after: { createdAt: number; runId: string } | undefined;
     if (options.after !== undefined) {
-      const row = this.#store.getRun(options.after);
+      const row = this.#store.runs.getRun(options.after);
       if (!row) {
         throw new TasksError(
           "tasks/invalid-option",
@@ -236,7 +236,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
         : Array.isArray(options.status)
           ? options.status
           : [options.status];
-    return this.#store
+    return this.#store.runs
       .listRuns({ definition: options.definition, states, limit, after })
       .map((row) => this.#snapshot(row) as TaskRunSnapshot);
   }
@@ -246,17 +246,22 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
    * signal and settles at its next step boundary. Returns false for a settled or unknown run.
    */
   async cancel(runId: string, reason?: string): Promise<boolean> {
-    const row = this.#store.getRun(runId);
+    const row = this.#store.runs.getRun(runId);
     if (!row || TERMINAL_STATES.has(row.state)) return false;
     const now = Date.now();
     const active = this.#runner.active.get(runId);
     if (active) {
-      this.#store.requestCancel(runId, reason ?? null, now);
+      this.#store.runs.requestCancel(runId, reason ?? null, now);
       active.requestCancel(reason ?? null);
       return true;
     }
     if (
-      !this.#store.settle(runId, null, { state: "cancelled", cancelReason: reason ?? null }, now)
+      !this.#store.runs.settle(
+        runId,
+        null,
+        { state: "cancelled", cancelReason: reason ?? null },
+        now,
+      )
     ) {
       return false;
     }
@@ -287,7 +292,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
     }
     if (states.length === 0) return 0;
     const before = options.settledBefore;
-    const rows = this.#store.settledRuns(
+    const rows = this.#store.runs.settledRuns(
       states,
       before === undefined ? null : before instanceof Date ? before.getTime() : before,
       pageLimit(options.limit),
@@ -312,7 +317,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
    */
   async sendEvent(runId: string, type: string, payload?: unknown): Promise<SendEventResult> {
     validateName(type, "An event type", false);
-    const row = this.#store.getRun(runId);
+    const row = this.#store.runs.getRun(runId);
     if (!row) {
       throw new TasksError("tasks/run-not-found", `No run "${runId}" exists; check the run id.`);
     }
@@ -338,14 +343,14 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
       await this.#runner.flushWakes();
       return "delivered";
     }
-    this.#store.bufferEvent(runId, type, text, now);
+    this.#store.events.bufferEvent(runId, type, text, now);
     this.#runner.emit({ type: "task:event:buffered", ...ref });
     return "buffered";
   }
 
   /** The earliest time a run needs a wake (ms since epoch), or null. Re-arm the alarm to it. */
   nextWakeAt(): number | null {
-    return this.#store.nextWakeAt();
+    return this.#store.runs.nextWakeAt();
   }
 
   /**
