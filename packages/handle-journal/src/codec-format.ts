@@ -33,6 +33,27 @@ export const C_UNSAFE = "dk.unsafe";
 /** Prefix of binary types: `dk.base64:Uint8Array`, `dk.base64:ArrayBuffer`, … */
 export const C_BASE64 = "dk.base64:";
 
+/**
+ * The binary views carried as `dk.base64:<name>`, with their constructors, in the order the
+ * encoder tests `instanceof` (an ArrayBuffer is `dk.base64:ArrayBuffer`).
+ */
+export const BINARY_KINDS: ReadonlyArray<
+  readonly [abstract new (...args: never[]) => ArrayBufferView, string]
+> = [
+  [Uint8Array, "Uint8Array"],
+  [Int8Array, "Int8Array"],
+  [Uint8ClampedArray, "Uint8ClampedArray"],
+  [Int16Array, "Int16Array"],
+  [Uint16Array, "Uint16Array"],
+  [Int32Array, "Int32Array"],
+  [Uint32Array, "Uint32Array"],
+  [Float32Array, "Float32Array"],
+  [Float64Array, "Float64Array"],
+  [BigInt64Array, "BigInt64Array"],
+  [BigUint64Array, "BigUint64Array"],
+  [DataView, "DataView"],
+];
+
 /** The superjson meta version this format writes and reads. */
 export const META_VERSION = 1;
 

@@ -1,6 +1,7 @@
 import { fromBase64 } from "./base64";
 import {
   type Annotation,
+  BINARY_KINDS,
   C_BASE64,
   C_ERROR,
   C_HANDLE,
@@ -38,19 +39,10 @@ export interface DecodeOptions {
 
 type BinaryCtor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayBufferView;
 
-const BINARY: Readonly<Record<string, BinaryCtor>> = {
-  Uint8Array,
-  Int8Array,
-  Uint8ClampedArray,
-  Int16Array,
-  Uint16Array,
-  Int32Array,
-  Uint32Array,
-  Float32Array,
-  Float64Array,
-  BigInt64Array,
-  BigUint64Array,
-} as unknown as Record<string, BinaryCtor>;
+/** Typed-array constructors by wire name (DataView and ArrayBuffer are decoded on their own). */
+const BINARY: Readonly<Record<string, BinaryCtor>> = Object.fromEntries(
+  BINARY_KINDS.filter(([, name]) => name !== "DataView").map(([Ctor, name]) => [name, Ctor]),
+) as unknown as Record<string, BinaryCtor>;
 
 function corrupt(path: string, reason: string, cause?: unknown): CodecError {
   return new CodecError(

@@ -1,3 +1,5 @@
+import { defineOwn } from "./own-property";
+
 /** The durable form of a thrown value. */
 export interface ErrorRecord {
   $error: { name: string; message: string; code?: string; [prop: string]: unknown };
@@ -62,7 +64,7 @@ function jsonProp(value: unknown, depth: number, seen: object[]): unknown {
         const out: Record<string, unknown> = {};
         for (const key of Object.keys(value)) {
           const v = jsonProp((value as Record<string, unknown>)[key], depth + 1, seen);
-          if (v !== DROP) define(out, key, v);
+          if (v !== DROP) defineOwn(out, key, v);
         }
         return out;
       } finally {
@@ -71,20 +73,6 @@ function jsonProp(value: unknown, depth: number, seen: object[]): unknown {
     }
     default:
       return DROP;
-  }
-}
-
-/** Sets an own enumerable data property, `__proto__` included, without touching any prototype. */
-function define(target: object, key: string, value: unknown): void {
-  if (key === "__proto__") {
-    Object.defineProperty(target, key, {
-      value,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  } else {
-    (target as Record<string, unknown>)[key] = value;
   }
 }
 
@@ -141,7 +129,7 @@ function toRecord(thrown: unknown, depth: number, seen: object[]): ErrorRecord {
     for (const key of Object.keys(thrown)) {
       if (RESERVED.has(key)) continue;
       const v = jsonProp(readProp(thrown, key), depth + 1, seen);
-      if (v !== DROP) define(body, key, v);
+      if (v !== DROP) defineOwn(body, key, v);
     }
     if (Object.hasOwn(thrown, "cause")) {
       const v = jsonProp(readProp(thrown, "cause"), depth + 1, seen);
@@ -218,7 +206,7 @@ export function fromErrorRecord(record: ErrorRecord): Error {
   }
   for (const key of Object.keys(body)) {
     if (RESERVED.has(key)) continue;
-    define(error, key, body[key]);
+    defineOwn(error, key, body[key]);
   }
   Object.defineProperty(error, "stack", {
     value: `${name}: ${body.message}`,
