@@ -1,10 +1,7 @@
 import type { Env } from "../env";
-import { errorResponse, json } from "../http";
+import { errorResponse, json, readJsonBody } from "../http";
 import { PROGRAMS_NAME, type ProgramCall } from "../programs";
 import type { Route } from "../router";
-
-/** The largest request body the program routes read (programs are source text). */
-const MAX_BODY_BYTES = 1_048_576;
 
 const INTERRUPT_POLICIES = new Set(["fail", "restart", "replay"]);
 const ACCESS = new Set(["read", "read-write"]);
@@ -17,24 +14,6 @@ function answer<T>(call: ProgramCall<T>): Response {
   return call.ok ? json(call.value) : errorResponse(call.status, call.code, call.message);
 }
 
-async function readBody(request: Request): Promise<{ body: unknown } | { error: Response }> {
-  const text = await request.text();
-  if (new TextEncoder().encode(text).byteLength > MAX_BODY_BYTES) {
-    return {
-      error: errorResponse(
-        413,
-        "demo/body-too-large",
-        `Request bodies are limited to ${MAX_BODY_BYTES} bytes.`,
-      ),
-    };
-  }
-  try {
-    return { body: JSON.parse(text) };
-  } catch {
-    return { error: errorResponse(400, "demo/bad-json", "The request body is not valid JSON.") };
-  }
-}
-
 /**
  * The program routes: run a program against the demo host modules (`codemode:jobs`), read an
  * execution, and see what the jobs module really did.
@@ -44,7 +23,7 @@ export const programRoutes: Route[] = [
     method: "POST",
     path: "/programs",
     async handle(request, env) {
-      const read = await readBody(request);
+      const read = await readJsonBody(request);
       if ("error" in read) return read.error;
       const body = read.body;
       const usage =

@@ -1,30 +1,7 @@
 import type { TaskCall } from "../demo-tasks";
-import { errorResponse, json } from "../http";
+import { errorResponse, json, readJsonBody } from "../http";
 import type { Route } from "../router";
 import { WORKSPACE_NAME } from "../workspace";
-
-/** The largest request body the task routes read. */
-const MAX_BODY_BYTES = 1_048_576;
-
-/** A parsed JSON body, or the coded 4xx response to answer instead. */
-async function readJson(request: Request): Promise<{ body: unknown } | { error: Response }> {
-  const text = await request.text();
-  if (new TextEncoder().encode(text).byteLength > MAX_BODY_BYTES) {
-    return {
-      error: errorResponse(
-        413,
-        "demo/body-too-large",
-        `Request bodies are limited to ${MAX_BODY_BYTES} bytes.`,
-      ),
-    };
-  }
-  if (text.trim() === "") return { body: undefined };
-  try {
-    return { body: JSON.parse(text) };
-  } catch {
-    return { error: errorResponse(400, "demo/bad-json", "The request body is not valid JSON.") };
-  }
-}
 
 function answer<T>(call: TaskCall<T>, status = 200): Response {
   return call.ok ? json(call.value, status) : errorResponse(call.status, call.code, call.message);
@@ -39,7 +16,7 @@ export const taskRoutes: Route[] = [
     method: "POST",
     path: "/tasks/:definition",
     async handle(request, env, { definition }) {
-      const read = await readJson(request);
+      const read = await readJsonBody(request, { allowEmpty: true });
       if ("error" in read) return read.error;
       const body = read.body ?? {};
       if (typeof body !== "object" || body === null || Array.isArray(body)) {
@@ -74,7 +51,7 @@ export const taskRoutes: Route[] = [
     method: "POST",
     path: "/tasks/:runId/cancel",
     async handle(request, env, { runId }) {
-      const read = await readJson(request);
+      const read = await readJsonBody(request, { allowEmpty: true });
       if ("error" in read) return read.error;
       const reason = (read.body as { reason?: unknown } | undefined)?.reason;
       return answer(
@@ -89,7 +66,7 @@ export const taskRoutes: Route[] = [
     method: "POST",
     path: "/tasks/:runId/events/:type",
     async handle(request, env, { runId, type }) {
-      const read = await readJson(request);
+      const read = await readJsonBody(request, { allowEmpty: true });
       if ("error" in read) return read.error;
       return answer(
         await env.WORKSPACE.getByName(WORKSPACE_NAME).sendTaskEvent(

@@ -2,22 +2,9 @@ import { fileURLToPath } from "node:url";
 import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
 import { EventSource, type FetchLike } from "eventsource";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { poll } from "./poll.ts";
 
 const demoDir = fileURLToPath(new URL("../..", import.meta.url));
-
-async function poll<T>(
-  fn: () => Promise<T | undefined>,
-  timeoutMs: number,
-  what: string,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** Starts a demo.count@v1 run that appends `{ i }` to `stream` every `stepMs`, and waits for the stream to exist. */
 async function produce(dev: WranglerDev, stream: string, steps: number, stepMs: number) {

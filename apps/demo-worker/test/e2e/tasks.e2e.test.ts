@@ -1,26 +1,13 @@
 import { fileURLToPath } from "node:url";
 import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { poll } from "./poll.ts";
 
 const demoDir = fileURLToPath(new URL("../..", import.meta.url));
 
 async function getJson(dev: WranglerDev, path: string): Promise<Record<string, unknown>> {
   const response = await fetch(`${dev.url}${path}`);
   return (await response.json()) as Record<string, unknown>;
-}
-
-async function poll<T>(
-  fn: () => Promise<T | undefined>,
-  timeoutMs: number,
-  what: string,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 describe("tasks under wrangler dev", () => {
