@@ -1,0 +1,94 @@
+/**
+ * The error convention every durablekit package follows: one base class per package extending
+ * {@link DurableKitError}, a stable `code` from a documented union (`"<package>/<word>"`), `retryable`
+ * derived from the code, the standard `cause` kept, and a message that says what to do.
+ *
+ * The same idea has the same word in every package (see {@link CommonErrorWord}), so a host can
+ * classify an error from any package by the part after the slash.
+ */
+export abstract class DurableKitError<Code extends string = string> extends Error {
+  /** Stable machine-readable code, `"<package>/<word>"`. Own enumerable, so it survives Workers RPC. */
+  readonly code: Code;
+  /** Whether repeating the same operation unchanged may succeed. Derived from `code`. */
+  readonly retryable: boolean;
+
+  /**
+   * @param code - the stable code.
+   * @param message - what went wrong and what to do about it.
+   * @param options - `cause` (kept as the standard `cause`) and `retryable` (derived by the package from the code).
+   */
+  constructor(code: Code, message: string, options: { cause?: unknown; retryable: boolean }) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retryable = options.retryable;
+  }
+}
+
+/**
+ * Words that mean the same thing in every package's codes (`tasks/invalid-argument`,
+ * `streams/invalid-argument`, …). A package uses these words for these ideas and adds its own
+ * words only for ideas of its own.
+ *
+ * - `invalid-argument`: an argument or option is malformed or out of range; nothing was done.
+ * - `unserializable`: a value has no form in the package's encoding.
+ * - `too-large`: a value or request is over a `max…Bytes` limit.
+ * - `too-deep`: a value nests deeper than the codec allows.
+ * - `not-found`: the named thing does not exist.
+ * - `conflict`: the name exists with another configuration or owner.
+ * - `closed`: the thing is settled and accepts no more writes.
+ * - `diverged`: a replay met something other than what the journal recorded.
+ * - `schema-too-new`: the tables were written by a newer version of the package.
+ * - `storage`: the storage layer failed (retryable).
+ */
+export type CommonErrorWord =
+  | "invalid-argument"
+  | "unserializable"
+  | "too-large"
+  | "too-deep"
+  | "not-found"
+  | "conflict"
+  | "closed"
+  | "diverged"
+  | "schema-too-new"
+  | "storage";
+
+/**
+ * True when `value` is an instance of `base` (a package's error base class), optionally with the
+ * given code. Each package's `isXError(e, code?)` is this with its own base.
+ */
+export function isErrorOf<E extends DurableKitError>(
+  base: abstract new (...args: never[]) => E,
+  value: unknown,
+  code?: E["code"],
+): value is E {
+  return value instanceof base && (code === undefined || value.code === code);
+}
+
+/**
+ * True when `value` is any durablekit error (of any package), optionally with the given code. Use it
+ * where errors of several packages meet, e.g. an HTTP layer mapping codes to statuses.
+ */
+export function isDurableKitError(value: unknown, code?: string): value is DurableKitError {
+  return isErrorOf<DurableKitError>(DurableKitError, value, code);
+}
+
+/**
+ * Codes of the errors `@durablekit/compose` itself throws.
+ *
+ * - `compose/invalid-argument`: an option or argument is malformed (a part without `alarm`, a wake time that is not a number).
+ * - `compose/schema-too-new`: a package's tables were written by a newer version; thrown by {@link migrateSchema} when the package gives no error of its own.
+ */
+export type ComposeErrorCode = "compose/invalid-argument" | "compose/schema-too-new";
+
+/** Base class of every error `@durablekit/compose` throws. No code is retryable. */
+export class ComposeError extends DurableKitError<ComposeErrorCode> {
+  constructor(code: ComposeErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, { cause: options?.cause, retryable: false });
+    this.name = "ComposeError";
+  }
+}
+
+/** True when `value` is a {@link ComposeError}, optionally with the given code. */
+export function isComposeError(value: unknown, code?: ComposeErrorCode): value is ComposeError {
+  return isErrorOf(ComposeError, value, code);
+}

@@ -1,0 +1,58 @@
+import { ComposeError } from "./errors";
+
+/** One migration step: the statements (or a function) that bring the schema from version n-1 to n. */
+export type SchemaStep = readonly string[] | ((sql: SqlStorage) => void);
+
+/** Options of {@link migrateSchema}. */
+export interface SchemaOptions {
+  /** The package's table noun: its tables are `dk_<table>_*`, its version row lives in `dk_<table>_meta`. */
+  table: string;
+  /** Steps in order: `steps[0]` creates version 1, `steps[n-1]` brings version n-1 to n. The schema version is `steps.length`. */
+  steps: readonly SchemaStep[];
+  /** The package's own error for tables written by a newer version (its `<package>/schema-too-new`). */
+  tooNew?: (found: number, supported: number) => Error;
+}
+
+/**
+ * The one schema-migration convention of durablekit. Each package keeps a version row
+ * (`name = 'schema_version'`, an integer) in `dk_<table>_meta (name TEXT PRIMARY KEY, value INTEGER)`.
+ * On construction it runs the missing steps, forward only, and the new version row in one
+ * transaction; a version newer than the package knows is refused, never misread, so a downgrade
+ * never corrupts data.
+ *
+ * @returns the version found before migrating (0 for a new object).
+ * @throws the package's `tooNew` error (default {@link ComposeError} `compose/schema-too-new`) when the stored version is newer.
+ */
+export function migrateSchema(storage: DurableObjectStorage, options: SchemaOptions): number {
+  const meta = `dk_${options.table}_meta`;
+  const supported = options.steps.length;
+  const sql = storage.sql;
+  sql.exec(
+    `CREATE TABLE IF NOT EXISTS ${meta} (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID`,
+  );
+  const found =
+    sql
+      .exec<{ value: number }>(`SELECT value FROM ${meta} WHERE name = 'schema_version'`)
+      .toArray()[0]?.value ?? 0;
+  if (found === supported) return found;
+  if (found > supported) {
+    throw (
+      options.tooNew?.(found, supported) ??
+      new ComposeError(
+        "compose/schema-too-new",
+        `The dk_${options.table}_* tables are at schema version ${found}, newer than the ${supported} this package version understands. Deploy the newer package version.`,
+      )
+    );
+  }
+  storage.transactionSync(() => {
+    for (const step of options.steps.slice(found)) {
+      if (typeof step === "function") step(sql);
+      else for (const statement of step) sql.exec(statement);
+    }
+    sql.exec(
+      `INSERT INTO ${meta} (name, value) VALUES ('schema_version', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+      supported,
+    );
+  });
+  return found;
+}

@@ -1,0 +1,106 @@
+import { ComposeError } from "./errors";
+
+/**
+ * What this isolate knows of one object's alarm. Every alarm read and write of durablekit goes
+ * through {@link AlarmSlot}, one at a time, so a later decision never loses to an earlier one.
+ */
+export class AlarmSlot {
+  static readonly #slots = new WeakMap<DurableObjectStorage, AlarmSlot>();
+
+  /** The slot of an object's storage (one per storage, created on first use). */
+  static of(storage: DurableObjectStorage): AlarmSlot {
+    let slot = AlarmSlot.#slots.get(storage);
+    if (slot === undefined) {
+      slot = new AlarmSlot(storage);
+      AlarmSlot.#slots.set(storage, slot);
+    }
+    return slot;
+  }
+
+  readonly #storage: DurableObjectStorage;
+  /** The armed time as last read or written here; `undefined` when not known (a new instance). */
+  #armed: number | null | undefined;
+  #queue: Promise<void> = Promise.resolve();
+  #pending = 0;
+
+  private constructor(storage: DurableObjectStorage) {
+    this.#storage = storage;
+  }
+
+  /**
+   * Arms the alarm at `at` unless it is already armed at or before `at`: earlier-only, so one
+   * part's request never pushes another's wake later.
+   */
+  wakeBy(at: number): Promise<void> {
+    // Fast path, no storage call: nothing queued and a known alarm still in the future at or
+    // before `at`. An armed time in the past may have fired already, so it is read again.
+    const armed = this.#armed;
+    if (this.#pending === 0 && typeof armed === "number" && armed <= at && armed > Date.now()) {
+      return Promise.resolve();
+    }
+    return this.#enqueue(async () => {
+      let current = this.#armed;
+      if (current === undefined || (current !== null && current <= Date.now())) {
+        current = await this.#storage.getAlarm();
+      }
+      if (current === null || at < current) {
+        await this.#storage.setAlarm(at);
+        this.#armed = at;
+      } else {
+        this.#armed = current;
+      }
+    });
+  }
+
+  /** Arms the alarm at exactly `at`, or deletes it for `null`. Only {@link Alarms} does this, after every part has said when it next needs a wake. */
+  armExactly(at: () => number | null): Promise<void> {
+    return this.#enqueue(async () => {
+      const next = at();
+      if (next === this.#armed) return;
+      if (next === null) await this.#storage.deleteAlarm();
+      else await this.#storage.setAlarm(next);
+      this.#armed = next;
+    });
+  }
+
+  /** The alarm fired: it is no longer armed (the platform cleared it before calling the handler). */
+  fired(): void {
+    void this.#enqueue(async () => {
+      this.#armed = null;
+    });
+  }
+
+  #enqueue(step: () => Promise<void>): Promise<void> {
+    this.#pending += 1;
+    const run = this.#queue.then(step).finally(() => {
+      this.#pending -= 1;
+    });
+    // A failed step leaves the knowledge unknown and never blocks the steps after it.
+    this.#queue = run.catch(() => {
+      this.#armed = undefined;
+    });
+    return run;
+  }
+}
+
+/**
+ * Asks for a wake of the object no later than `at` (epoch ms): arms the Durable Object's alarm at
+ * `at` when it is unset or later, and leaves it alone otherwise. This is how every durablekit part
+ * asks for an earlier wake between alarms, through the `ctx` it was constructed with; hosts never
+ * write an `armAlarm` callback.
+ *
+ * Alarm reads and writes made through this function and {@link Alarms} run one at a time per
+ * object. The returned promise settles once the alarm is armed; a part on a synchronous path may
+ * leave it floating (the write is ordered before the object's next output by the runtime).
+ *
+ * @throws {ComposeError} `compose/invalid-argument` when `at` is not a finite number.
+ */
+export function requestWake(ctx: DurableObjectState, at: number): Promise<void> {
+  if (typeof at !== "number" || !Number.isFinite(at)) {
+    throw new ComposeError(
+      "compose/invalid-argument",
+      `A wake time must be a finite number of epoch milliseconds; got ${String(at)}.`,
+    );
+  }
+  return AlarmSlot.of(ctx.storage).wakeBy(at);
+}

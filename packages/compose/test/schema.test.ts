@@ -1,0 +1,62 @@
+import { env, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { isComposeError, migrateSchema } from "../src/index";
+
+function fixture() {
+  return env.FIXTURE.getByName(`schema-${crypto.randomUUID()}`);
+}
+
+const V1 = ["CREATE TABLE dk_demo_items (id INTEGER PRIMARY KEY, name TEXT NOT NULL)"];
+const V2 = ["ALTER TABLE dk_demo_items ADD COLUMN size INTEGER"];
+
+describe("migrateSchema", () => {
+  it("creates the tables and the version row once, and is a no-op after", async () => {
+    await runInDurableObject(fixture(), async (_, ctx) => {
+      expect(migrateSchema(ctx.storage, { table: "demo", steps: [V1] })).toBe(0);
+      expect(migrateSchema(ctx.storage, { table: "demo", steps: [V1] })).toBe(1);
+      const version = ctx.storage.sql
+        .exec<{ value: number }>("SELECT value FROM dk_demo_meta WHERE name = 'schema_version'")
+        .one().value;
+      expect(version).toBe(1);
+    });
+  });
+
+  it("runs only the missing steps, forward", async () => {
+    await runInDurableObject(fixture(), async (_, ctx) => {
+      migrateSchema(ctx.storage, { table: "demo", steps: [V1] });
+      ctx.storage.sql.exec("INSERT INTO dk_demo_items (name) VALUES ('kept')");
+      expect(migrateSchema(ctx.storage, { table: "demo", steps: [V1, V2] })).toBe(1);
+      const row = ctx.storage.sql.exec("SELECT name, size FROM dk_demo_items").one();
+      expect(row).toEqual({ name: "kept", size: null });
+    });
+  });
+
+  it("refuses tables written by a newer version, with the package's own error", async () => {
+    await runInDurableObject(fixture(), async (_, ctx) => {
+      migrateSchema(ctx.storage, { table: "demo", steps: [V1, V2] });
+      let thrown: unknown;
+      try {
+        migrateSchema(ctx.storage, { table: "demo", steps: [V1] });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(isComposeError(thrown, "compose/schema-too-new")).toBe(true);
+      const own = new Error("own");
+      expect(() =>
+        migrateSchema(ctx.storage, { table: "demo", steps: [V1], tooNew: () => own }),
+      ).toThrow(own);
+    });
+  });
+
+  it("leaves nothing behind when a step fails: the migration is one transaction", async () => {
+    await runInDurableObject(fixture(), async (_, ctx) => {
+      expect(() =>
+        migrateSchema(ctx.storage, { table: "demo", steps: [[...V1, "NOT SQL"]] }),
+      ).toThrow();
+      const tables = ctx.storage.sql
+        .exec("SELECT name FROM sqlite_master WHERE name = 'dk_demo_items'")
+        .toArray();
+      expect(tables).toEqual([]);
+    });
+  });
+});

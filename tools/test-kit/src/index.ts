@@ -1,0 +1,6 @@
+export {
+  type CountingState,
+  countingState,
+  type SqlCounts,
+  type SqlLogEntry,
+} from "./counting-state";
