@@ -1,13 +1,8 @@
 import { Streams } from "@durablekit/streams";
+import { countingState } from "@durablekit/test-kit";
 import { perSecond } from "../timing";
 import type { Figures, Workload } from "../workload";
-import {
-  ANCHOR_NAME,
-  chunks,
-  countingStorage,
-  rawInsertFloor,
-  startAnchor,
-} from "./streams-shared";
+import { ANCHOR_NAME, chunks, rawInsertFloor, startAnchor } from "./streams-shared";
 
 const SMALL = 1_000;
 const LARGE = 10_000;
@@ -122,11 +117,11 @@ export const streamsAppend: Workload = {
       const dbBytes = ctx.storage.sql.databaseSize - sizeBefore;
 
       // Rows and bytes are counted on a separate stream, so the timed runs carry no observer.
-      const counting = countingStorage(ctx.storage);
+      const counting = countingState(ctx);
       const counted = new Streams({ storage: counting.storage }).open("counted");
-      const rowsBefore = counting.rowsWritten();
+      const rowsBefore = counting.counts().rowsWritten;
       for (let i = 0; i < LARGE; i++) counted.append(data[i]!);
-      const rowsWritten = counting.rowsWritten() - rowsBefore;
+      const rowsWritten = counting.counts().rowsWritten - rowsBefore;
       const payloadBytes = ctx.storage.sql
         .exec<{ bytes: number }>(
           `SELECT SUM(length(c.body)) AS bytes FROM dk_streams_chunks c
@@ -159,9 +154,9 @@ export const streamsAppend: Workload = {
       const ms10k = await time("s10k", LARGE);
       const dbBytes = ctx.storage.sql.databaseSize - sizeBefore;
 
-      const counting = countingStorage(ctx.storage);
-      const counted = await (await startAnchor(ctx, env, counting.storage)).open("counted");
-      const rowsBefore = counting.rowsWritten();
+      const counting = countingState(ctx);
+      const counted = await (await startAnchor(counting.state, env)).open("counted");
+      const rowsBefore = counting.counts().rowsWritten;
       let payloadBytes = 0;
       for (let i = 0; i < LARGE; i++) {
         counted.append(data[i]!);
@@ -172,7 +167,7 @@ export const streamsAppend: Workload = {
           )
           .one().len;
       }
-      const rowsWritten = counting.rowsWritten() - rowsBefore;
+      const rowsWritten = counting.counts().rowsWritten - rowsBefore;
 
       const floorMs = rawInsertFloor(
         ctx,

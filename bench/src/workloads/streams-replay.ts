@@ -1,7 +1,8 @@
 import { Streams } from "@durablekit/streams";
+import { countingState } from "@durablekit/test-kit";
 import { perSecond } from "../timing";
 import type { Workload } from "../workload";
-import { ANCHOR_NAME, chunks, countingStorage, startAnchor } from "./streams-shared";
+import { ANCHOR_NAME, chunks, startAnchor } from "./streams-shared";
 
 const COUNT = 10_000;
 const PASSES = 5;
@@ -68,15 +69,15 @@ export const streamsReplay: Workload = {
       streams.open("warm-up").close({ chunks: data.slice(0, 1_000) });
       streams.open("log").close({ chunks: data });
       const { batchesMs, itemsMs } = await replay(streams, "log");
-      const counting = countingStorage(ctx.storage);
+      const counting = countingState(ctx);
       const counted = new Streams({ storage: counting.storage });
       counted.status("log");
-      const before = counting.rowsRead();
+      const before = counting.counts().rowsRead;
       for await (const _batch of counted.readBatches("log"));
       return {
         batchesPerSec: perSecond(COUNT, batchesMs),
         itemsPerSec: perSecond(COUNT, itemsMs),
-        rowsReadPerChunk: (counting.rowsRead() - before) / COUNT,
+        rowsReadPerChunk: (counting.counts().rowsRead - before) / COUNT,
       };
     },
   },
@@ -92,14 +93,14 @@ export const streamsReplay: Workload = {
       for (const chunk of data) log.append(chunk);
       log.close();
       const { batchesMs, itemsMs } = await replay(streams, "log");
-      const counting = countingStorage(ctx.storage);
-      const counted = await startAnchor(ctx, env, counting.storage);
-      const before = counting.rowsRead();
+      const counting = countingState(ctx);
+      const counted = await startAnchor(counting.state, env);
+      const before = counting.counts().rowsRead;
       for await (const _batch of counted.readBatches("log"));
       return {
         batchesPerSec: perSecond(COUNT, batchesMs),
         itemsPerSec: perSecond(COUNT, itemsMs),
-        rowsReadPerChunk: (counting.rowsRead() - before) / COUNT,
+        rowsReadPerChunk: (counting.counts().rowsRead - before) / COUNT,
       };
     },
   },

@@ -13,64 +13,16 @@ export function chunks(count: number): { i: number; text: string }[] {
 
 /**
  * `agents/streams` standalone: its `Streams` is a Lifecycle capability, so it gets the minimal host
- * a Lifecycle needs — an object with the Durable Object's `ctx` and `env` — and a started Lifecycle
- * (which runs the capability's table setup). `storage` swaps in an observed storage.
+ * a Lifecycle needs — an object with the Durable Object's `ctx` (or a counted view of it) and `env` —
+ * and a started Lifecycle (which runs the capability's table setup).
  */
-export async function startAnchor(
-  ctx: DurableObjectState,
-  env: BenchEnv,
-  storage?: DurableObjectStorage,
-): Promise<AnchorStreams> {
-  const hostCtx =
-    storage === undefined
-      ? ctx
-      : new Proxy(ctx, {
-          get(target, prop) {
-            if (prop === "storage") return storage;
-            const value = Reflect.get(target, prop, target);
-            return typeof value === "function" ? value.bind(target) : value;
-          },
-        });
-  const host = { ctx: hostCtx, env };
+export async function startAnchor(ctx: DurableObjectState, env: BenchEnv): Promise<AnchorStreams> {
+  const host = { ctx, env };
   const lifecycle = new Lifecycle(host as never);
   const streams = new AnchorStreams();
   lifecycle.use(streams);
   await lifecycle.start();
   return streams;
-}
-
-/** A storage whose `sql.exec` cursors are kept, so rows written/read can be summed afterwards. */
-export function countingStorage(real: DurableObjectStorage): {
-  storage: DurableObjectStorage;
-  rowsWritten(): number;
-  rowsRead(): number;
-} {
-  const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-  const sql = new Proxy(real.sql, {
-    get(target, prop) {
-      if (prop === "exec") {
-        return (query: string, ...bindings: unknown[]) => {
-          const cursor = target.exec(query, ...bindings);
-          cursors.push(cursor);
-          return cursor;
-        };
-      }
-      const value = Reflect.get(target, prop, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  const storage = new Proxy(real, {
-    get(target, prop) {
-      if (prop === "sql") return sql;
-      const value = Reflect.get(target, prop, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  return {
-    storage,
-    rowsWritten: () => cursors.reduce((sum, c) => sum + c.rowsWritten, 0),
-    rowsRead: () => cursors.reduce((sum, c) => sum + c.rowsRead, 0),
-  };
 }
 
 /**

@@ -1,50 +1,14 @@
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import { withOverrides } from "@durablekit/test-kit";
 import { Lifecycle } from "agents/lifecycle";
 import { Tasks as AnchorTasks, type TaskCallbacks } from "agents/tasks";
 import type { BenchEnv } from "../workload";
 
 /**
- * Shared plumbing of the tasks workloads: a write counter around `ctx.storage.sql.exec` (SQLite's
- * own `rowsWritten`, index writes included, summed when asked) used for both sides, and the
+ * Shared plumbing of the tasks workloads: the write counter is test-kit's `countingState` (SQLite's
+ * own `rowsWritten`, index writes included, summed when asked), used for both sides, and the
  * minimal host `agents/tasks` needs outside an Agent: a Lifecycle bound to this object.
  */
-export interface WriteCounter {
-  state: DurableObjectState;
-  mark(): number;
-  rowsWritten(mark: number): number;
-}
-
-function rebind<T extends object>(target: T, override: Record<PropertyKey, unknown>): T {
-  return new Proxy(target, {
-    get(object, key) {
-      if (Object.hasOwn(override, key)) return override[key as string];
-      const value = Reflect.get(object, key, object);
-      return typeof value === "function" ? value.bind(object) : value;
-    },
-  });
-}
-
-export function countWrites(ctx: DurableObjectState): WriteCounter {
-  const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-  const sql = ctx.storage.sql;
-  const counting = rebind(sql, {
-    exec: (query: string, ...bindings: unknown[]) => {
-      const cursor = sql.exec(query, ...bindings);
-      cursors.push(cursor);
-      return cursor;
-    },
-  });
-  return {
-    state: rebind(ctx, { storage: rebind(ctx.storage, { sql: counting }) }),
-    mark: () => cursors.length,
-    rowsWritten(mark) {
-      let rows = 0;
-      for (const cursor of cursors.slice(mark)) rows += cursor.rowsWritten;
-      return rows;
-    },
-  };
-}
-
 /**
  * `agents/tasks` installed on a Lifecycle whose host is this bench object (its ctx, counted). The
  * bench object has no `alarm()` handler, so the physical alarm calls are answered in memory (at no
@@ -56,7 +20,7 @@ export async function anchorTasks(
   definitions: TaskCallbacks,
 ): Promise<{ tasks: AnchorTasks; lifecycle: Lifecycle }> {
   let alarm: number | null = null;
-  const storage = rebind(state.storage, {
+  const storage = withOverrides(state.storage, {
     getAlarm: async () => alarm,
     setAlarm: async (at: number | Date) => {
       alarm = typeof at === "number" ? at : at.getTime();
@@ -65,7 +29,7 @@ export async function anchorTasks(
       alarm = null;
     },
   });
-  const ctx = rebind(state, { storage });
+  const ctx = withOverrides(state, { storage });
   const host = { ctx, env } as unknown as ConstructorParameters<typeof Lifecycle>[0];
   const lifecycle = new Lifecycle(host);
   const tasks = new AnchorTasks({ definitions });

@@ -1,13 +1,8 @@
 import { Tasks } from "@durablekit/tasks";
+import { type CountingState, countingState } from "@durablekit/test-kit";
 import type { TaskStep as AnchorStep } from "agents/tasks";
 import type { Figures, Workload } from "../workload";
-import {
-  anchorTasks,
-  countWrites,
-  EventWaiter,
-  type WriteCounter,
-  watchAnchorEvents,
-} from "./tasks-host";
+import { anchorTasks, EventWaiter, watchAnchorEvents } from "./tasks-host";
 
 /** Journal sizes: `n - 1` trivial steps and a short sleep make an `n`-step journal. */
 const SIZES = [1_000, 10_000] as const;
@@ -32,7 +27,7 @@ async function stepsThenNap(
 }
 
 interface Side {
-  counter: WriteCounter;
+  counter: CountingState;
   events: EventWaiter;
   start(n: number): Promise<unknown>;
   /** Delivers the wake after the sleep, the way the host's alarm would. */
@@ -52,7 +47,7 @@ async function liveThenReplay(side: Side, n: number) {
   await side.start(n);
   await parked;
   const liveMs = performance.now() - liveStart;
-  const liveRows = side.counter.rowsWritten(liveMark);
+  const liveRows = side.counter.counts(liveMark).rowsWritten;
   await new Promise((resolve) => setTimeout(resolve, NAP_MS + 2));
   const replayMark = side.counter.mark();
   const replayStart = performance.now();
@@ -60,7 +55,7 @@ async function liveThenReplay(side: Side, n: number) {
   await side.wake();
   await completed;
   const replayMs = performance.now() - replayStart;
-  return { liveMs, liveRows, replayMs, replayRows: side.counter.rowsWritten(replayMark) };
+  return { liveMs, liveRows, replayMs, replayRows: side.counter.counts(replayMark).rowsWritten };
 }
 
 /**
@@ -138,7 +133,7 @@ export const tasksJournal: Workload = {
   ours: {
     name: "@durablekit/tasks",
     async run({ ctx }) {
-      const counter = countWrites(ctx);
+      const counter = countingState(ctx);
       const events = new EventWaiter();
       const tasks = new Tasks(counter.state, {
         definitions: { "journal@v1": stepsThenNap },
@@ -155,7 +150,7 @@ export const tasksJournal: Workload = {
   anchor: {
     name: "agents@0.32.0 (agents/tasks)",
     async run({ ctx, env }) {
-      const counter = countWrites(ctx);
+      const counter = countingState(ctx);
       const events = new EventWaiter();
       const stop = watchAnchorEvents(events);
       const { tasks, lifecycle } = await anchorTasks(counter.state, env, {

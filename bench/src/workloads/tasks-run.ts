@@ -1,8 +1,9 @@
 import { Tasks } from "@durablekit/tasks";
+import { countingState } from "@durablekit/test-kit";
 import type { TaskStep as AnchorStep } from "agents/tasks";
 import { perSecond } from "../timing";
 import type { Workload } from "../workload";
-import { anchorTasks, countWrites, EventWaiter, watchAnchorEvents } from "./tasks-host";
+import { anchorTasks, EventWaiter, watchAnchorEvents } from "./tasks-host";
 
 const STEPS = 1_000;
 
@@ -36,7 +37,7 @@ export const tasksRun: Workload = {
   ours: {
     name: "@durablekit/tasks",
     async run({ ctx }) {
-      const counter = countWrites(ctx);
+      const counter = countingState(ctx);
       const events = new EventWaiter();
       const tasks = new Tasks(counter.state, {
         definitions: { "bench@v1": trivialSteps },
@@ -51,14 +52,14 @@ export const tasksRun: Workload = {
       return {
         msTotal,
         stepsPerSecond: perSecond(STEPS, msTotal),
-        rowsPerStep: counter.rowsWritten(mark) / STEPS,
+        rowsPerStep: counter.counts(mark).rowsWritten / STEPS,
       };
     },
   },
   anchor: {
     name: "agents@0.32.0 (agents/tasks)",
     async run({ ctx, env }) {
-      const counter = countWrites(ctx);
+      const counter = countingState(ctx);
       const events = new EventWaiter();
       const stop = watchAnchorEvents(events);
       const { tasks } = await anchorTasks(counter.state, env, {
@@ -74,7 +75,7 @@ export const tasksRun: Workload = {
       return {
         msTotal,
         stepsPerSecond: perSecond(STEPS, msTotal),
-        rowsPerStep: counter.rowsWritten(mark) / STEPS,
+        rowsPerStep: counter.counts(mark).rowsWritten / STEPS,
       };
     },
   },

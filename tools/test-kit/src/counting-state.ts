@@ -34,7 +34,15 @@ export interface CountingState {
   reset(): void;
 }
 
-function withOverrides<T extends object>(target: T, overrides: Record<PropertyKey, unknown>): T {
+/**
+ * A view of `target` whose properties named in `overrides` are replaced, every other property read
+ * from the target (methods bound to it). Used to observe or stub a part of a Durable Object's state
+ * (its storage, its SQL, its alarm) without touching the rest.
+ */
+export function withOverrides<T extends object>(
+  target: T,
+  overrides: Record<PropertyKey, unknown>,
+): T {
   return new Proxy(target, {
     get(object, key) {
       if (Object.hasOwn(overrides, key)) return overrides[key];

@@ -3,4 +3,5 @@ export {
   countingState,
   type SqlCounts,
   type SqlLogEntry,
+  withOverrides,
 } from "./counting-state";
