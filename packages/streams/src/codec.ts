@@ -42,7 +42,7 @@ export function assertEncoding(encoding: unknown): asserts encoding is StreamEnc
 
 function tooLarge(streamId: string, bytes: number, limit: number): StreamSerializationError {
   return new StreamSerializationError(
-    "streams/chunk-too-large",
+    "streams/too-large",
     `A chunk for stream "${streamId}" is ${bytes} bytes, over the ${limit}-byte limit (maxChunkBytes). Split it into smaller chunks.`,
     streamId,
   );
@@ -89,7 +89,7 @@ export function encodeChunk(
         text = strictUtf8.decode(toBytes(value));
       } catch (cause) {
         throw new StreamSerializationError(
-          "streams/serialization",
+          "streams/unserializable",
           `A chunk for text stream "${streamId}" is bytes that are not valid UTF-8; append a string, or open the stream with encoding "binary".`,
           streamId,
           cause,
@@ -97,7 +97,7 @@ export function encodeChunk(
       }
     } else {
       throw new StreamSerializationError(
-        "streams/serialization",
+        "streams/unserializable",
         `A chunk for text stream "${streamId}" must be a string (or UTF-8 bytes), not ${describe(value)}.`,
         streamId,
       );
@@ -111,7 +111,7 @@ export function encodeChunk(
   else if (typeof value === "string") bytes = utf8.encode(value);
   else {
     throw new StreamSerializationError(
-      "streams/serialization",
+      "streams/unserializable",
       `A chunk for binary stream "${streamId}" must be a Uint8Array, ArrayBuffer, ArrayBufferView or string, not ${describe(value)}.`,
       streamId,
     );
@@ -135,7 +135,7 @@ export function decodeChunk(encoding: StreamEncoding, body: unknown): unknown {
 export function stringifyJson(value: unknown, label: string, streamId: string): string {
   if (isBytes(value)) {
     throw new StreamSerializationError(
-      "streams/serialization",
+      "streams/unserializable",
       `${label} for JSON stream "${streamId}" is binary data; open the stream with a binary content type (or encoding "binary") to store bytes.`,
       streamId,
     );
@@ -146,7 +146,7 @@ export function stringifyJson(value: unknown, label: string, streamId: string): 
   } catch (cause) {
     const found = findUnserializable(value, label, new Set());
     throw new StreamSerializationError(
-      "streams/serialization",
+      "streams/unserializable",
       `${found ?? label} for stream "${streamId}" cannot be stored as JSON: ${(cause as Error)?.message ?? String(cause)}.`,
       streamId,
       cause,
@@ -154,7 +154,7 @@ export function stringifyJson(value: unknown, label: string, streamId: string): 
   }
   if (json === undefined) {
     throw new StreamSerializationError(
-      "streams/serialization",
+      "streams/unserializable",
       `${label} for stream "${streamId}" is ${describe(value)}, which has no JSON form; append a JSON value.`,
       streamId,
     );

@@ -1,53 +1,68 @@
+import { DurableKitError, isErrorOf } from "@durablekit/compose";
+
 /**
  * Every error this package throws is a {@link StreamsError} with a stable string `code`. Codes are
  * part of the public contract (an HTTP layer maps them to status codes); messages are for people
- * and may change.
+ * and may change. Words shared with every durablekit package (`not-found`, `closed`, `conflict`,
+ * `unserializable`, `too-large`, `invalid-argument`, `schema-too-new`, `storage`) mean the same
+ * thing there; the producer and writer-sequence codes are this package's own.
+ *
+ * - `streams/not-found`: a read or `write` named a stream that does not exist (or expired).
+ * - `streams/closed`: a write reached a settled or deleted stream; a plain `open` of a settled one.
+ * - `streams/conflict`: `open` of a live stream with another tag, content type, encoding, TTL or expiry.
+ * - `streams/unserializable`: a chunk or metadata value has no form in the stream's encoding.
+ * - `streams/too-large`: a chunk is over `maxChunkBytes`.
+ * - `streams/fenced`: a producer epoch older than the stream has seen.
+ * - `streams/producer-seq-gap`: a producer sequence number beyond the next one.
+ * - `streams/producer-epoch-seq`: a new producer epoch that does not start at 0.
+ * - `streams/writer-seq-regression`: a `writerSeq` not after the stream's last one.
+ * - `streams/delete-live`: `delete` of a live stream without `force`.
+ * - `streams/invalid-argument`: a malformed id, option or empty write; nothing was written.
+ * - `streams/schema-too-new`: the tables were written by a newer version of this package.
+ * - `streams/storage`: storage kept changing under a write (retryable).
  */
 export type StreamsErrorCode =
   | "streams/not-found"
   | "streams/closed"
-  | "streams/config-conflict"
-  | "streams/serialization"
-  | "streams/chunk-too-large"
+  | "streams/conflict"
+  | "streams/unserializable"
+  | "streams/too-large"
   | "streams/fenced"
   | "streams/producer-seq-gap"
   | "streams/producer-epoch-seq"
   | "streams/writer-seq-regression"
   | "streams/delete-live"
   | "streams/invalid-argument"
-  | "streams/schema-too-new";
+  | "streams/schema-too-new"
+  | "streams/storage";
 
 /**
- * Base class of every error thrown by `@durablekit/streams`.
+ * Base class of every error thrown by `@durablekit/streams` (a `DurableKitError` of
+ * `@durablekit/compose`).
  *
- * `retryable` says whether repeating the same call unchanged may succeed. No error of this package is
- * retryable as is: each one needs a different call (another id, a settled stream, a newer epoch, the
- * expected sequence number), so callers treat them as terminal for the request at hand. The field
- * exists so hosts can classify errors uniformly across durablekit packages. `code` and the other
- * fields are own enumerable properties, so they survive Workers RPC.
+ * `retryable` is derived from the code: only `streams/storage` is retryable as is. Every other error
+ * needs a different call (another id, a settled stream, a newer epoch, the expected sequence
+ * number), so callers treat it as terminal for the request at hand. `code` and the other fields are
+ * own enumerable properties, so they survive Workers RPC.
  */
-export class StreamsError extends Error {
-  readonly code: StreamsErrorCode;
-  readonly retryable: boolean;
+export class StreamsError extends DurableKitError<StreamsErrorCode> {
   /** The stream the error is about, when there is one. */
   readonly streamId: string | undefined;
 
   constructor(
     code: StreamsErrorCode,
     message: string,
-    options: { streamId?: string; cause?: unknown; retryable?: boolean } = {},
+    options: { streamId?: string; cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, { cause: options.cause, retryable: code === "streams/storage" });
     this.name = "StreamsError";
-    this.code = code;
-    this.retryable = options.retryable ?? false;
     this.streamId = options.streamId;
   }
 }
 
 /** True when `error` is a {@link StreamsError}, optionally with the given code. */
 export function isStreamsError(error: unknown, code?: StreamsErrorCode): error is StreamsError {
-  return error instanceof StreamsError && (code === undefined || error.code === code);
+  return isErrorOf(StreamsError, error, code);
 }
 
 /** `read`, `readBatches` or `readPage` named a stream that does not exist (never opened, deleted or expired). */
@@ -92,7 +107,7 @@ export class StreamConfigConflictError extends StreamsError {
 
   constructor(streamId: string, field: string, existing: unknown, requested: unknown) {
     super(
-      "streams/config-conflict",
+      "streams/conflict",
       `Stream "${streamId}" exists with ${field} ${JSON.stringify(existing)}; refusing to reopen it with ${field} ${JSON.stringify(requested)}. Omit ${field} to reopen as is, or use another stream id.`,
       { streamId },
     );
@@ -103,11 +118,11 @@ export class StreamConfigConflictError extends StreamsError {
 
 /**
  * A chunk or metadata value cannot be stored: it has no form in the stream's encoding
- * (`streams/serialization`), or it is larger than `maxChunkBytes` (`streams/chunk-too-large`).
+ * (`streams/unserializable`), or it is larger than `maxChunkBytes` (`streams/too-large`).
  */
 export class StreamSerializationError extends StreamsError {
   constructor(
-    code: "streams/serialization" | "streams/chunk-too-large",
+    code: "streams/unserializable" | "streams/too-large",
     message: string,
     streamId?: string,
     cause?: unknown,

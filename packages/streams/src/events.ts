@@ -1,3 +1,4 @@
+import { createEmitter } from "@durablekit/compose";
 import type { StreamEvent } from "./types";
 
 interface PendingAppend {
@@ -11,19 +12,23 @@ interface PendingAppend {
  * Delivers lifecycle events to the host's `onEvent`. Appends are coalesced: every append a stream
  * gets in one synchronous run becomes one `stream:appended` event, delivered at the next microtask
  * or just before any other event, so events stay in commit order. Costs nothing without a listener.
+ * Delivery goes through `createEmitter` of `@durablekit/compose`: a listener that throws never fails
+ * the write that committed; its error is reported with `console.warn` and the event dropped.
  */
 export class EventSink {
-  readonly #listener: ((event: StreamEvent) => void) | undefined;
+  readonly #listening: boolean;
+  readonly #deliver: (event: StreamEvent) => void;
   readonly #pending = new Map<number, PendingAppend>();
   #scheduled = false;
 
   constructor(listener: ((event: StreamEvent) => void) | undefined) {
-    this.#listener = listener;
+    this.#listening = listener !== undefined;
+    this.#deliver = createEmitter("@durablekit/streams", listener);
   }
 
   /** Records appended seqs `firstSeq..lastSeq` of a stream. */
   appended(key: number, streamId: string, firstSeq: number, lastSeq: number): void {
-    if (this.#listener === undefined) return;
+    if (!this.#listening) return;
     const pending = this.#pending.get(key);
     if (pending !== undefined && pending.lastSeq + 1 === firstSeq) {
       pending.lastSeq = lastSeq;
@@ -40,7 +45,7 @@ export class EventSink {
 
   /** Emits an event after any pending appends. */
   emit(event: StreamEvent): void {
-    if (this.#listener === undefined) return;
+    if (!this.#listening) return;
     this.flush();
     this.#deliver(event);
   }
@@ -52,13 +57,5 @@ export class EventSink {
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     for (const p of pending) this.#deliver({ type: "stream:appended", ...p });
-  }
-
-  #deliver(event: StreamEvent): void {
-    try {
-      this.#listener?.(event);
-    } catch {
-      // A listener is an observer: its failure must not undo or fail a write that committed.
-    }
   }
 }

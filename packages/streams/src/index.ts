@@ -33,7 +33,6 @@ export type {
   StreamSettleOptions,
   StreamState,
   StreamStatus,
-  StreamSweepResult,
   StreamsOptions,
   StreamValue,
   StreamWriteOptions,

@@ -1,3 +1,4 @@
+import { isWellFormedName } from "@durablekit/compose";
 import { assertEncoding, normalizeContentType, stringifyJson } from "./codec";
 import { StreamConfigConflictError, StreamsArgumentError } from "./errors";
 import { assertProducer } from "./producer";
@@ -14,20 +15,70 @@ export const DEFAULT_CONTENT_TYPE: Record<StreamEncoding, string> = {
   binary: "application/octet-stream",
 };
 
-/** Checks a stream id (a non-empty string of at most 256 characters). */
+/** Checks a stream id (a well-formed name: non-empty, at most 256 characters, no lone surrogate). */
 export function assertStreamId(streamId: unknown): asserts streamId is string {
-  if (typeof streamId !== "string" || streamId.length === 0 || streamId.length > MAX_ID_LENGTH) {
+  if (!isWellFormedName(streamId, MAX_ID_LENGTH)) {
     throw new StreamsArgumentError(
-      `A stream id must be a non-empty string of at most ${MAX_ID_LENGTH} characters; got ${JSON.stringify(streamId)}.`,
+      `A stream id must be a non-empty string of at most ${MAX_ID_LENGTH} characters without lone surrogates; got ${describe(streamId)}.`,
     );
   }
 }
 
+/** Checks a tag (a well-formed name, as a stream id). */
+export function assertTag(tag: unknown, streamId?: string): asserts tag is string {
+  if (!isWellFormedName(tag, MAX_ID_LENGTH)) {
+    throw new StreamsArgumentError(
+      `A tag must be a non-empty string of at most ${MAX_ID_LENGTH} characters without lone surrogates; got ${describe(tag)}.`,
+      streamId,
+    );
+  }
+}
+
+/** Checks that an options argument is an object (or absent). */
+export function readObject(value: unknown, label: string, streamId?: string): void {
+  if (value === undefined) return;
+  if (value === null || typeof value !== "object") {
+    throw new StreamsArgumentError(`${label} must be an object; got ${describe(value)}.`, streamId);
+  }
+}
+
+/** A positive integer option, or its default. */
+export function checkPositiveInteger(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
+    throw new StreamsArgumentError(`${name} must be a positive integer; got ${describe(value)}.`);
+  }
+  return value;
+}
+
+/** A count option of a read (`batchSize`, `limit`): a finite number, floored, at least 1. */
+export function readCount(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw new StreamsArgumentError(`${name} must be a number; got ${describe(value)}.`);
+  }
+  return Math.max(1, Math.floor(value));
+}
+
 /** A read's start seq from its `from` option. */
-export function readFrom(from: number | undefined): number {
+export function readFrom(from: unknown): number {
   if (from === undefined) return 0;
-  if (!Number.isFinite(from)) throw new StreamsArgumentError(`from must be a number; got ${from}.`);
+  if (typeof from !== "number" || !Number.isFinite(from)) {
+    throw new StreamsArgumentError(`from must be a number; got ${describe(from)}.`);
+  }
   return Math.max(0, Math.floor(from));
+}
+
+/** A value as an error message shows it (JSON where it has one). */
+function describe(value: unknown): string {
+  if (typeof value === "bigint" || typeof value === "symbol" || typeof value === "function") {
+    return typeof value;
+  }
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return typeof value;
+  }
 }
 
 /** The stored form of `open`'s configuration options. */
@@ -39,15 +90,7 @@ export interface OpenConfig {
 
 /** Validates `open`'s options and returns their stored form. */
 export function readOpenOptions(streamId: string, options: StreamOpenOptions): OpenConfig {
-  if (
-    options.tag !== undefined &&
-    (typeof options.tag !== "string" || options.tag.length > MAX_ID_LENGTH)
-  ) {
-    throw new StreamsArgumentError(
-      `A tag must be a string of at most ${MAX_ID_LENGTH} characters.`,
-      streamId,
-    );
-  }
+  if (options.tag !== undefined) assertTag(options.tag, streamId);
   if (
     options.contentType !== undefined &&
     (typeof options.contentType !== "string" || options.contentType.trim() === "")
@@ -55,7 +98,10 @@ export function readOpenOptions(streamId: string, options: StreamOpenOptions): O
     throw new StreamsArgumentError("contentType must be a non-empty string.", streamId);
   }
   if (options.encoding !== undefined) assertEncoding(options.encoding);
-  if (options.producer !== undefined) assertProducer(options.producer, streamId);
+  if (options.producer !== undefined) {
+    readObject(options.producer, "producer", streamId);
+    assertProducer(options.producer, streamId);
+  }
   let ttlMs: number | null = null;
   if (options.ttlMs !== undefined) {
     if (!Number.isSafeInteger(options.ttlMs) || options.ttlMs <= 0) {

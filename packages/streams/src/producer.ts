@@ -1,3 +1,4 @@
+import { isWellFormedName } from "@durablekit/compose";
 import { StreamsArgumentError } from "./errors";
 
 /** What the stream holds for one producer: its epoch and the highest sequence number accepted in it. */
@@ -43,11 +44,11 @@ export function nextProducerSeq(state: ProducerState | null, epoch: number): num
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
-/** Checks a producer identity (`id` non-empty ≤ 256 chars, `epoch` a safe integer ≥ 0). */
+/** Checks a producer identity (`id` a well-formed name of ≤ 256 chars, `epoch` a safe integer ≥ 0). */
 export function assertProducer(producer: { id: unknown; epoch: unknown }, streamId: string): void {
-  if (typeof producer.id !== "string" || producer.id.length === 0 || producer.id.length > 256) {
+  if (!isWellFormedName(producer.id, 256)) {
     throw new StreamsArgumentError(
-      `A producer id must be a non-empty string of at most 256 characters; got ${JSON.stringify(producer.id)}.`,
+      `A producer id must be a non-empty string of at most 256 characters without lone surrogates; got ${typeof producer.id === "string" ? JSON.stringify(producer.id) : typeof producer.id}.`,
       streamId,
     );
   }

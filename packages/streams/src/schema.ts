@@ -1,7 +1,5 @@
+import { migrateSchema } from "@durablekit/compose";
 import { StreamsSchemaError } from "./errors";
-
-/** The schema version these sources write. Bump it, with a migration step, for any table change. */
-export const SCHEMA_VERSION = 1;
 
 /**
  * Schema version 1.
@@ -80,27 +78,22 @@ const V1: readonly string[] = [
   ) WITHOUT ROWID`,
 ];
 
+/** Migration steps: `STEPS[n - 1]` brings the schema to version n. */
+const STEPS = [V1] as const;
+
+/** The schema version these sources write. Add a step (never edit one) for any table change. */
+export const SCHEMA_VERSION = STEPS.length;
+
 /**
- * Creates or checks the tables, once per instance. Forward-only: an older version is migrated in
- * one transaction; a newer one is refused rather than misread.
+ * Creates or checks the tables (through `migrateSchema` of `@durablekit/compose`, table noun
+ * `streams`). Forward-only: an older version is migrated in one transaction; a newer one is
+ * refused rather than misread.
  * @throws {StreamsSchemaError} `streams/schema-too-new`.
  */
-export function ensureSchema(storage: DurableObjectStorage): void {
-  const sql = storage.sql;
-  sql.exec(
-    "CREATE TABLE IF NOT EXISTS dk_streams_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID",
-  );
-  const row = sql
-    .exec<{ value: number }>("SELECT value FROM dk_streams_meta WHERE name = 'schema_version'")
-    .toArray()[0];
-  const found = row?.value ?? 0;
-  if (found === SCHEMA_VERSION) return;
-  if (found > SCHEMA_VERSION) throw new StreamsSchemaError(found, SCHEMA_VERSION);
-  storage.transactionSync(() => {
-    for (const statement of V1) sql.exec(statement);
-    sql.exec(
-      "INSERT INTO dk_streams_meta (name, value) VALUES ('schema_version', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-      SCHEMA_VERSION,
-    );
+export function migrateStreamsSchema(storage: DurableObjectStorage): void {
+  migrateSchema(storage, {
+    table: "streams",
+    steps: STEPS,
+    tooNew: (found, supported) => new StreamsSchemaError(found, supported),
   });
 }

@@ -124,7 +124,7 @@ export interface StreamWriter {
   /**
    * Appends one chunk, wakes live readers and returns its seq. Writes exactly one SQLite row.
    * @throws {StreamClosedError} `streams/closed` when the stream settled or was deleted.
-   * @throws {StreamSerializationError} `streams/serialization` / `streams/chunk-too-large`.
+   * @throws {StreamSerializationError} `streams/unserializable` / `streams/too-large`.
    * @throws {ProducerFencedError} `streams/fenced`; {@link ProducerSequenceError} on a sequence gap.
    */
   append(chunk: StreamValue, options?: StreamAppendOptions): number;
@@ -191,20 +191,20 @@ export interface StreamStatus {
   expiresAt?: number;
 }
 
-/** Filters of {@link Streams.list}. */
+/** Filters and paging of {@link Streams.list}; filters name fields of {@link StreamStatus}. */
 export interface StreamListOptions {
   tag?: string;
   state?: StreamState | StreamState[];
   /** Page size, 1–1000. Default 100. */
   limit?: number;
-  /** The `next` token of the previous page. */
-  after?: string;
+  /** The `next` token of the previous page (opaque). */
+  cursor?: string;
 }
 
 /** One page of {@link Streams.list}, newest stream first. */
 export interface StreamList {
-  streams: StreamStatus[];
-  /** Pass as `after` for the next page; null on the last page. */
+  items: StreamStatus[];
+  /** Pass as `cursor` for the next page; null on the last page. */
   next: string | null;
 }
 
@@ -214,15 +214,10 @@ export interface StreamDeleteOptions {
   force?: boolean;
 }
 
-/** What one retention sweep did. */
-export interface StreamSweepResult {
-  /** Ids of the streams that expired and were deleted. */
-  expired: string[];
-  /** The next wake the sweep wants (as {@link Streams.nextWakeAt}). */
-  nextWakeAt: number | null;
-}
-
-/** Lifecycle events, delivered synchronously to `onEvent` (appends coalesced per microtask). */
+/**
+ * Lifecycle events, delivered synchronously to `onEvent` (appends coalesced per microtask). A
+ * listener that throws is reported with `console.warn` and the event dropped; the write stands.
+ */
 export type StreamEvent =
   | { type: "stream:opened"; streamId: string; tag?: string }
   | { type: "stream:appended"; streamId: string; firstSeq: number; lastSeq: number; count: number }
@@ -235,15 +230,10 @@ export type StreamEvent =
 export interface StreamsOptions {
   /** Largest stored chunk in bytes (JSON text, UTF-8 text or raw bytes). Default 1 MiB. */
   maxChunkBytes?: number;
-  /** Receives lifecycle events; a throwing listener is ignored. */
+  /** Receives lifecycle events; a throwing listener is reported with `console.warn` and ignored. */
   onEvent?: (event: StreamEvent) => void;
-  /**
-   * Asks the host for a wake at `at` (epoch ms) when a stream gains an expiry earlier than any it
-   * may know. The host re-arms its one alarm if `at` is earlier than the current one.
-   */
-  armAlarm?: (at: number) => void;
-  /** Most streams one `alarm()` sweep deletes. Default 500. */
-  sweepLimit?: number;
+  /** Most streams one `alarm()` sweep looks at (and deletes). Default 500. */
+  maxSweepStreams?: number;
   /** Clock (epoch ms). Default `Date.now`; tests pass a controllable one. */
   now?: () => number;
 }

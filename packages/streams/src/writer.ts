@@ -1,5 +1,4 @@
 import { type ChunkBody, encodeChunk } from "./codec";
-import type { EntryHolder, StreamsCore, WriteRequest } from "./core";
 import type { LiveEntry } from "./entry-cache";
 import { StreamClosedError, StreamsArgumentError } from "./errors";
 import { assertCounter, assertWriterSeq } from "./producer";
@@ -12,6 +11,33 @@ import type {
   StreamWriter,
 } from "./types";
 
+/** A write, as a writer and `Streams.write` describe it to the write path. */
+export interface WriteRequest {
+  bodies: ChunkBody[];
+  producer?: { id: string; epoch: number; seq: number | "auto" | "fence-only" };
+  writerSeq?: string;
+  settle?: { state: "completed" | "errored"; reason: string | null };
+}
+
+/** Something holding an entry that the write path may replace with a fresh one (a writer). */
+export interface EntryHolder {
+  entry: LiveEntry;
+}
+
+/**
+ * The port through which a {@link Writer} drives its `Streams`' write path: every effect a writer
+ * has on storage, readers and events goes through these two calls.
+ */
+export interface WritePath {
+  /**
+   * The hot path of `append(chunk)` without options or producer: one fenced statement. Anything
+   * unusual falls through to {@link WritePath.write}. Returns the chunk's seq.
+   */
+  appendOne(holder: EntryHolder, body: ChunkBody): number;
+  /** One write (producer judgement, fenced inserts, optional settlement); retries a stale entry. */
+  write(holder: EntryHolder, request: WriteRequest): StreamWriteResult;
+}
+
 /**
  * The writer `Streams.open` returns. It holds the stream's key, not its id: once the stream is
  * deleted, a writer can never reach a new stream opened later under the same id.
@@ -20,17 +46,17 @@ export class Writer implements StreamWriter, EntryHolder {
   entry: LiveEntry;
   readonly created: boolean;
   readonly producer: StreamProducer | undefined;
-  readonly #core: StreamsCore;
+  readonly #path: WritePath;
   readonly #maxChunkBytes: number;
 
   constructor(
-    core: StreamsCore,
+    path: WritePath,
     entry: LiveEntry,
     created: boolean,
     producer: StreamProducer | undefined,
     maxChunkBytes: number,
   ) {
-    this.#core = core;
+    this.#path = path;
     this.entry = entry;
     this.created = created;
     this.producer = producer === undefined ? undefined : { id: producer.id, epoch: producer.epoch };
@@ -48,8 +74,8 @@ export class Writer implements StreamWriter, EntryHolder {
   append(chunk: StreamValue, options?: StreamAppendOptions): number {
     const body = encodeChunk(this.entry.encoding, chunk, this.#maxChunkBytes, this.entry.streamId);
     if (options === undefined && this.producer === undefined)
-      return this.#core.appendOne(this, body);
-    const result = this.#core.write(this, this.#request([body], options, "auto"));
+      return this.#path.appendOne(this, body);
+    const result = this.#path.write(this, this.#request([body], options, "auto"));
     if (result.firstSeq === null) {
       // A retry of a producer write that stored no chunk (it settled the stream).
       throw new StreamClosedError(
@@ -62,7 +88,7 @@ export class Writer implements StreamWriter, EntryHolder {
   }
 
   appendMany(chunks: readonly StreamValue[], options?: StreamAppendOptions): StreamWriteResult {
-    return this.#core.write(this, this.#request(this.#encode(chunks), options, "auto"));
+    return this.#path.write(this, this.#request(this.#encode(chunks), options, "auto"));
   }
 
   close(options?: StreamSettleOptions): StreamWriteResult {
@@ -82,11 +108,14 @@ export class Writer implements StreamWriter, EntryHolder {
     // so repeating close() stays a no-op.
     const request = this.#request(bodies, options, "fence-only");
     request.settle = settle;
-    return this.#core.write(this, request);
+    return this.#path.write(this, request);
   }
 
   #encode(chunks: readonly StreamValue[]): ChunkBody[] {
     const { encoding, streamId } = this.entry;
+    if (!Array.isArray(chunks)) {
+      throw new StreamsArgumentError("Chunks must be an array of values.", streamId);
+    }
     return chunks.map((chunk) => encodeChunk(encoding, chunk, this.#maxChunkBytes, streamId));
   }
 

@@ -1,6 +1,7 @@
+import { countingState } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { isStreamsError, Streams } from "../src/index";
-import { chunkRows, collect, countingStorage, inFixture } from "./helpers";
+import { chunkRows, collect, inFixture } from "./helpers";
 
 describe("appending", () => {
   it("appends durable chunks with a gapless monotonic cursor and settles once", async () => {
@@ -31,8 +32,8 @@ describe("appending", () => {
 
   it("writes exactly one SQLite row per append, counted from the cursors' rowsWritten", async () => {
     await inFixture((_fixture, state) => {
-      const counting = countingStorage(state.storage);
-      const streams = new Streams(counting);
+      const counting = countingState(state);
+      const streams = new Streams(counting.state);
       const writer = streams.open("rows");
       const sized = streams.open("sized", { producer: { id: "p", epoch: 0 } });
       sized.append("first write registers the producer");
@@ -54,13 +55,13 @@ describe("appending", () => {
 
   it("recovers the cursor at open with an indexed read, not a scan", async () => {
     await inFixture((_fixture, state) => {
-      const counting = countingStorage(state.storage);
-      const first = new Streams(counting);
+      const counting = countingState(state);
+      const first = new Streams(counting.state);
       const writer = first.open("long");
       writer.appendMany(Array.from({ length: 2000 }, (_, i) => ({ i })));
 
       // A second instance has nothing cached, like a restarted object.
-      const second = new Streams(counting);
+      const second = new Streams(counting.state);
       second.status("warm-up");
       counting.reset();
       const reopened = second.open("long");
@@ -94,14 +95,14 @@ describe("appending", () => {
 
   it("appends several chunks as one write, one row each", async () => {
     await inFixture((_fixture, state) => {
-      const counting = countingStorage(state.storage);
-      const streams = new Streams(counting);
+      const counting = countingState(state);
+      const streams = new Streams(counting.state);
       const writer = streams.open("many");
       writer.append("a");
       counting.reset();
       const result = writer.appendMany(["b", "c", "d"]);
       expect(result).toMatchObject({ firstSeq: 1, lastSeq: 3, cursor: 4, duplicate: false });
-      expect(counting.counts((q) => q.includes("INSERT")).rowsWritten).toBe(3);
+      expect(counting.counts(0, (q) => q.includes("INSERT")).rowsWritten).toBe(3);
       expect(() => writer.appendMany([])).toThrowError(/needs at least one chunk/);
       expect(() => streams.write("many", [])).toThrowError(/needs at least one chunk/);
     });
@@ -204,7 +205,7 @@ describe("appending", () => {
         } catch (error) {
           caught = error;
         }
-        expect(isStreamsError(caught, "streams/serialization"), String(message)).toBe(true);
+        expect(isStreamsError(caught, "streams/unserializable"), String(message)).toBe(true);
         expect((caught as Error).message).toMatch(message);
       }
       expect(streams.status("json")?.cursor).toBe(0);
@@ -223,7 +224,7 @@ describe("appending", () => {
       try {
         tooBig();
       } catch (error) {
-        expect(isStreamsError(error, "streams/chunk-too-large")).toBe(true);
+        expect(isStreamsError(error, "streams/too-large")).toBe(true);
       }
       // 600 characters, 1,200 UTF-8 bytes.
       expect(() => json.append("é".repeat(600))).toThrowError(/over the 1024-byte limit/);

@@ -1,6 +1,6 @@
 import { evictDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
-import { isStreamsError, type StreamWriter } from "../src/index";
+import { describe, expect, it, vi } from "vitest";
+import { isStreamsError, Streams, type StreamWriter } from "../src/index";
 import { collect, freshStub, inFixture, settle } from "./helpers";
 
 function thrown(fn: () => unknown): unknown {
@@ -65,7 +65,7 @@ describe("stream lifecycle", () => {
         { expiresAt: Date.now() + 5000 },
       ]) {
         const error = thrown(() => streams.open("s", options));
-        expect(isStreamsError(error, "streams/config-conflict")).toBe(true);
+        expect(isStreamsError(error, "streams/conflict")).toBe(true);
         expect((error as { field: string }).field).toBe(Object.keys(options)[0]);
       }
     });
@@ -108,8 +108,7 @@ describe("stream lifecycle", () => {
       streams.open("c", { tag: "op-2" }).error("x");
       streams.open("d");
       streams.open("e", { tag: "op-1" });
-      const ids = (list: { streams: { streamId: string }[] }) =>
-        list.streams.map((s) => s.streamId);
+      const ids = (list: { items: { streamId: string }[] }) => list.items.map((s) => s.streamId);
       expect(ids(streams.list())).toEqual(["e", "d", "c", "b", "a"]);
       expect(ids(streams.list({ tag: "op-1" }))).toEqual(["e", "b", "a"]);
       expect(ids(streams.list({ tag: "op-1", limit: 1 }))).toEqual(["e"]);
@@ -118,15 +117,15 @@ describe("stream lifecycle", () => {
       expect(ids(streams.list({ tag: "op-1", state: "completed" }))).toEqual(["a"]);
 
       const pages: string[][] = [];
-      let after: string | undefined;
+      let cursor: string | undefined;
       for (;;) {
-        const page = streams.list({ limit: 2, ...(after ? { after } : {}) });
+        const page = streams.list({ limit: 2, ...(cursor ? { cursor } : {}) });
         pages.push(ids(page));
         if (page.next === null) break;
-        after = page.next;
+        cursor = page.next;
       }
       expect(pages).toEqual([["e", "d"], ["c", "b"], ["a"]]);
-      expect(streams.list({ tag: "op-1" }).streams[0]).toMatchObject({
+      expect(streams.list({ tag: "op-1" }).items[0]).toMatchObject({
         tag: "op-1",
         state: "streaming",
       });
@@ -201,11 +200,33 @@ describe("stream lifecycle", () => {
         () => streams.open("s", { producer: { id: "", epoch: 0 } }),
         () => streams.open("s", { producer: { id: "p", epoch: -1 } }),
         () => streams.list({ limit: 0 }),
-        () => streams.list({ after: "abc" }),
+        () => streams.list({ cursor: "abc" }),
       ]) {
         expect(isStreamsError(thrown(attempt), "streams/invalid-argument")).toBe(true);
       }
       expect(streams.status("s")).toBeNull();
+    });
+  });
+
+  it("reports a throwing onEvent listener with console.warn and keeps the write", async () => {
+    await inFixture(async (_fixture, state) => {
+      const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+      try {
+        const streams = new Streams(state, {
+          onEvent: () => {
+            throw new Error("listener broke");
+          },
+        });
+        const writer = streams.open("s");
+        expect(writer.append("a")).toBe(0);
+        writer.close();
+        await settle();
+        expect(streams.status("s")).toMatchObject({ state: "completed", cursor: 1 });
+        expect(warn).toHaveBeenCalled();
+        expect(String(warn.mock.calls[0]?.[0])).toMatch(/@durablekit\/streams/);
+      } finally {
+        warn.mockRestore();
+      }
     });
   });
 });

@@ -1,7 +1,8 @@
 import { evictDurableObject } from "cloudflare:test";
+import { countingState } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { isStreamsError, Streams, type StreamsErrorCode } from "../src/index";
-import { chunkRows, collect, countingStorage, freshStub, inFixture } from "./helpers";
+import { chunkRows, collect, freshStub, inFixture } from "./helpers";
 
 function codeOf(fn: () => unknown): StreamsErrorCode | "no error" {
   try {
@@ -16,8 +17,8 @@ function codeOf(fn: () => unknown): StreamsErrorCode | "no error" {
 describe("producer fencing", () => {
   it("answers a retried producer write with the original seq and writes nothing", async () => {
     await inFixture((_fixture, state) => {
-      const counting = countingStorage(state.storage);
-      const streams = new Streams(counting);
+      const counting = countingState(state);
+      const streams = new Streams(counting.state);
       const writer = streams.open("s", { producer: { id: "p", epoch: 0 } });
       writer.append("unrelated-0", { producerSeq: 0 });
       expect(writer.append("x", { producerSeq: 1 })).toBe(1);
@@ -136,8 +137,8 @@ describe("producer fencing", () => {
     }, stub);
     await evictDurableObject(stub);
     await inFixture((_fixture, state) => {
-      const counting = countingStorage(state.storage);
-      const streams = new Streams(counting);
+      const counting = countingState(state);
+      const streams = new Streams(counting.state);
       const replay = streams.open("s", { producer: { id: "task-run-1", epoch: 3 } });
       counting.reset();
       expect(replay.append("step 0", { producerSeq: 0 })).toBe(0);

@@ -1,16 +1,20 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
+import { countingState } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { isStreamsError, Streams } from "../src/index";
-import { collect, countingStorage, freshStub, inFixture } from "./helpers";
+import { collect, freshStub, inFixture, settle } from "./helpers";
 
 describe("retention", () => {
   it("expires a stream ttlMs after its last append, through the host's alarm", async () => {
     const stub = freshStub("ttl");
-    const openedAt = await inFixture(({ streams, armed, clockOffset }) => {
+    const openedAt = await inFixture(async ({ streams, clockOffset }, state) => {
       const at = Date.now() + clockOffset;
+      expect(await state.storage.getAlarm()).toBeNull();
       streams.open("s", { ttlMs: 1000 }).append("a");
-      expect(armed).toHaveLength(1);
-      expect(streams.nextWakeAt()).toBe(armed[0]);
+      // The new stream asked for its wake itself (requestWake, earlier-only).
+      await settle();
+      expect(await state.storage.getAlarm()).toBe(streams.nextWakeAt());
+      expect(streams.nextWakeAt()).toBeGreaterThanOrEqual(at + 1000);
       return at;
     }, stub);
     await inFixture((fixture) => {
@@ -75,7 +79,7 @@ describe("retention", () => {
       expect(streams.status("s")).toBeNull();
       expect(streams.touch("s")).toBe(false);
       expect(() => streams.readPage("s")).toThrowError(/does not exist/);
-      expect(streams.list().streams).toEqual([]);
+      expect(streams.list().items).toEqual([]);
       const fresh = streams.open("s", { contentType: "text/plain" });
       expect(fresh).toMatchObject({ created: true, cursor: 0 });
       expect(streams.status("s")).toMatchObject({ encoding: "text", cursor: 0 });
@@ -106,29 +110,34 @@ describe("retention", () => {
   });
 
   it("extends a sliding TTL on touch", async () => {
-    await inFixture((fixture) => {
-      const { streams } = fixture;
+    await inFixture(async (fixture) => {
+      const { streams, events } = fixture;
+      const expired = () =>
+        events.flatMap((event) => (event.type === "stream:expired" ? [event.streamId] : []));
       streams.open("s", { ttlMs: 1000 });
       streams.open("plain");
       fixture.clockOffset += 800;
       expect(streams.touch("s")).toBe(true);
       expect(streams.touch("plain")).toBe(true);
       fixture.clockOffset += 800;
-      expect(streams.alarm().expired).toEqual([]);
+      await streams.alarm();
+      expect(expired()).toEqual([]);
       expect(streams.status("s")?.updatedAt).toBeLessThanOrEqual(
         Date.now() + fixture.clockOffset - 800,
       );
       fixture.clockOffset += 300;
-      expect(streams.alarm()).toEqual({ expired: ["s"], nextWakeAt: null });
+      await streams.alarm();
+      expect(expired()).toEqual(["s"]);
+      expect(streams.nextWakeAt()).toBeNull();
       expect(streams.status("plain")).not.toBeNull();
     });
   });
 
   it("decides a sweep from stream rows and a live stream's newest chunk, never scanning chunks", async () => {
-    await inFixture((_fixture, state) => {
+    await inFixture(async (_fixture, state) => {
       let now = Date.now();
-      const counting = countingStorage(state.storage);
-      const writerSide = new Streams(counting, { now: () => now });
+      const counting = countingState(state);
+      const writerSide = new Streams(counting.state, { now: () => now });
       for (let i = 0; i < 8; i++) {
         const writer = writerSide.open(`s${i}`, { ttlMs: 1000 });
         writer.appendMany(Array.from({ length: 300 }, (_, n) => ({ n })));
@@ -136,14 +145,20 @@ describe("retention", () => {
       }
       now += 2000;
       // A new instance remembers nothing, as after a restart.
-      const sweeper = new Streams(counting, { now: () => now });
+      const expired: string[] = [];
+      const sweeper = new Streams(counting.state, {
+        now: () => now,
+        onEvent: (event) => {
+          if (event.type === "stream:expired") expired.push(event.streamId);
+        },
+      });
       sweeper.nextWakeAt();
       counting.reset();
-      const result = sweeper.alarm();
-      expect(result.expired).toHaveLength(8);
-      const deciding = counting.counts((query) => !query.trimStart().startsWith("DELETE"));
+      await sweeper.alarm();
+      expect(expired).toHaveLength(8);
+      const deciding = counting.counts(0, (query) => !query.trimStart().startsWith("DELETE"));
       // 2,400 chunks are stored; deciding reads one row per stream, plus the newest chunk of each
-      // of the 4 live ones, plus the final nextWakeAt read.
+      // of the 4 live ones (and at most one more read).
       expect(deciding.rowsRead).toBeLessThanOrEqual(8 + 4 + 1);
       expect(counting.counts().rowsWritten).toBeGreaterThanOrEqual(8 * 300);
     });
