@@ -35,3 +35,11 @@ export function dataLines(payload: string): string {
 export function protocolEvent(event: "data" | "control", payload: string): string {
   return `event: ${event}\n${dataLines(payload)}\n`;
 }
+
+/**
+ * Standard base64 (RFC 4648, with padding) of some bytes, by the runtime's own
+ * `Uint8Array.prototype.toBase64` (workerd has it; TypeScript's ES2023 lib does not declare it yet).
+ */
+export function base64(bytes: Uint8Array): string {
+  return (bytes as Uint8Array & { toBase64(): string }).toBase64();
+}

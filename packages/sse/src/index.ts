@@ -13,6 +13,7 @@ export type {
   DurableStreamsPeer,
   ForkExport,
   ForkExportRequest,
+  SseEvent,
 } from "./protocol/types";
 export { resumeFrom } from "./resume";
 export { type SseResponseOptions, sseResponse } from "./sse-response";

@@ -14,9 +14,15 @@ function nonNegativeInteger(text: string | null | undefined): number | null {
  * non-empty, integer `Last-Event-ID` ≥ 0, plus one (the event after the last one the client saw);
  * a non-negative integer `?from=N`; otherwise 0. An absent or empty header is never read as 0 —
  * that would skip chunk 0 on every fresh connection.
- * @throws {SseArgumentError} `sse/invalid-argument` when `from` is not a finite number.
+ * @throws {SseArgumentError} `sse/invalid-argument` when `from` is not a finite number or `request` not a `Request`.
  */
 export function resumeFrom(options: { request?: Request; from?: number }): number {
+  if (options === null || typeof options !== "object") {
+    throw new SseArgumentError(`resumeFrom takes { request?, from? }; got ${String(options)}.`);
+  }
+  if (options.request !== undefined && !(options.request instanceof Request)) {
+    throw new SseArgumentError("request must be the client's Request.");
+  }
   if (options.from !== undefined) {
     if (typeof options.from !== "number" || !Number.isFinite(options.from)) {
       throw new SseArgumentError(`from must be a finite number; got ${String(options.from)}.`);

@@ -1,7 +1,7 @@
+import { isWellFormedName } from "@durablekit/compose";
 import type { StreamEncoding, Streams } from "@durablekit/streams";
-import { toBase64 } from "./bytes";
 import { SseArgumentError } from "./errors";
-import { chunkFrame, eventFrame, HEARTBEAT_FRAME, utf8 } from "./frames";
+import { base64, chunkFrame, eventFrame, HEARTBEAT_FRAME, utf8 } from "./frames";
 import { resumeFrom } from "./resume";
 
 /** Options of {@link sseResponse}. */
@@ -25,7 +25,7 @@ export interface SseResponseOptions {
 function chunkData(encoding: StreamEncoding, chunk: unknown): string {
   if (encoding === "json") return JSON.stringify(chunk);
   if (encoding === "text") return JSON.stringify(chunk as string);
-  return JSON.stringify(toBase64(chunk as Uint8Array));
+  return JSON.stringify(base64(chunk as Uint8Array));
 }
 
 /**
@@ -77,15 +77,34 @@ class FrameSink {
  * - The start is `from`, else `Last-Event-ID` + 1, else `?from=N`, else 0 (see {@link resumeFrom}).
  * - A disconnect (`request.signal`, `signal`, or the body being cancelled) ends the tail quietly;
  *   an already-aborted signal ends the body at once.
- * @throws {SseArgumentError} `sse/invalid-argument` for a malformed `heartbeatMs`, `batchSize` or `from`.
+ * @throws {SseArgumentError} `sse/invalid-argument` for a malformed `streams`, stream id, `heartbeatMs`, `batchSize`, `from`, `request` or `signal`.
  */
 export function sseResponse(
   streams: Streams,
   streamId: string,
   options: SseResponseOptions = {},
 ): Response {
+  if (
+    streams === null ||
+    typeof streams !== "object" ||
+    typeof streams.status !== "function" ||
+    typeof streams.readBatches !== "function"
+  ) {
+    throw new SseArgumentError("sseResponse takes the object's Streams as its first argument.");
+  }
+  if (!isWellFormedName(streamId, 256)) {
+    throw new SseArgumentError(
+      "A stream id is a non-empty string of at most 256 characters without lone surrogates.",
+    );
+  }
+  if (options === null || typeof options !== "object") {
+    throw new SseArgumentError(`sseResponse options must be an object; got ${String(options)}.`);
+  }
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+    throw new SseArgumentError("signal must be an AbortSignal.");
+  }
   const heartbeatMs = options.heartbeatMs ?? 30_000;
-  if (!Number.isFinite(heartbeatMs) || heartbeatMs < 0) {
+  if (typeof heartbeatMs !== "number" || !Number.isFinite(heartbeatMs) || heartbeatMs < 0) {
     throw new SseArgumentError(`heartbeatMs must be a number ≥ 0; got ${heartbeatMs}.`);
   }
   const batchSize = options.batchSize;

@@ -33,11 +33,11 @@ describe("protocol offsets", () => {
 describe("protocol cursors", () => {
   it("counts 20-second intervals and never repeats an echoed cursor", () => {
     const now = Date.UTC(2024, 9, 9) + 20_000 * 1000 + 5;
-    expect(responseCursor(null, now, 20)).toBe("1000");
-    expect(responseCursor("999", now, 20)).toBe("1000");
-    const bumped = Number(responseCursor("1000", now, 20, () => 0));
+    expect(responseCursor(null, now, 20_000)).toBe("1000");
+    expect(responseCursor("999", now, 20_000)).toBe("1000");
+    const bumped = Number(responseCursor("1000", now, 20_000, () => 0));
     expect(bumped).toBe(1001);
-    expect(Number(responseCursor("1000", now, 20, () => 0.9999))).toBe(1180);
+    expect(Number(responseCursor("1000", now, 20_000, () => 0.9999))).toBe(1180);
   });
 });
 

@@ -39,14 +39,14 @@ export function writeErrorResponse(
   switch (error.code) {
     case "streams/writer-seq-regression":
       return problem(409, error.message);
-    case "streams/chunk-too-large":
+    case "streams/too-large":
       return problem(413, error.message);
-    case "streams/serialization":
+    case "streams/unserializable":
     case "streams/invalid-argument":
       return problem(400, error.message);
     case "streams/not-found":
       return problem(404, error.message);
-    case "streams/config-conflict":
+    case "streams/conflict":
       return problem(409, error.message);
     default:
       return null;

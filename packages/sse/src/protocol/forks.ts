@@ -4,7 +4,13 @@ import { reportedExpiry } from "./config";
 import { isJsonMode, mediaType } from "./headers";
 import { parseOffset } from "./offsets";
 import type { ProtocolStore } from "./store";
-import type { DurableStreamsPeer, ForkExport, ForkExportRequest, StreamView } from "./types";
+import type {
+  DurableStreamsPeer,
+  ForkExport,
+  ForkExportRequest,
+  SseEvent,
+  StreamView,
+} from "./types";
 
 /** Most bytes of inherited data one export page carries (well under the RPC message limit). */
 const PAGE_BYTES = 4 * 1024 * 1024;
@@ -18,7 +24,9 @@ export interface LedgerParts {
   store: ProtocolStore;
   now(): number;
   peer(streamId: string): DurableStreamsPeer;
-  armAlarm(at: number): void;
+  /** Asks for a wake of the object no later than `at` (earlier-only, `requestWake`). */
+  requestWake(at: number): void;
+  emit(event: SseEvent): void;
 }
 
 /**
@@ -72,7 +80,7 @@ export class ForkLedger {
   scheduleRelease(sourceId: string, ref: string, dueAt: number): void {
     this.#parts.store.scheduleRelease(sourceId, ref, dueAt);
     this.#maybeDue = true;
-    if (dueAt > this.#parts.now()) this.#parts.armAlarm(dueAt);
+    if (dueAt > this.#parts.now()) this.#parts.requestWake(dueAt);
   }
 
   /** Delivers every due release; a failed one is retried later with backoff (through the alarm). */
@@ -94,11 +102,20 @@ export class ForkLedger {
         try {
           await this.#parts.peer(row.source_id).releaseFork(row.source_id, row.ref);
           store.dropRelease(row.source_id, row.ref);
-        } catch {
+          this.#parts.emit({ type: "sse:fork-released", sourceId: row.source_id, ref: row.ref });
+        } catch (error) {
           const attempts = row.attempts + 1;
           const at = this.#parts.now() + Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** row.attempts);
           store.scheduleRelease(row.source_id, row.ref, at, attempts);
-          this.#parts.armAlarm(at);
+          this.#parts.requestWake(at);
+          this.#parts.emit({
+            type: "sse:release-failed",
+            sourceId: row.source_id,
+            ref: row.ref,
+            attempts,
+            retryAt: at,
+            error,
+          });
         }
       }
     }

@@ -1,4 +1,4 @@
-import type { Streams } from "@durablekit/streams";
+import { type AlarmPart, createEmitter, isWellFormedName, requestWake } from "@durablekit/compose";
 import { SseArgumentError } from "../errors";
 import { handlePost } from "./append";
 import { handlePut } from "./create";
@@ -12,18 +12,33 @@ import type {
   ForkExport,
   ForkExportRequest,
   ProtocolContext,
+  SseEvent,
   StreamView,
 } from "./types";
 
 /** Longest stream id (the `@durablekit/streams` limit). */
 const MAX_ID_LENGTH = 256;
 
-function positive(name: string, value: number | undefined, fallback: number): number {
+function positive(name: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value <= 0) {
-    throw new SseArgumentError(`${name} must be a positive number; got ${value}.`);
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw new SseArgumentError(`${name} must be a positive number; got ${String(value)}.`);
   }
   return value;
+}
+
+function checkName(name: string, value: unknown): void {
+  if (!isWellFormedName(value, MAX_ID_LENGTH)) {
+    throw new SseArgumentError(
+      `${name} must be a non-empty string of at most ${MAX_ID_LENGTH} characters without lone surrogates.`,
+    );
+  }
+}
+
+function optionalFunction(name: string, value: unknown): void {
+  if (value !== undefined && typeof value !== "function") {
+    throw new SseArgumentError(`${name} must be a function; got ${typeof value}.`);
+  }
 }
 
 /**
@@ -36,42 +51,81 @@ function positive(name: string, value: number | undefined, fallback: number): nu
  * Construct one per object, next to its `Streams`, and hand it the object's requests:
  *
  * ```ts
+ * readonly protocol = new DurableStreamsHandler(this.ctx, { streams: this.streams });
  * fetch(request) { return this.protocol.fetch(request); }
  * ```
  *
- * It keeps fork bookkeeping in its own `dk_sse_*` tables and never sets the alarm: call
- * {@link alarm} from the host's alarm and re-arm to the earliest {@link nextWakeAt} of all parts.
+ * It keeps fork bookkeeping in its own `dk_sse_*` tables. It is an {@link AlarmPart} (a failed fork
+ * release is retried through the alarm): list it in the object's `Alarms` next to the `Streams`; it
+ * asks for its earlier wakes itself (earlier-only) and never sets the alarm otherwise.
  */
-export class DurableStreamsHandler {
-  readonly #ctx: ProtocolContext;
+export class DurableStreamsHandler implements AlarmPart {
+  readonly #protocol: ProtocolContext;
   readonly #ledger: ForkLedger;
 
-  /** @throws {SseArgumentError} `sse/invalid-argument` for a malformed option. */
-  constructor(
-    state: { storage: DurableObjectStorage },
-    streams: Streams,
-    options: DurableStreamsHandlerOptions = {},
-  ) {
+  /** @throws {SseArgumentError} `sse/invalid-argument` for a malformed `ctx` or option, or without `streams`. */
+  constructor(ctx: DurableObjectState, options: DurableStreamsHandlerOptions) {
+    if (typeof ctx?.storage?.sql?.exec !== "function") {
+      throw new SseArgumentError(
+        "new DurableStreamsHandler(ctx, { streams }) takes the Durable Object's state (this.ctx) of a SQLite-backed object.",
+      );
+    }
+    if (options === null || typeof options !== "object") {
+      throw new SseArgumentError(
+        "new DurableStreamsHandler(ctx, { streams }) takes an options object with the object's Streams.",
+      );
+    }
+    const streams = options.streams;
+    if (
+      streams === null ||
+      typeof streams !== "object" ||
+      typeof streams.status !== "function" ||
+      typeof streams.write !== "function"
+    ) {
+      throw new SseArgumentError(
+        "options.streams must be the object's Streams (new Streams(this.ctx)), constructed before the handler.",
+      );
+    }
+    if (options.basePath !== undefined && typeof options.basePath !== "string") {
+      throw new SseArgumentError(`basePath must be a string; got ${typeof options.basePath}.`);
+    }
     const basePath = (options.basePath ?? "/v1/stream").replace(/\/+$/, "");
     if (!basePath.startsWith("/") && basePath !== "") {
       throw new SseArgumentError(`basePath must start with "/"; got "${options.basePath}".`);
     }
-    const store = new ProtocolStore(state.storage);
+    optionalFunction("now", options.now);
+    optionalFunction("peer", options.peer);
+    optionalFunction("onEvent", options.onEvent);
+    const longPollTimeoutMs = positive("longPollTimeoutMs", options.longPollTimeoutMs, 20_000);
+    const sseConnectionMs = positive("sseConnectionMs", options.sseConnectionMs, 60_000);
+    const maxReadBytes = positive("maxReadBytes", options.maxReadBytes, 1_048_576);
+    const maxForkBytes = positive("maxForkBytes", options.maxForkBytes, 64 * 1_048_576);
+    const cursorIntervalMs = positive("cursorIntervalMs", options.cursorIntervalMs, 20_000);
+    const store = new ProtocolStore(ctx.storage);
     const now = options.now ?? Date.now;
-    const armAlarm = options.armAlarm ?? (() => {});
+    const emit = createEmitter<SseEvent>("@durablekit/sse", options.onEvent);
     const peerOf = options.peer ?? (() => this.#self);
-    const ledger = new ForkLedger({ streams, store, now, peer: peerOf, armAlarm });
+    const ledger = new ForkLedger({
+      streams,
+      store,
+      now,
+      peer: peerOf,
+      // A release due later than now may be earlier than any wake asked for: earlier-only.
+      requestWake: (at) => void requestWake(ctx, at),
+      emit,
+    });
     this.#ledger = ledger;
-    this.#ctx = {
+    this.#protocol = {
       streams,
       store,
       basePath,
-      longPollTimeoutMs: positive("longPollTimeoutMs", options.longPollTimeoutMs, 20_000),
-      sseConnectionMs: positive("sseConnectionMs", options.sseConnectionMs, 60_000),
-      maxReadBytes: positive("maxReadBytes", options.maxReadBytes, 1_048_576),
-      maxForkBytes: positive("maxForkBytes", options.maxForkBytes, 64 * 1_048_576),
-      cursorIntervalSeconds: positive("cursorIntervalSeconds", options.cursorIntervalSeconds, 20),
+      longPollTimeoutMs,
+      sseConnectionMs,
+      maxReadBytes,
+      maxForkBytes,
+      cursorIntervalMs,
       now,
+      emit,
       peer: peerOf,
       view: (streamId: string): Promise<StreamView> => ledger.view(streamId),
       streamIdOf: (path: string) => this.streamIdOf(path),
@@ -111,13 +165,13 @@ export class DurableStreamsHandler {
       }
       switch (request.method) {
         case "PUT":
-          return await handlePut(this.#ctx, this.#ledger, request, streamId);
+          return await handlePut(this.#protocol, this.#ledger, request, streamId);
         case "POST":
-          return await handlePost(this.#ctx, request, streamId);
+          return await handlePost(this.#protocol, request, streamId);
         case "GET":
-          return await handleGet(this.#ctx, request, streamId);
+          return await handleGet(this.#protocol, request, streamId);
         case "HEAD":
-          return await handleHead(this.#ctx, streamId);
+          return await handleHead(this.#protocol, streamId);
         case "DELETE":
           return await this.#delete(streamId);
         default:
@@ -126,6 +180,12 @@ export class DurableStreamsHandler {
           });
       }
     } catch (error) {
+      this.#protocol.emit({
+        type: "sse:request-failed",
+        method: request.method,
+        url: request.url,
+        error,
+      });
       return problem(
         500,
         `The stream operation failed: ${(error as Error)?.message ?? String(error)}`,
@@ -143,7 +203,7 @@ export class DurableStreamsHandler {
         return null;
       }
     }
-    const prefix = `${this.#ctx.basePath}/`;
+    const prefix = `${this.#protocol.basePath}/`;
     if (!pathname.startsWith(prefix) || pathname.length === prefix.length) return null;
     try {
       return decodeURIComponent(pathname.slice(prefix.length));
@@ -155,41 +215,50 @@ export class DurableStreamsHandler {
   /**
    * Fork source side (called by the fork's handler, through {@link DurableStreamsPeer}): checks the
    * request, takes a named reference on the source, and returns the inherited data a page at a time.
+   * @throws {SseArgumentError} `sse/invalid-argument` for a malformed source id, request or ref.
    */
   exportFork(sourceId: string, request: ForkExportRequest): Promise<ForkExport> {
+    checkName("sourceId", sourceId);
+    if (request === null || typeof request !== "object") {
+      throw new SseArgumentError("exportFork takes a ForkExportRequest object.");
+    }
+    checkName("ref", request.ref);
     return this.#ledger.export(sourceId, request);
   }
 
   /**
    * Fork source side: gives a reference back. Idempotent. When it was the last reference on a
    * deleted stream, the stream is collected and its own source reference (if it is a fork) released.
+   * @throws {SseArgumentError} `sse/invalid-argument` for a malformed source id or ref.
    */
   releaseFork(sourceId: string, ref: string): Promise<void> {
+    checkName("sourceId", sourceId);
+    checkName("ref", ref);
     return this.#ledger.release(sourceId, ref);
   }
 
   /** When the handler next needs the alarm (a fork release to retry), or null. */
   nextWakeAt(): number | null {
-    return this.#ctx.store.earliestRelease();
+    return this.#protocol.store.earliestRelease();
   }
 
   /**
-   * For the host's `alarm()` (after `streams.alarm()`): forks that expired give their source
+   * Called through `Alarms` from the object's `alarm()`: forks that expired give their source
    * references back, and releases that failed before are retried.
    */
   async alarm(): Promise<void> {
-    for (const fork of this.#ctx.store.forks()) this.#ledger.settle(fork.stream_id);
+    for (const fork of this.#protocol.store.forks()) this.#ledger.settle(fork.stream_id);
     await this.#ledger.flush();
   }
 
   async #delete(streamId: string): Promise<Response> {
-    const view = await this.#ctx.view(streamId);
+    const view = await this.#protocol.view(streamId);
     if (view.kind === "absent") return problem(404, `Stream "${streamId}" does not exist.`);
     if (view.kind === "gone") return problem(410, `Stream "${streamId}" was already deleted.`);
-    this.#ctx.streams.delete(streamId, { force: true });
+    this.#protocol.streams.delete(streamId, { force: true });
     // Unreferenced: the stream is gone for good, and as a fork it gives its source reference back.
     // Referenced by forks: a soft delete — 410 Gone until the last fork lets go.
-    if (this.#ctx.store.refCount(streamId) === 0) await this.#ledger.view(streamId);
+    if (this.#protocol.store.refCount(streamId) === 0) await this.#ledger.view(streamId);
     return new Response(null, { status: 204, headers: baseHeaders() });
   }
 }

@@ -1,6 +1,5 @@
 import type { StreamStatus } from "@durablekit/streams";
-import { toBase64 } from "../bytes";
-import { protocolEvent, utf8 } from "../frames";
+import { base64, protocolEvent, utf8 } from "../frames";
 import { responseCursor } from "./cursor";
 import { H, isJsonMode, isTextCompatible } from "./headers";
 import { jsonArray } from "./json-mode";
@@ -15,7 +14,7 @@ type Payload = (slice: Slice) => string;
 
 function payloadOf(status: StreamStatus): Payload {
   if (isJsonMode(status.contentType)) return (slice) => jsonArray(slice.messages);
-  if (!isTextCompatible(status.contentType)) return (slice) => toBase64(slice.bytes);
+  if (!isTextCompatible(status.contentType)) return (slice) => base64(slice.bytes);
   // One decoder per connection, so a UTF-8 sequence split across two appends decodes whole.
   const decoder = new TextDecoder();
   return (slice) => decoder.decode(slice.bytes, { stream: true });
@@ -59,7 +58,7 @@ export function handleSse(
       };
       const control = (fields: Record<string, unknown>) =>
         write(protocolEvent("control", JSON.stringify(fields)));
-      const cursor = () => responseCursor(clientCursor, ctx.now(), ctx.cursorIntervalSeconds);
+      const cursor = () => responseCursor(clientCursor, ctx.now(), ctx.cursorIntervalMs);
 
       const run = async () => {
         const deadline = ctx.now() + ctx.sseConnectionMs;

@@ -1,3 +1,5 @@
+import { SseArgumentError } from "../errors";
+
 /**
  * Protocol offsets, format version 1: `<seq>_<position>`, two 16-digit zero-padded decimal numbers.
  * `<seq>` is the stream's cursor at that position — the number of chunks before it, so the offset
@@ -10,8 +12,14 @@ const OFFSET = /^(\d{16})_(\d{16})$/;
 const WIDTH = 16;
 const ZERO_POSITION = "0".repeat(WIDTH);
 
-/** The protocol offset of a seq position (the position before chunk `seq`). */
+/**
+ * The protocol offset of a seq position (the position before chunk `seq`).
+ * @throws {SseArgumentError} `sse/invalid-argument` when `seq` is not a non-negative safe integer.
+ */
 export function formatOffset(seq: number): string {
+  if (!Number.isSafeInteger(seq) || seq < 0) {
+    throw new SseArgumentError(`An offset's seq is an integer ≥ 0; got ${String(seq)}.`);
+  }
   return `${String(seq).padStart(WIDTH, "0")}_${ZERO_POSITION}`;
 }
 
@@ -26,6 +34,9 @@ export type OffsetRequest =
  * Anything else — another server's offsets, stray characters, a non-zero position — is invalid.
  */
 export function parseOffset(value: string): OffsetRequest {
+  if (typeof value !== "string") {
+    return { kind: "invalid", reason: `An offset is a string; got ${typeof value}.` };
+  }
   if (value === "-1") return { kind: "seq", seq: 0 };
   if (value === "now") return { kind: "now" };
   const match = OFFSET.exec(value);

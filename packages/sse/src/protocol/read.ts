@@ -126,7 +126,7 @@ export async function handleGet(
   let slice = readSlice(ctx.streams, status, start, ctx.maxReadBytes);
   if (live === null) return sliceResponse(request, status, start, slice, null);
 
-  const cursor = () => responseCursor(clientCursor, ctx.now(), ctx.cursorIntervalSeconds);
+  const cursor = () => responseCursor(clientCursor, ctx.now(), ctx.cursorIntervalMs);
   if (slice.count === 0) {
     if (slice.state !== "streaming") return noContent(slice.next, true, cursor());
     const outcome = await waitForData(

@@ -1,5 +1,4 @@
 import type { StreamState, StreamStatus, Streams } from "@durablekit/streams";
-import { concatBytes } from "../bytes";
 import { bytesOf, messageOf } from "./codec";
 import { isJsonMode } from "./headers";
 
@@ -64,4 +63,17 @@ export function readSlice(
       };
     }
   }
+}
+
+/** The bytes of several arrays, back to back. */
+function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  let length = 0;
+  for (const part of parts) length += part.byteLength;
+  const out = new Uint8Array(length);
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.byteLength;
+  }
+  return out;
 }

@@ -1,7 +1,5 @@
+import { migrateSchema } from "@durablekit/compose";
 import { SseSchemaError } from "../errors";
-
-/** The schema version of the `dk_sse_*` tables these sources write. */
-export const SSE_SCHEMA_VERSION = 1;
 
 /**
  * Schema version 1 — fork bookkeeping of the protocol handler (the chunk logs themselves live in
@@ -38,6 +36,12 @@ const V1: readonly string[] = [
   ) WITHOUT ROWID`,
   "CREATE INDEX IF NOT EXISTS dk_sse_releases_due ON dk_sse_releases (due_at)",
 ];
+
+/** Migration steps: `STEPS[n - 1]` brings the schema to version n. */
+const STEPS = [V1] as const;
+
+/** The schema version of the `dk_sse_*` tables these sources write. Add a step (never edit one) for any table change. */
+export const SSE_SCHEMA_VERSION = STEPS.length;
 
 /** A `dk_sse_forks` row. */
 export type ForkRow = {
@@ -187,47 +191,26 @@ export class ProtocolStore {
     );
   }
 
-  /** Looks for the tables once per instance; refuses tables written by a newer version. */
+  /** Looks for the tables once per instance; checks (and upgrades) them when they exist. */
   #probe(): void {
-    const sql = this.#storage.sql;
     const exists =
-      sql
+      this.#storage.sql
         .exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dk_sse_meta'")
         .toArray().length > 0;
-    if (!exists) {
-      this.#state = "absent";
-      return;
-    }
-    const found = this.#version();
-    if (found > SSE_SCHEMA_VERSION) throw new SseSchemaError(found, SSE_SCHEMA_VERSION);
-    if (found < SSE_SCHEMA_VERSION) this.#migrate();
-    else this.#state = "ready";
+    if (exists) this.#migrate();
+    else this.#state = "absent";
   }
 
-  #version(): number {
-    return (
-      this.#storage.sql
-        .exec<{ value: number }>("SELECT value FROM dk_sse_meta WHERE name = 'schema_version'")
-        .toArray()[0]?.value ?? 0
-    );
-  }
-
-  /** Creates or upgrades the tables (forward-only), in one transaction. */
+  /**
+   * Creates or upgrades the tables through `migrateSchema` of `@durablekit/compose` (table noun
+   * `sse`): forward-only, in one transaction; a newer version is refused, never misread.
+   * @throws {SseSchemaError} `sse/schema-too-new`.
+   */
   #migrate(): void {
-    const sql = this.#storage.sql;
-    this.#storage.transactionSync(() => {
-      sql.exec(
-        "CREATE TABLE IF NOT EXISTS dk_sse_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID",
-      );
-      const found = this.#version();
-      if (found > SSE_SCHEMA_VERSION) throw new SseSchemaError(found, SSE_SCHEMA_VERSION);
-      if (found < SSE_SCHEMA_VERSION) {
-        for (const statement of V1) sql.exec(statement);
-        sql.exec(
-          "INSERT INTO dk_sse_meta (name, value) VALUES ('schema_version', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-          SSE_SCHEMA_VERSION,
-        );
-      }
+    migrateSchema(this.#storage, {
+      table: "sse",
+      steps: STEPS,
+      tooNew: (found, supported) => new SseSchemaError(found, supported),
     });
     this.#state = "ready";
   }

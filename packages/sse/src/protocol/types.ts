@@ -53,8 +53,31 @@ export type ForkExport =
     }
   | { ok: false; status: number; message: string };
 
+/**
+ * Events a {@link DurableStreamsHandler} emits to its `onEvent` listener (synchronously; a listener
+ * that throws is reported with `console.warn` and the event dropped).
+ *
+ * - `sse:request-failed`: a request met an unexpected failure and was answered 500.
+ * - `sse:fork-released`: this object gave a fork's reference back to its source.
+ * - `sse:release-failed`: giving a reference back failed; it is retried at `retryAt` through the alarm.
+ */
+export type SseEvent =
+  | { type: "sse:request-failed"; method: string; url: string; error: unknown }
+  | { type: "sse:fork-released"; sourceId: string; ref: string }
+  | {
+      type: "sse:release-failed";
+      sourceId: string;
+      ref: string;
+      /** Failed attempts so far, 1 for the first. */
+      attempts: number;
+      retryAt: number;
+      error: unknown;
+    };
+
 /** Options of {@link DurableStreamsHandler}. */
 export interface DurableStreamsHandlerOptions {
+  /** The object's `Streams` (`new Streams(this.ctx)`): the logs the protocol serves. */
+  streams: Streams;
   /** URL path the streams are mounted under: a stream's URL is `<basePath>/<stream id>`. Default `/v1/stream`. */
   basePath?: string;
   /** How long a long-poll waits for data before answering 204, in ms. Default 20000. */
@@ -65,14 +88,14 @@ export interface DurableStreamsHandlerOptions {
   maxReadBytes?: number;
   /** Most bytes a fork may copy from its source. Default 64 MiB. */
   maxForkBytes?: number;
-  /** Length of a `Stream-Cursor` interval, in seconds. Default 20. */
-  cursorIntervalSeconds?: number;
+  /** Length of a `Stream-Cursor` interval, in ms. Default 20000. */
+  cursorIntervalMs?: number;
   /** The handler holding another stream (fork sources). Default: this handler. */
   peer?: (streamId: string) => DurableStreamsPeer;
-  /** Asks the host for an alarm no later than `at` (a pending fork release to retry). */
-  armAlarm?: (at: number) => void;
   /** Clock (epoch ms). Default `Date.now`. */
   now?: () => number;
+  /** Receives {@link SseEvent}s; a throwing listener is reported with `console.warn` and ignored. */
+  onEvent?: (event: SseEvent) => void;
 }
 
 /** What a request finds at a stream id after reconciliation. */
@@ -91,8 +114,9 @@ export interface ProtocolContext {
   readonly sseConnectionMs: number;
   readonly maxReadBytes: number;
   readonly maxForkBytes: number;
-  readonly cursorIntervalSeconds: number;
+  readonly cursorIntervalMs: number;
   now(): number;
+  emit(event: SseEvent): void;
   peer(streamId: string): DurableStreamsPeer;
   /** Reconciles fork bookkeeping for `streamId`, then says what is there. */
   view(streamId: string): Promise<StreamView>;
