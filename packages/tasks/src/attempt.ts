@@ -1,15 +1,17 @@
-import { settleCancelled } from "./attempt-outcomes";
-import { DuplicateStepError, ReplayDivergedError, TasksError } from "./errors";
+import { checkName } from "./arguments";
+import { DuplicateStepError, isNonRetryable, ReplayDivergedError, TasksError } from "./errors";
 import type { TaskEvent } from "./events";
 import type { Journal, JournalRow } from "./journal";
 import { JournalWriter, stepRow } from "./journal-writer";
-import { validateName } from "./names";
-import type { StepPolicy } from "./policy";
-import type { StepKind } from "./rows";
-import { AttemptEnded } from "./signals";
-import type { TaskStore } from "./store";
-import { encodeValue, errorText, rebuildError } from "./values";
-import { Watchdog } from "./watchdog";
+import { isPlatformFailure, isPlatformReset } from "./platform";
+import { retryDelay, type StepPolicy } from "./policy";
+import type { EventRow, StepRow, TaskStepKind, TaskWaitReason } from "./rows";
+import type { Settlement } from "./run-store";
+import { AttemptEnded, isAttemptEnded } from "./signals";
+import type { StepEngine } from "./step-engine";
+import { FenceLost, type TaskStore } from "./store";
+import { encodeValue, errorInfo, errorText, rebuildError } from "./values";
+import { type Flight, Watchdog } from "./watchdog";
 
 /** What an attempt needs from the engine that owns it. */
 export interface AttemptDeps {
@@ -19,6 +21,7 @@ export interface AttemptDeps {
   maxSteps: number;
   /** False when nobody listens to events: the per-step events are then not even built. */
   listening: boolean;
+  now: () => number;
   emit(event: TaskEvent): void;
   requestWake(at: number): void;
   /** Called once when the attempt ends, whichever way. */
@@ -39,48 +42,66 @@ export interface AttemptInit {
 }
 
 /**
- * One claimed execution of a run's handler: its state (open, fatal, cancel requested, ended) and
- * the bookkeeping of its step boundaries. Parks and settles are in `attempt-outcomes.ts`. All
- * writes are fenced on the attempt's generation: once another attempt holds the run, this one ends
- * as `superseded` without writing anything more. Journal writes go through its {@link JournalWriter}.
+ * One claimed execution of a run's handler: its state (open, fatal, cancel requested, ended), the
+ * bookkeeping of its step boundaries, and every way it stops going forward — a failed step becomes
+ * a retry park or a journaled failure, a wait parks the run, the handler's end settles it. It is
+ * the {@link StepEngine} its steps drive.
+ *
+ * Every write is fenced on the attempt's generation and is one transaction: once another attempt
+ * holds the run, this one ends as `superseded` without writing anything more. Journal writes go
+ * through its {@link JournalWriter}.
  */
-export class Attempt {
+export class Attempt implements StepEngine {
+  // ── Identity and state ──
   readonly runId: string;
   readonly definition: string;
   readonly generation: string;
   readonly number: number;
   readonly journal: Journal;
-  /** Times out in-flight steps; cancel and the end of the attempt fail them through it. */
-  readonly watchdog = new Watchdog();
-  /** The attempt's chained, fenced journal writes. */
-  readonly writer: JournalWriter;
-  readonly deps: AttemptDeps;
+  readonly #deps: AttemptDeps;
   /** Whether the records of the run are kept when it completes. */
-  readonly retain: boolean;
+  readonly #retain: boolean;
+  /** Times out in-flight steps; cancel and the end of the attempt fail them through it. */
+  readonly #watchdog: Watchdog;
+  /** The attempt's chained, fenced journal writes. */
+  readonly #writer: JournalWriter;
+  /** False while replaying journaled ground: `status()` stays silent until the frontier. */
   #live: boolean;
+  /** Set once; every later step call throws it again, so swallowing it cannot make the attempt write. */
   #ended: AttemptEnded | null = null;
+  /** Set once; the run fails with it whatever the handler does next (a duplicate, a divergence, the step limit). */
   #fatal: Error | null = null;
   #cancel: { reason: string | null } | null = null;
-  #used = new Set<string>();
+  /** Step names entered by this attempt: a name entered twice is a duplicate. */
+  readonly #used = new Set<string>();
   #newSteps = 0;
   #lastStatus: string | undefined;
 
   constructor(deps: AttemptDeps, init: AttemptInit) {
-    this.deps = deps;
+    this.#deps = deps;
     this.runId = init.runId;
     this.definition = init.definition;
     this.generation = init.generation;
     this.number = init.number;
     this.journal = init.journal;
-    this.retain = init.retain;
+    this.#retain = init.retain;
     this.#live = init.startsLive;
-    this.writer = new JournalWriter(
+    this.#watchdog = new Watchdog(deps.now);
+    this.#writer = new JournalWriter(
       deps.store,
       init.runId,
       init.generation,
       () => this.end("superseded"),
       (name) => init.journal.has(name),
     );
+  }
+
+  get defaults(): StepPolicy {
+    return this.#deps.defaults;
+  }
+
+  get listening(): boolean {
+    return this.#deps.listening;
   }
 
   get ended(): AttemptEnded | null {
@@ -91,40 +112,36 @@ export class Attempt {
     return this.#cancel !== null;
   }
 
-  /** The reason given with the requested cancel, or null. */
-  get cancelReason(): string | null {
-    return this.#cancel?.reason ?? null;
+  /** Settled step rows not yet written (for snapshots: `steps()` shows them). */
+  get pendingRows(): readonly StepRow[] {
+    return this.#writer.pending;
   }
 
-  /** The error that fails the run whatever the handler does next (a duplicate, a divergence). */
-  get fatal(): Error | null {
-    return this.#fatal;
+  now(): number {
+    return this.#deps.now();
   }
 
   emit(event: TaskEvent): void {
-    this.deps.emit(event);
+    this.#deps.emit(event);
   }
 
-  /** Marks the frontier of new ground: from here on `status()` publishes again. */
+  // ── Step boundaries ──
+
   goLive(): void {
     this.#live = true;
   }
 
-  /**
-   * Checks a step boundary before any journal lookup: the attempt is still open, the name is valid
-   * and unused, and no cancel is pending (a pending cancel settles the run here).
-   */
   enter(name: string): void {
     if (this.#ended) throw this.#ended;
     if (this.#fatal) throw this.#fatal;
-    validateName(name, "A step name");
+    checkName(name, "A step name");
     if (this.#used.has(name)) this.#failFatal(new DuplicateStepError(name));
     this.#used.add(name);
-    if (this.#cancel) throw settleCancelled(this);
+    // A cancel requested while the handler ran between steps settles the run at this boundary.
+    if (this.#cancel) throw this.settleCancelled();
   }
 
-  /** Fails the replay if the journal holds another kind (or event type) at this name. */
-  expect(row: JournalRow, kind: StepKind, eventType?: string): void {
+  expect(row: JournalRow, kind: TaskStepKind, eventType?: string): void {
     if (row.kind !== kind) {
       this.#failFatal(
         new ReplayDivergedError(row.name, `journaled as a ${row.kind} step, replayed as ${kind}`),
@@ -140,13 +157,13 @@ export class Attempt {
     }
   }
 
-  /** Counts a step journaled for the first time against the run's step limit. */
   countNewStep(): void {
-    if (this.journal.size + this.#newSteps >= this.deps.maxSteps) {
+    const limit = this.#deps.maxSteps;
+    if (this.journal.size + this.#newSteps >= limit) {
       this.#failFatal(
         new TasksError(
           "tasks/step-limit",
-          `Run "${this.runId}" reached ${this.deps.maxSteps} steps; split the work across several runs or raise maxStepsPerRun.`,
+          `Run "${this.runId}" reached ${limit} steps; split the work across several runs or raise maxStepsPerRun.`,
         ),
       );
     }
@@ -158,33 +175,103 @@ export class Attempt {
     throw error;
   }
 
-  /** Encodes a value under the engine's size limit. */
-  encode(value: unknown, path: string): string {
-    return encodeValue(value, this.deps.maxValueBytes, path);
+  // ── Steps in flight ──
+
+  startStep(name: string, seq: number, attempt: number, hasRow: boolean): void {
+    if (!this.#writer.markStarted(name, seq, attempt, hasRow, this.#deps.now())) {
+      throw this.#ended;
+    }
   }
 
-  /** Records a terminal failure of a step that is not a `do` (an event wait's timeout). */
+  track(flight: Flight): void {
+    this.#watchdog.track(flight);
+  }
+
+  untrack(flight: Flight): void {
+    this.#watchdog.untrack(flight);
+  }
+
+  encode(value: unknown, path: string): string {
+    return encodeValue(value, this.#deps.maxValueBytes, path);
+  }
+
+  hold(row: StepRow): void {
+    // Held, not written: the next boundary writes it (durable before any later callback runs).
+    this.#writer.hold(row);
+  }
+
+  stepFailed(
+    name: string,
+    seq: number,
+    attempt: number,
+    policy: StepPolicy,
+    thrown: unknown,
+  ): Error | AttemptEnded {
+    if (isAttemptEnded(thrown)) return thrown;
+    if (this.#ended) return this.#ended;
+    if (this.#cancel) return this.settleCancelled();
+    if (isPlatformReset(thrown)) return this.abandon();
+    // A result the codec refuses fails the same way on every attempt: it is never retried.
+    const unstorable =
+      thrown instanceof TasksError &&
+      (thrown.code === "tasks/unserializable" ||
+        thrown.code === "tasks/too-large" ||
+        thrown.code === "tasks/too-deep");
+    const record = errorText(thrown);
+    if (!isNonRetryable(thrown) && !unstorable && attempt < policy.limit) {
+      const retryAt = this.#deps.now() + retryDelay(policy, attempt);
+      this.emit({
+        type: "task:step:retry",
+        runId: this.runId,
+        definition: this.definition,
+        step: name,
+        attempt,
+        retryAt,
+        error: errorInfo(record),
+      });
+      return this.#park("retry", retryAt, [
+        ...this.#writer.take(null),
+        stepRow(name, seq, "do", this.#deps.now(), {
+          state: "waiting",
+          attempt,
+          value: record,
+          wake_at: retryAt,
+        }),
+      ]);
+    }
+    if (isPlatformFailure(thrown)) return this.abandon();
+    const failed = stepRow(name, seq, "do", this.#deps.now(), {
+      state: "failed",
+      attempt,
+      value: record,
+    });
+    if (!this.#writer.write([...this.#writer.take(null), failed])) return this.end("superseded");
+    return rebuildError(record);
+  }
+
   failStep(
     name: string,
     seq: number,
-    kind: StepKind,
+    kind: TaskStepKind,
     error: Error,
     eventType: string | null,
   ): Error {
     const record = errorText(error);
-    const row = stepRow(name, seq, kind, {
+    const row = stepRow(name, seq, kind, this.#deps.now(), {
       state: "failed",
       value: record,
       event_type: eventType,
     });
-    if (!this.writer.write([...this.writer.take(null), row])) throw this.#ended;
+    if (!this.#writer.write([...this.#writer.take(null), row])) throw this.end("superseded");
     return rebuildError(record);
   }
 
-  /**
-   * Completes an event wait from the buffer: the step row and the deletion of the buffered event
-   * are one transaction, so an event is consumed exactly once.
-   */
+  // ── Event waits ──
+
+  peekEvent(type: string): EventRow | undefined {
+    return this.#deps.store.events.peekEvent(this.runId, type);
+  }
+
   consumeEvent(
     name: string,
     seq: number,
@@ -192,25 +279,204 @@ export class Attempt {
     eventSeq: number,
     payload: string,
   ): void {
-    const row = stepRow(name, seq, "event", { value: payload, event_type: eventType });
-    const rows = [...this.writer.take(name), row];
-    if (!this.writer.write(rows, () => this.deps.store.events.deleteEvent(this.runId, eventSeq))) {
-      throw this.#ended;
-    }
+    const row = stepRow(name, seq, "event", this.#deps.now(), {
+      value: payload,
+      event_type: eventType,
+    });
+    const rows = [...this.#writer.take(name), row];
+    // The step row and the deletion of the buffered event are one transaction: consumed exactly once.
+    const written = this.#writer.write(rows, () =>
+      this.#deps.store.events.deleteEvent(this.runId, eventSeq),
+    );
+    if (!written) throw this.end("superseded");
   }
 
-  /** Publishes a status message when live; replayed ground stays silent. */
+  // ── Parks ──
+
+  parkAgain(
+    reason: TaskWaitReason,
+    wakeAt: number | null,
+    waitStep?: string,
+    waitEvent?: string,
+  ): AttemptEnded {
+    return this.#park(reason, wakeAt, this.#writer.take(null), waitStep ?? null, waitEvent ?? null);
+  }
+
+  parkNew(
+    reason: TaskWaitReason,
+    wakeAt: number | null,
+    row: StepRow,
+    waitEvent?: string,
+  ): AttemptEnded {
+    return this.#park(
+      reason,
+      wakeAt,
+      [...this.#writer.take(row.name), row],
+      waitEvent === undefined ? null : row.name,
+      waitEvent ?? null,
+    );
+  }
+
+  /**
+   * Parks the run: the run row, the pending rows and the step row that waits are one transaction.
+   * Returns the end signal the step call throws.
+   */
+  #park(
+    reason: TaskWaitReason,
+    wakeAt: number | null,
+    rows: StepRow[],
+    waitStep: string | null = null,
+    waitEvent: string | null = null,
+  ): AttemptEnded {
+    if (this.#ended) return this.#ended;
+    // A pending cancel wins over the park (and the park's SQL refuses it too).
+    if (this.#cancel) return this.settleCancelled();
+    const { store, now } = this.#deps;
+    try {
+      store.transaction(() => {
+        const at = now();
+        if (
+          !store.runs.park(this.runId, this.generation, reason, wakeAt, waitStep, waitEvent, at)
+        ) {
+          throw new FenceLost(this.runId);
+        }
+        for (const row of rows) store.steps.writeStep(this.runId, row);
+      });
+    } catch (error) {
+      if (error instanceof FenceLost) return this.end("superseded");
+      throw error;
+    }
+    this.emit({
+      type: "task:waiting",
+      runId: this.runId,
+      definition: this.definition,
+      reason,
+      wakeAt,
+      ...(waitEvent === null ? {} : { eventType: waitEvent }),
+    });
+    if (wakeAt !== null) this.#deps.requestWake(wakeAt);
+    return this.end("parked");
+  }
+
+  // ── Progress ──
+
   writeStatus(message: string): void {
     if (!this.#live || this.#ended || message === this.#lastStatus) return;
-    if (this.deps.store.runs.writeStatus(this.runId, this.generation, message, Date.now())) {
+    const { store, now } = this.#deps;
+    if (store.runs.writeStatus(this.runId, this.generation, message, now())) {
       this.#lastStatus = message;
     }
   }
 
+  // ── Settling the run ──
+
+  /** Settles the run as completed with the handler's result. */
+  settleCompleted(value: unknown): void {
+    if (this.#ended) return;
+    if (this.#fatal || this.#cancel) {
+      this.settleThrown(this.#fatal);
+      return;
+    }
+    let result: string;
+    try {
+      result = this.encode(value, "result");
+    } catch (error) {
+      this.#settleFailed(error);
+      return;
+    }
+    let settled: boolean;
+    if (this.#retain) {
+      settled = this.#settleHeld({ state: "completed", result });
+    } else {
+      const { store } = this.#deps;
+      // The pending rows go with the run: a run that is not retained keeps no journal.
+      this.#writer.take(null);
+      settled = store.transaction(() => store.deleteSettledByAttempt(this.runId, this.generation));
+    }
+    if (!settled) {
+      this.end("superseded");
+      return;
+    }
+    const ref = { runId: this.runId, definition: this.definition };
+    this.emit({ type: "task:completed", ...ref });
+    if (!this.#retain) this.emit({ type: "task:deleted", ...ref });
+    this.end("settled");
+  }
+
+  /** Settles the run from whatever the handler threw. */
+  settleThrown(thrown: unknown): void {
+    if (this.#ended) return;
+    if (isAttemptEnded(thrown)) {
+      this.end(thrown.how);
+      return;
+    }
+    // A fatal error fails the run even when the handler caught it and threw something else.
+    if (this.#fatal) {
+      this.#settleFailed(this.#fatal);
+      return;
+    }
+    if (this.#cancel) {
+      this.settleCancelled();
+      return;
+    }
+    if (isPlatformFailure(thrown)) {
+      this.abandon();
+      return;
+    }
+    this.#settleFailed(thrown);
+  }
+
+  /** Settles the run as cancelled (a requested cancel reached a boundary). */
+  settleCancelled(): AttemptEnded {
+    if (this.#ended) return this.#ended;
+    const reason = this.#cancel?.reason ?? null;
+    if (!this.#settleHeld({ state: "cancelled", cancelReason: reason })) {
+      return this.end("superseded");
+    }
+    this.emit({ type: "task:cancelled", runId: this.runId, definition: this.definition, reason });
+    return this.end("cancelled");
+  }
+
+  /** Settles the run as failed; `onError` sees the error. */
+  #settleFailed(thrown: unknown): void {
+    if (this.#ended) return;
+    const record = errorText(thrown);
+    if (!this.#settleHeld({ state: "failed", error: record })) {
+      this.end("superseded");
+      return;
+    }
+    this.emit({
+      type: "task:failed",
+      runId: this.runId,
+      definition: this.definition,
+      error: errorInfo(record),
+    });
+    this.end("settled");
+    const error = thrown instanceof Error ? thrown : rebuildError(record);
+    this.#deps.onFailed(error, this.runId, this.definition);
+  }
+
+  /**
+   * Settles the run the attempt holds and writes its pending rows, in one transaction. False when
+   * another attempt holds the run (nothing was written).
+   */
+  #settleHeld(settlement: Settlement): boolean {
+    const { store, now } = this.#deps;
+    const rows = this.#writer.take(null);
+    let settled = false;
+    store.transaction(() => {
+      settled = store.runs.settle(this.runId, this.generation, settlement, now());
+      if (settled) for (const row of rows) store.steps.writeStep(this.runId, row);
+    });
+    return settled;
+  }
+
+  // ── Cancel and the end ──
+
   /** Asks the attempt to stop: the in-flight step is aborted and the run settles at its next boundary. */
   requestCancel(reason: string | null): void {
     this.#cancel = { reason };
-    this.watchdog.failAll(
+    this.#watchdog.failAll(
       new DOMException(
         `Run "${this.runId}" was cancelled${reason === null ? "" : `: ${reason}`}.`,
         "AbortError",
@@ -227,10 +493,11 @@ export class Attempt {
   end(how: AttemptEnded["how"]): AttemptEnded {
     if (this.#ended) return this.#ended;
     this.#ended = new AttemptEnded(how);
-    this.writer.pending.length = 0;
-    this.deps.release(this);
-    this.watchdog.stop();
-    this.watchdog.failAll(new DOMException(`The attempt ended (${how}).`, "AbortError"));
+    // Rows not written by now never will be: a later attempt replays those steps.
+    this.#writer.pending.length = 0;
+    this.#deps.release(this);
+    this.#watchdog.stop();
+    this.#watchdog.failAll(new DOMException(`The attempt ended (${how}).`, "AbortError"));
     return this.#ended;
   }
 }

@@ -1,22 +1,31 @@
+import { DurableKitError, isErrorOf } from "@durablekit/compose";
+
 /**
  * Stable codes of every error this package throws or records. A code never changes meaning; new
- * failure kinds get new codes.
+ * failure kinds get new codes. The words shared with every durablekit package (`invalid-argument`,
+ * `unserializable`, `too-large`, `too-deep`, `not-found`, `conflict`, `closed`, `diverged`,
+ * `schema-too-new`) mean what docs/composing.md says they mean.
  *
  * Refused requests (nothing was written):
- * - `tasks/invalid-name`: a definition, step, run id or event type name that is empty, too long or reserved.
- * - `tasks/invalid-option`: an option out of range (a duration, a retry limit, a list limit…).
+ * - `tasks/invalid-argument`: an argument or option that is malformed or out of range: a definition,
+ *   step, run id, idempotency key or event type name that is empty, over 256 characters, has a lone
+ *   surrogate or (definitions and steps) uses the reserved `__dk` prefix; a duration, retry limit,
+ *   backoff, page limit, paging cursor or size limit out of range.
  * - `tasks/unknown-definition`: `run()` named a definition that is not in the definitions map.
- * - `tasks/idempotency-conflict`: a run id or idempotency key already belongs to another definition, or the
- *   pair names two different runs.
- * - `tasks/serialization`: an input, metadata, step result, event payload or run result the codec cannot
- *   carry or that is over `maxValueBytes`.
- * - `tasks/run-not-found`: `sendEvent()` named a run that does not exist.
- * - `tasks/run-settled`: `sendEvent()` named a run that is already completed, failed or cancelled.
+ * - `tasks/conflict`: a run id or idempotency key already belongs to another definition, or the pair
+ *   names two different runs.
+ * - `tasks/unserializable`: an input, metadata, step result, event payload or run result the codec
+ *   cannot carry (a function, a symbol, a cycle, a class instance).
+ * - `tasks/too-large`: such a value is over `maxValueBytes` encoded.
+ * - `tasks/too-deep`: such a value nests deeper than the codec allows.
+ * - `tasks/not-found`: `sendEvent()` named a run that does not exist.
+ * - `tasks/closed`: `sendEvent()` named a run that is already completed, failed or cancelled.
+ * - `tasks/schema-too-new`: the `dk_tasks_*` tables were written by a newer version of this package.
  *
  * Recorded on a run (the run fails, the code is in its snapshot's `error.code`):
  * - `tasks/missing-definition`: the run's definition is no longer registered (removed by a deploy).
  * - `tasks/duplicate-step`: one attempt used a step name twice.
- * - `tasks/replay-diverged`: the journal holds a step of another kind (or event type) at a name.
+ * - `tasks/diverged`: the journal holds a step of another kind (or event type) at a name.
  * - `tasks/step-limit`: the run journaled more steps than `maxStepsPerRun`.
  * - `tasks/non-retryable`: a step threw a {@link NonRetryableError}.
  *
@@ -25,16 +34,18 @@
  * - `tasks/event-timeout`: `step.waitForEvent` reached its timeout before an event arrived.
  */
 export type TasksErrorCode =
-  | "tasks/invalid-name"
-  | "tasks/invalid-option"
+  | "tasks/invalid-argument"
   | "tasks/unknown-definition"
-  | "tasks/idempotency-conflict"
-  | "tasks/serialization"
-  | "tasks/run-not-found"
-  | "tasks/run-settled"
+  | "tasks/conflict"
+  | "tasks/unserializable"
+  | "tasks/too-large"
+  | "tasks/too-deep"
+  | "tasks/not-found"
+  | "tasks/closed"
+  | "tasks/schema-too-new"
   | "tasks/missing-definition"
   | "tasks/duplicate-step"
-  | "tasks/replay-diverged"
+  | "tasks/diverged"
   | "tasks/step-limit"
   | "tasks/non-retryable"
   | "tasks/step-timeout"
@@ -49,22 +60,25 @@ export interface TasksErrorOptions {
 }
 
 /**
- * Base class of every error this package throws. `code` is stable and survives RPC (it is an own
- * property); `retryable` says whether repeating the failed operation may succeed. Only
- * `tasks/step-timeout` is retryable; every other code is terminal.
+ * Base class of every error this package throws (a `DurableKitError`, see docs/composing.md).
+ * `code` is stable and survives RPC (it is an own property); `retryable` says whether repeating
+ * the failed operation may succeed. Only `tasks/step-timeout` is retryable; every other code is
+ * terminal.
  */
-export class TasksError extends Error {
-  /** Stable machine-readable code, e.g. `"tasks/replay-diverged"`. */
-  readonly code: TasksErrorCode;
-  /** Whether repeating the failed operation may succeed. */
-  readonly retryable: boolean;
-
+export class TasksError extends DurableKitError<TasksErrorCode> {
   constructor(code: TasksErrorCode, message: string, options?: TasksErrorOptions) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, { cause: options?.cause, retryable: RETRYABLE.has(code) });
     this.name = "TasksError";
-    this.code = code;
-    this.retryable = RETRYABLE.has(code);
   }
+}
+
+/**
+ * True when `value` is a {@link TasksError} (or one of its subclasses), optionally with the given
+ * code. Errors rebuilt from a run's journal (a failed step rethrown on replay) are plain errors
+ * with the same `name` and `code`: match those by `code`.
+ */
+export function isTasksError(value: unknown, code?: TasksErrorCode): value is TasksError {
+  return isErrorOf(TasksError, value, code);
 }
 
 /**
@@ -99,14 +113,14 @@ export class DuplicateStepError extends TasksError {
   }
 }
 
-/** The journal holds something at a step name that this handler code cannot have written. */
+/** The journal holds something at a step name that this handler code cannot have written (`tasks/diverged`). */
 export class ReplayDivergedError extends TasksError {
   /** The step name where the replay diverged. */
   readonly step: string;
 
   constructor(step: string, detail: string) {
     super(
-      "tasks/replay-diverged",
+      "tasks/diverged",
       `Replay diverged from the journal at step "${step}": ${detail}. Do not change the steps of a definition that has runs in flight; register the new code under a new versioned name (e.g. "name@v2").`,
     );
     this.name = "ReplayDivergedError";
@@ -134,7 +148,7 @@ export class StepTimeoutError extends TasksError {
   constructor(step: string, attempt: number, timeoutMs: number) {
     super(
       "tasks/step-timeout",
-      `Step "${step}" attempt ${attempt} timed out after ${timeoutMs} ms. Raise the step's \`timeout\` or make the callback honour its abort signal sooner.`,
+      `Step "${step}" attempt ${attempt} timed out after ${timeoutMs} ms. Raise the step's \`timeoutMs\` or make the callback honour its abort signal sooner.`,
     );
     this.name = "StepTimeoutError";
   }

@@ -1,4 +1,4 @@
-import type { WaitReason } from "./rows";
+import type { TaskWaitReason } from "./rows";
 
 /** What a failed run or a failed attempt reports: the error's name, message and code. */
 export interface TaskErrorInfo {
@@ -39,7 +39,7 @@ export type TaskEvent =
     } & RunRef)
   | ({
       type: "task:waiting";
-      reason: WaitReason;
+      reason: TaskWaitReason;
       /** When the run wakes, or null for an event wait without a timeout. */
       wakeAt: number | null;
       eventType?: string;

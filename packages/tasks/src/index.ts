@@ -1,8 +1,8 @@
-export type { Duration, DurationString, DurationUnit } from "./duration";
 export {
   DuplicateStepError,
   EventTimeoutError,
   isNonRetryable,
+  isTasksError,
   MissingDefinitionError,
   NonRetryableError,
   ReplayDivergedError,
@@ -12,25 +12,31 @@ export {
   type TasksErrorOptions,
 } from "./errors";
 export type { TaskErrorInfo, TaskEvent, TaskEventType } from "./events";
-export type { InterruptedStep } from "./journal";
-export type { Backoff, RetryConfig, StepConfig } from "./policy";
-export type { RunState, StepKind, StepState, WaitReason } from "./rows";
-export { SCHEMA_VERSION } from "./schema";
+export type { TaskBackoff, TaskRetryOptions, TaskStepOptions } from "./policy";
+export type {
+  TaskInterruptedStep,
+  TaskRunState,
+  TaskStepKind,
+  TaskStepState,
+  TaskWaitReason,
+} from "./rows";
+export { TASKS_SCHEMA_VERSION } from "./schema";
 export { Tasks } from "./tasks";
 export type {
-  DeleteOptions,
-  ListOptions,
-  RunOptions,
-  SendEventResult,
-  StepAttemptContext,
   TaskDefinitions,
+  TaskDeleteOptions,
   TaskHandle,
   TaskInput,
+  TaskListOptions,
+  TaskListPage,
   TaskOutput,
   TaskReceipt,
+  TaskRunOptions,
   TaskRunSnapshot,
+  TaskSendEventResult,
   TaskStep,
+  TaskStepAttemptContext,
   TaskStepSnapshot,
   TasksOptions,
-  WaitForEventOptions,
+  TaskWaitForEventOptions,
 } from "./types";

@@ -1,11 +1,12 @@
-import type { StepKind, StepRow } from "./rows";
+import type { StepRow, TaskStepKind } from "./rows";
 import { FenceLost, type TaskStore } from "./store";
 
-/** A journal row, with the fields its kind does not use left empty. */
+/** A journal row written at `at`, with the fields its kind does not use left empty. */
 export function stepRow(
   name: string,
   seq: number,
-  kind: StepKind,
+  kind: TaskStepKind,
+  at: number,
   fields: Partial<StepRow>,
 ): StepRow {
   return {
@@ -18,7 +19,7 @@ export function stepRow(
     wake_at: fields.wake_at ?? null,
     event_type: fields.event_type ?? null,
     next_step: fields.next_step ?? null,
-    at: fields.at ?? Date.now(),
+    at,
   };
 }
 
@@ -117,11 +118,11 @@ export class JournalWriter {
    * parallel steps) it writes its own `running` row. A step that has a row (a retry, or a step a dead
    * attempt left running) rewrites it as `running` with the new attempt number.
    */
-  markStarted(name: string, seq: number, attempt: number, hasRow: boolean): boolean {
+  markStarted(name: string, seq: number, attempt: number, hasRow: boolean, now: number): boolean {
     const rows =
       !hasRow && this.pending.length > 0
         ? this.take(name)
-        : [...this.take(null), stepRow(name, seq, "do", { state: "running", attempt })];
+        : [...this.take(null), stepRow(name, seq, "do", now, { state: "running", attempt })];
     return this.write(rows);
   }
 }

@@ -1,11 +1,5 @@
-import type { JournalLoad } from "./journal-load";
 import type { StepRow } from "./rows";
-
-/** The step an unclean interruption left mid-execution. */
-export interface InterruptedStep {
-  readonly name: string;
-  readonly attempt: number;
-}
+import type { JournalLoad } from "./step-store";
 
 /**
  * A completed `do` row loaded packed: the fields a replay reads of it. Its seq, attempt, `next_step`
@@ -26,7 +20,7 @@ export type JournalRow = StepRow | PackedRow;
 /**
  * A run's step journal as loaded, in one query, at the start of an attempt. Replayed steps are
  * answered from memory: a journal hit costs no SQL at all. Completed `do` rows arrive packed (see
- * `journal-load.ts`) and are kept as name → value text, so a hit allocates nothing but its decoded
+ * `step-store.ts`) and are kept as name → value text, so a hit allocates nothing but its decoded
  * value.
  */
 export class Journal {

@@ -1,31 +1,31 @@
-import { type Duration, parseDuration } from "./duration";
+import { checkMs, checkOptions } from "./arguments";
 import { TasksError } from "./errors";
 
 /** How the delay between step attempts grows. */
-export type Backoff = "constant" | "linear" | "exponential";
+export type TaskBackoff = "constant" | "linear" | "exponential";
 
 /** Retry policy of a step: total attempts, first delay and its growth. */
-export interface RetryConfig {
+export interface TaskRetryOptions {
   /** Total attempts including the first; an integer ≥ 1. */
   limit?: number;
-  /** Delay before the first retry. */
-  delay?: Duration;
+  /** Delay before the first retry, in milliseconds. */
+  delayMs?: number;
   /** `constant` (d), `linear` (d·n) or `exponential` (d·2^(n-1)) after the n-th failed attempt. */
-  backoff?: Backoff;
+  backoff?: TaskBackoff;
 }
 
 /** Per-call options of `step.do`. */
-export interface StepConfig {
-  retries?: RetryConfig;
-  /** Time one attempt of the callback may take; it then loses even if it ignores its signal. */
-  timeout?: Duration;
+export interface TaskStepOptions {
+  retries?: TaskRetryOptions;
+  /** Time one attempt of the callback may take, in milliseconds; it then loses even if it ignores its signal. */
+  timeoutMs?: number;
 }
 
 /** A resolved step policy. */
 export interface StepPolicy {
   limit: number;
   delayMs: number;
-  backoff: Backoff;
+  backoff: TaskBackoff;
   timeoutMs: number;
 }
 
@@ -41,27 +41,28 @@ export const DEFAULT_STEP_POLICY: StepPolicy = {
 };
 
 /**
- * Resolves a retry config and timeout over a base policy.
+ * Resolves retry options and a timeout over a base policy.
  *
- * @throws TasksError `tasks/invalid-option` for a bad limit, backoff or duration.
+ * @throws TasksError `tasks/invalid-argument` for a bad limit, backoff or duration.
  */
 export function resolvePolicy(
   base: StepPolicy,
-  retries: RetryConfig | undefined,
-  timeout: Duration | undefined,
+  retries: TaskRetryOptions | undefined,
+  timeoutMs: number | undefined,
   what: string,
 ): StepPolicy {
+  checkOptions(retries, `${what} retries`);
   const limit = retries?.limit ?? base.limit;
   if (!Number.isInteger(limit) || limit < 1) {
     throw new TasksError(
-      "tasks/invalid-option",
+      "tasks/invalid-argument",
       `Invalid ${what} retries.limit: expected an integer ≥ 1 (total attempts), got ${limit}.`,
     );
   }
   const backoff = retries?.backoff ?? base.backoff;
   if (backoff !== "constant" && backoff !== "linear" && backoff !== "exponential") {
     throw new TasksError(
-      "tasks/invalid-option",
+      "tasks/invalid-argument",
       `Invalid ${what} retries.backoff: expected "constant", "linear" or "exponential", got ${JSON.stringify(backoff)}.`,
     );
   }
@@ -69,10 +70,10 @@ export function resolvePolicy(
     limit,
     backoff,
     delayMs:
-      retries?.delay === undefined
+      retries?.delayMs === undefined
         ? base.delayMs
-        : parseDuration(retries.delay, `${what} retries.delay`),
-    timeoutMs: timeout === undefined ? base.timeoutMs : parseDuration(timeout, `${what} timeout`),
+        : checkMs(retries.delayMs, `${what} retries.delayMs`),
+    timeoutMs: timeoutMs === undefined ? base.timeoutMs : checkMs(timeoutMs, `${what} timeoutMs`),
   };
 }
 

@@ -1,17 +1,24 @@
 /** Run states as stored in `dk_tasks_runs.state`. */
-export type RunState = "pending" | "running" | "waiting" | "completed" | "failed" | "cancelled";
+export type TaskRunState = "pending" | "running" | "waiting" | "completed" | "failed" | "cancelled";
 
 /** Why a waiting run waits, as stored in `dk_tasks_runs.wait_reason`. */
-export type WaitReason = "sleep" | "retry" | "event";
+export type TaskWaitReason = "sleep" | "retry" | "event";
 
 /** Kinds of journal rows, as stored in `dk_tasks_steps.kind`. */
-export type StepKind = "do" | "sleep" | "event";
+export type TaskStepKind = "do" | "sleep" | "event";
 
 /** Journal row states, as stored in `dk_tasks_steps.state`. */
-export type StepState = "running" | "waiting" | "completed" | "failed";
+export type TaskStepState = "running" | "waiting" | "completed" | "failed";
+
+/** The step an unclean interruption (isolate death, platform reset) left mid-execution. */
+export interface TaskInterruptedStep {
+  readonly name: string;
+  /** The attempt of that step that was cut short. */
+  readonly attempt: number;
+}
 
 /** The settled states. A settled run never changes state again. */
-export const TERMINAL_STATES: ReadonlySet<RunState> = new Set<RunState>([
+export const TERMINAL_STATES: ReadonlySet<TaskRunState> = new Set<TaskRunState>([
   "completed",
   "failed",
   "cancelled",
@@ -21,7 +28,7 @@ export const TERMINAL_STATES: ReadonlySet<RunState> = new Set<RunState>([
 export interface RunRow {
   run_id: string;
   definition: string;
-  state: RunState;
+  state: TaskRunState;
   /** Codec text of the input. */
   input: string;
   /** Codec text of the metadata, or null. */
@@ -38,7 +45,7 @@ export interface RunRow {
    * running one; null when settled or when it waits for an event without a timeout.
    */
   next_at: number | null;
-  wait_reason: WaitReason | null;
+  wait_reason: TaskWaitReason | null;
   /** The step a run waiting for an event waits on. */
   wait_step: string | null;
   /** The event type a run waiting for an event waits for. */
@@ -61,8 +68,8 @@ export interface StepRow {
   name: string;
   /** Order in which the run first journaled the step. */
   seq: number;
-  kind: StepKind;
-  state: StepState;
+  kind: TaskStepKind;
+  state: TaskStepState;
   /** The attempt of the step this row records (0 for sleeps and event waits). */
   attempt: number;
   /**

@@ -1,4 +1,4 @@
-import type { RunRow, RunState, WaitReason } from "./rows";
+import type { RunRow, TaskRunState, TaskWaitReason } from "./rows";
 
 const NON_TERMINAL = "('pending', 'running', 'waiting')";
 
@@ -18,7 +18,7 @@ export interface Settlement {
 /** Filters of {@link RunStore.listRuns}. */
 export interface RunFilter {
   definition?: string;
-  states?: readonly RunState[];
+  states?: readonly TaskRunState[];
   limit: number;
   after?: { createdAt: number; runId: string };
 }
@@ -114,7 +114,7 @@ export class RunStore {
   park(
     runId: string,
     generation: string,
-    reason: WaitReason,
+    reason: TaskWaitReason,
     nextAt: number | null,
     waitStep: string | null,
     waitEvent: string | null,
@@ -266,7 +266,7 @@ export class RunStore {
 
   /** Terminal runs matching a delete request, oldest settled first. */
   settledRuns(
-    states: readonly RunState[],
+    states: readonly TaskRunState[],
     settledBefore: number | null,
     limit: number,
   ): Array<{ run_id: string; definition: string }> {

@@ -1,5 +1,5 @@
+import { createEmitter, requestWake } from "@durablekit/compose";
 import { Attempt, type AttemptDeps } from "./attempt";
-import { settleCancelled, settleCompleted, settleThrown } from "./attempt-outcomes";
 import { MissingDefinitionError } from "./errors";
 import type { TaskEvent } from "./events";
 import { Journal } from "./journal";
@@ -19,13 +19,16 @@ type Handler = (input: unknown, step: ReplayStep) => unknown;
 
 /** What the runner needs from its {@link Tasks}. */
 export interface RunnerConfig {
+  /** The object's state: wakes are requested through it (`requestWake`, earlier-only). */
+  ctx: DurableObjectState;
   store: TaskStore;
   definitions: TaskDefinitions;
   defaults: StepPolicy;
   claimTimeoutMs: number;
   maxValueBytes: number;
   maxSteps: number;
-  hooks: Pick<TasksOptions<TaskDefinitions>, "onEvent" | "onError" | "armAlarm">;
+  now: () => number;
+  hooks: Pick<TasksOptions<TaskDefinitions>, "onEvent" | "onError">;
 }
 
 /**
@@ -35,20 +38,26 @@ export interface RunnerConfig {
  * instead of starting a second attempt.
  */
 export class Runner {
+  /** The attempts alive in this isolate, by run id: at most one per run. */
   readonly active = new Map<string, Attempt>();
+  /** Delivers an event to `onEvent` (a throwing listener is reported and ignored, as in every package). */
+  readonly emit: (event: TaskEvent) => void;
   readonly #config: RunnerConfig;
   readonly #deps: AttemptDeps;
+  /** Wake requests not yet landed; public calls wait for them before returning. */
   readonly #wakes = new Set<Promise<void>>();
 
   constructor(config: RunnerConfig) {
     this.#config = config;
+    this.emit = createEmitter("@durablekit/tasks", config.hooks.onEvent);
     this.#deps = {
       store: config.store,
       defaults: config.defaults,
       maxValueBytes: config.maxValueBytes,
       maxSteps: config.maxSteps,
       listening: config.hooks.onEvent !== undefined,
-      emit: (event) => this.emit(event),
+      now: config.now,
+      emit: this.emit,
       requestWake: (at) => this.requestWake(at),
       release: (attempt) => {
         if (this.active.get(attempt.runId) === attempt) this.active.delete(attempt.runId);
@@ -64,12 +73,12 @@ export class Runner {
    */
   async alarm(): Promise<void> {
     const { store, claimTimeoutMs } = this.#config;
-    const now = Date.now();
+    const now = this.#config.now();
     const started: Promise<void>[] = [];
     for (const runId of store.runs.dueRuns(now, RUNS_PER_ALARM)) {
       const active = this.active.get(runId);
       if (active) {
-        if (active.cancelRequested) settleCancelled(active);
+        if (active.cancelRequested) active.settleCancelled();
         else store.runs.refreshClaim(runId, active.generation, now + claimTimeoutMs, now);
         continue;
       }
@@ -156,10 +165,10 @@ export class Runner {
       try {
         value = await handler(decodeValue(input), step);
       } catch (thrown) {
-        settleThrown(attempt, thrown);
+        attempt.settleThrown(thrown);
         return;
       }
-      settleCompleted(attempt, value);
+      attempt.settleCompleted(value);
     } catch (error) {
       // A storage failure while settling: give the run up; its claim deadline replays it.
       console.error(
@@ -171,36 +180,20 @@ export class Runner {
     }
   }
 
-  /** Asks the host for a wake no later than `at`; public calls wait for the request to land. */
+  /**
+   * Asks for a wake no later than `at` through the object's alarm, earlier-only (`requestWake`):
+   * it never moves a wake another part asked for later. Public calls wait for the request to land.
+   */
   requestWake(at: number): void {
-    const arm = this.#config.hooks.armAlarm;
-    if (!arm) return;
-    try {
-      const pending = arm(at);
-      if (!pending) return;
-      const tracked: Promise<void> = Promise.resolve(pending)
-        .catch((error) => this.#warn("armAlarm", error))
-        .finally(() => this.#wakes.delete(tracked));
-      this.#wakes.add(tracked);
-    } catch (error) {
-      this.#warn("armAlarm", error);
-    }
+    const tracked: Promise<void> = requestWake(this.#config.ctx, at)
+      .catch((error) => this.#warn("requestWake", error))
+      .finally(() => this.#wakes.delete(tracked));
+    this.#wakes.add(tracked);
   }
 
-  /** Waits until every wake requested so far has been handed to the host. */
+  /** Waits until every wake requested so far has landed. */
   async flushWakes(): Promise<void> {
     while (this.#wakes.size > 0) await Promise.all([...this.#wakes]);
-  }
-
-  /** Delivers an event to `onEvent`; a throwing listener is ignored. */
-  emit(event: TaskEvent): void {
-    const onEvent = this.#config.hooks.onEvent;
-    if (!onEvent) return;
-    try {
-      onEvent(event);
-    } catch (error) {
-      this.#warn("onEvent", error);
-    }
   }
 
   /** Hands the error of a failed run to `onError`; a throwing callback is ignored. */
@@ -215,7 +208,11 @@ export class Runner {
     }
   }
 
-  #warn(hook: string, error: unknown): void {
-    console.warn(`@durablekit/tasks: the ${hook} callback threw; ignoring it.`, error);
+  #warn(what: "onError" | "requestWake", error: unknown): void {
+    const message =
+      what === "onError"
+        ? "the onError callback threw; ignoring it."
+        : "a wake request failed; the run's wake time stays in nextWakeAt().";
+    console.warn(`@durablekit/tasks: ${message}`, error);
   }
 }

@@ -1,6 +1,10 @@
+import { migrateSchema } from "@durablekit/compose";
+import { TasksError } from "./errors";
+
 /**
  * The tables this package owns, and their forward-only migrations. Every table is prefixed
- * `dk_tasks_`; `dk_tasks_meta` holds the schema version row (`schema_version`).
+ * `dk_tasks_`; `dk_tasks_meta (name, value)` holds the schema version row (`schema_version`), as
+ * every durablekit package does (docs/composing.md, "Schema").
  *
  * Row-write costs are part of the design (see DESIGN.md): the step journal and the event buffer
  * are WITHOUT ROWID tables keyed by their natural key and carry no secondary index, so inserting
@@ -8,9 +12,10 @@
  * touched when a run is accepted, claimed, parked or settled — never per step.
  */
 
-/** The schema version this code reads and writes. */
-export const SCHEMA_VERSION = 1;
+/** The schema version this code reads and writes (the number of migration steps). */
+export const TASKS_SCHEMA_VERSION = 1;
 
+/** `MIGRATIONS[n]` brings the tables from version n to n + 1. */
 const MIGRATIONS: ReadonlyArray<readonly string[]> = [
   // v1
   [
@@ -68,33 +73,21 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
 ];
 
 /**
- * Brings the tables to {@link SCHEMA_VERSION}: each missing migration and the version row are
- * applied in one transaction, so a half-migrated schema is never visible.
+ * Brings the tables to {@link TASKS_SCHEMA_VERSION} through the one migration convention of
+ * durablekit (`migrateSchema`): each missing step and the version row of
+ * `dk_tasks_meta (name, value)` are applied in one transaction, so a half-migrated schema is never
+ * visible.
  *
- * @throws Error when the tables were written by a newer version of this package.
+ * @throws TasksError `tasks/schema-too-new` when the tables were written by a newer version of this package.
  */
 export function migrate(storage: DurableObjectStorage): void {
-  const sql = storage.sql;
-  sql.exec(
-    "CREATE TABLE IF NOT EXISTS dk_tasks_meta (key TEXT NOT NULL PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID",
-  );
-  const row = sql
-    .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE key = 'schema_version'")
-    .toArray()[0];
-  const current = row?.value ?? 0;
-  if (current === SCHEMA_VERSION) return;
-  if (current > SCHEMA_VERSION) {
-    throw new Error(
-      `The dk_tasks_* tables are at schema version ${current}, newer than this @durablekit/tasks (${SCHEMA_VERSION}). Deploy the newer package version; downgrades are not supported.`,
-    );
-  }
-  storage.transactionSync(() => {
-    for (let version = current; version < SCHEMA_VERSION; version++) {
-      for (const statement of MIGRATIONS[version] ?? []) sql.exec(statement);
-    }
-    sql.exec(
-      "INSERT INTO dk_tasks_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-      SCHEMA_VERSION,
-    );
+  migrateSchema(storage, {
+    table: "tasks",
+    steps: MIGRATIONS,
+    tooNew: (found, supported) =>
+      new TasksError(
+        "tasks/schema-too-new",
+        `The dk_tasks_* tables are at schema version ${found}, newer than this @durablekit/tasks (${supported}). Deploy the newer package version; downgrades are not supported.`,
+      ),
   });
 }

@@ -43,11 +43,13 @@ export function toRunSnapshot(row: RunRow): TaskRunSnapshot {
   }
 }
 
-/** The public view of journal rows, in step order (a later row for a name replaces an earlier one). */
-export function toStepSnapshots(rows: readonly StepRow[]): TaskStepSnapshot[] {
+/**
+ * The public view of journal rows, in step order (a later row for a name replaces an earlier one);
+ * a sleep whose deadline is at or before `now` reads as completed.
+ */
+export function toStepSnapshots(rows: readonly StepRow[], now: number): TaskStepSnapshot[] {
   const byName = new Map<string, StepRow>();
   for (const row of rows) byName.set(row.name, row);
-  const now = Date.now();
   return [...byName.values()]
     .sort((a, b) => a.seq - b.seq)
     .map((row) => {

@@ -1,5 +1,84 @@
-import { type JournalLoad, loadJournal, readStepRow } from "./journal-load";
-import type { StepRow } from "./rows";
+import type { StepRow, TaskInterruptedStep } from "./rows";
+
+/**
+ * The longest name + value (in characters) of a completed `do` row that is loaded packed. Rows over
+ * it come back one by one, so a packed chunk stays far below SQLite's 2 MB string limit: at most
+ * 128 rows × (1,024 characters × at most 6 bytes escaped) ≈ 0.8 MB per array.
+ */
+const PACKED_MAX_CHARS = 1024;
+/** Packed rows per chunk, as a shift of `seq` (seq is unique within a run): 2^7 = 128. */
+const CHUNK_SHIFT = 7;
+
+/** A completed `do` row that travels packed: what a journal hit reads, and nothing else. */
+const PACKED = `(kind = 'do' AND state = 'completed' AND wake_at IS NULL AND event_type IS NULL
+  AND length(name) + ifnull(length(value), 0) <= ${PACKED_MAX_CHARS})`;
+
+/**
+ * The journal of a run in one statement. Crossing from SQLite into JavaScript costs about half a
+ * microsecond per row whatever its width, more than a replayed step's other work, so completed `do`
+ * rows (the journal hits) come back packed (tag 0): one row per 128 of them, holding JSON arrays of
+ * their names and values and their highest seq — all a hit reads. Every other row comes back whole
+ * (tag 1). Columns are positional: the tag, then the fields of the row's kind.
+ */
+const LOAD = `SELECT 0, json_group_array(name), json_group_array(value), max(seq),
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM dk_tasks_steps WHERE run_id = ?1 AND ${PACKED} GROUP BY seq >> ${CHUNK_SHIFT}
+UNION ALL
+SELECT 1, name, seq, kind, state, attempt, value, wake_at, event_type, next_step, at
+  FROM dk_tasks_steps WHERE run_id = ?1 AND NOT ${PACKED}`;
+
+/**
+ * Appended on a reclaim (tag 2): the step a dead attempt left mid-execution, from the journal's
+ * in-flight evidence — a `do` row still `running`, or a `next_step` naming a step that has no row
+ * (it started right after that row was written and never finished). The newest evidence wins: a
+ * running row orders at its seq, a dangling `next_step` just after the row that names it.
+ */
+const INTERRUPTED = `
+UNION ALL
+SELECT * FROM (
+  SELECT 2, name, attempt, seq AS ord, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM dk_tasks_steps WHERE run_id = ?1 AND kind = 'do' AND state = 'running'
+  UNION ALL
+  SELECT 2, s.next_step, 1, s.seq + 0.5, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM dk_tasks_steps AS s
+   WHERE s.run_id = ?1 AND s.next_step IS NOT NULL AND NOT EXISTS (
+     SELECT 1 FROM dk_tasks_steps AS t WHERE t.run_id = ?1 AND t.name = s.next_step)
+  ORDER BY ord DESC LIMIT 1)`;
+
+/** The completed `do` rows of one packed chunk: names and values as parallel arrays. */
+export interface PackedSteps {
+  names: string[];
+  values: (string | null)[];
+  /** The highest seq of the chunk. */
+  maxSeq: number;
+}
+
+/** A run's journal as one statement returns it (see {@link Journal}). */
+export interface JournalLoad {
+  packed: PackedSteps[];
+  rows: StepRow[];
+  /** Computed only when asked for (a reclaim); null otherwise or when nothing was in flight. */
+  interrupted: TaskInterruptedStep | null;
+}
+
+/**
+ * A whole journal row from a `raw()` result: its ten columns in table order (name, seq, kind,
+ * state, attempt, value, wake_at, event_type, next_step, at), starting at column `from`.
+ */
+function readStepRow(r: SqlStorageValue[], from: number): StepRow {
+  return {
+    name: r[from] as string,
+    seq: r[from + 1] as number,
+    kind: r[from + 2] as StepRow["kind"],
+    state: r[from + 3] as StepRow["state"],
+    attempt: r[from + 4] as number,
+    value: r[from + 5] as string | null,
+    wake_at: r[from + 6] as number | null,
+    event_type: r[from + 7] as string | null,
+    next_step: r[from + 8] as string | null,
+    at: r[from + 9] as number,
+  };
+}
 
 const UPSERT_STEP = `INSERT INTO dk_tasks_steps
     (run_id, name, seq, kind, state, attempt, value, wake_at, event_type, next_step, at)`;
@@ -25,8 +104,8 @@ function stepParams(runId: string, row: StepRow): SqlStorageValue[] {
 }
 
 /**
- * The SQL of `dk_tasks_steps`, the journal: one statement per method (the replay's load is spelled
- * out in `journal-load.ts`). Fenced writes take the attempt's generation and return false when
+ * The SQL of `dk_tasks_steps`, the journal: one statement per method (the replay's load is the
+ * packed query above). Fenced writes take the attempt's generation and return false when
  * another attempt holds the run.
  */
 export class StepStore {
@@ -37,11 +116,25 @@ export class StepStore {
   }
 
   /**
-   * The journal of a run for a replay, in one query (see `journal-load.ts`); with `reclaim`, the
-   * same query finds the step a dead attempt left in flight.
+   * The journal of a run for a replay, in one query ({@link LOAD}); with `reclaim`, the same query
+   * also finds the step a dead attempt left in flight ({@link INTERRUPTED}).
    */
   loadJournal(runId: string, reclaim: boolean): JournalLoad {
-    return loadJournal(this.#sql, runId, reclaim);
+    const load: JournalLoad = { packed: [], rows: [], interrupted: null };
+    for (const r of this.#sql.exec(reclaim ? LOAD + INTERRUPTED : LOAD, runId).raw()) {
+      if (r[0] === 0) {
+        load.packed.push({
+          names: JSON.parse(r[1] as string) as string[],
+          values: JSON.parse(r[2] as string) as (string | null)[],
+          maxSeq: r[3] as number,
+        });
+      } else if (r[0] === 1) {
+        load.rows.push(readStepRow(r, 1));
+      } else {
+        load.interrupted = { name: r[1] as string, attempt: r[2] as number };
+      }
+    }
+    return load;
   }
 
   /** Every journal row of a run, whole, for snapshots. Rows come back as arrays (`raw()`). */

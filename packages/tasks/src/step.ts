@@ -1,29 +1,27 @@
-import type { Attempt } from "./attempt";
-import { parkAgain, parkNew, stepFailed } from "./attempt-outcomes";
-import { type Duration, parseDuration } from "./duration";
+import { checkMs, checkName, checkOptions } from "./arguments";
 import { EventTimeoutError, StepTimeoutError, TasksError } from "./errors";
-import type { InterruptedStep } from "./journal";
 import { stepRow } from "./journal-writer";
-import { validateName } from "./names";
-import { resolvePolicy, type StepConfig, type StepPolicy } from "./policy";
-import type { StepAttemptContext, TaskStep, WaitForEventOptions } from "./types";
+import { resolvePolicy, type StepPolicy, type TaskStepOptions } from "./policy";
+import type { TaskInterruptedStep } from "./rows";
+import type { StepEngine } from "./step-engine";
+import type { TaskStep, TaskStepAttemptContext, TaskWaitForEventOptions } from "./types";
 import { decodeValue, rebuildError } from "./values";
 import { Flight } from "./watchdog";
 
-type StepFn<T> = (context: StepAttemptContext) => T | Promise<T>;
+type StepFn<T> = (context: TaskStepAttemptContext) => T | Promise<T>;
 
 /**
  * The {@link TaskStep} of one attempt: replay semantics (journal hits, misses, retries, sleeps,
- * event waits, the live gate, duplicate and divergence checks). Durable transitions go through the
- * {@link Attempt}; a journal hit touches no SQL.
+ * event waits, the live gate, duplicate and divergence checks). Every effect on the engine goes
+ * through its {@link StepEngine} port; a journal hit touches no SQL.
  */
 export class ReplayStep implements TaskStep {
   readonly runId: string;
   readonly attempt: number;
-  readonly interrupted: InterruptedStep | null;
-  readonly #a: Attempt;
+  readonly interrupted: TaskInterruptedStep | null;
+  readonly #a: StepEngine;
 
-  constructor(attempt: Attempt, interrupted: InterruptedStep | null) {
+  constructor(attempt: StepEngine, interrupted: TaskInterruptedStep | null) {
     this.#a = attempt;
     this.runId = attempt.runId;
     this.attempt = attempt.number;
@@ -31,10 +29,10 @@ export class ReplayStep implements TaskStep {
   }
 
   do<T>(name: string, fn: StepFn<T>): Promise<Awaited<T>>;
-  do<T>(name: string, config: StepConfig, fn: StepFn<T>): Promise<Awaited<T>>;
+  do<T>(name: string, config: TaskStepOptions, fn: StepFn<T>): Promise<Awaited<T>>;
   do<T>(
     name: string,
-    configOrFn: StepConfig | StepFn<T>,
+    configOrFn: TaskStepOptions | StepFn<T>,
     maybeFn?: StepFn<T>,
   ): Promise<Awaited<T>> {
     // Synchronous up to the callback: a journal hit resolves without SQL and in one tick.
@@ -49,13 +47,14 @@ export class ReplayStep implements TaskStep {
 
   #do<T>(
     name: string,
-    config: StepConfig | undefined,
+    config: TaskStepOptions | undefined,
     fn: StepFn<T> | undefined,
   ): Promise<Awaited<T>> {
     const a = this.#a;
     if (typeof fn !== "function") {
-      throw new TasksError("tasks/invalid-option", `step.do("${name}") needs a callback.`);
+      throw new TasksError("tasks/invalid-argument", `step.do("${name}") needs a callback.`);
     }
+    checkOptions(config, `step.do("${name}") options`);
     a.enter(name);
     // The hot path of a replay: a completed step, loaded packed, answered from memory.
     const done = a.journal.completedValue(name);
@@ -69,16 +68,16 @@ export class ReplayStep implements TaskStep {
     // Only a step that runs needs its policy: a journal hit stays as cheap as possible.
     const policy =
       config === undefined
-        ? a.deps.defaults
-        : resolvePolicy(a.deps.defaults, config.retries, config.timeout, `step "${name}"`);
+        ? a.defaults
+        : resolvePolicy(a.defaults, config.retries, config.timeoutMs, `step "${name}"`);
     if (row) {
       a.goLive();
-      if (row.state === "waiting" && row.wake_at !== null && Date.now() < row.wake_at) {
-        throw parkAgain(a, "retry", row.wake_at);
+      if (row.state === "waiting" && row.wake_at !== null && a.now() < row.wake_at) {
+        throw a.parkAgain("retry", row.wake_at);
       }
       // A retry that is due, or a step a dead attempt left running: the next attempt of it.
       const attempt = row.attempt + 1;
-      if (!a.writer.markStarted(name, row.seq, attempt, true)) throw a.ended;
+      a.startStep(name, row.seq, attempt, true);
       return this.#execute(name, row.seq, attempt, policy, fn);
     }
     a.goLive();
@@ -86,7 +85,7 @@ export class ReplayStep implements TaskStep {
     const seq = a.journal.takeSeq();
     // The step a dead attempt left in flight without a row of its own: this is its next attempt.
     const attempt = this.interrupted?.name === name ? this.interrupted.attempt + 1 : 1;
-    if (!a.writer.markStarted(name, seq, attempt, false)) throw a.ended;
+    a.startStep(name, seq, attempt, false);
     return this.#execute(name, seq, attempt, policy, fn);
   }
 
@@ -102,14 +101,14 @@ export class ReplayStep implements TaskStep {
     fn: StepFn<T>,
   ): Promise<Awaited<T>> {
     const a = this.#a;
-    const listening = a.deps.listening;
+    const listening = a.listening;
     const ref = { runId: a.runId, definition: a.definition, step: name, attempt };
     if (listening) a.emit({ type: "task:step:started", ...ref });
     const flight = new Flight(
-      Date.now() + policy.timeoutMs,
+      a.now() + policy.timeoutMs,
       () => new StepTimeoutError(name, attempt, policy.timeoutMs),
     );
-    const context: StepAttemptContext = {
+    const context: TaskStepAttemptContext = {
       attempt,
       idempotencyKey: this.idempotencyKey(name),
       get signal() {
@@ -120,10 +119,10 @@ export class ReplayStep implements TaskStep {
       const settle = (ok: boolean, outcome: unknown): void => {
         if (flight.settled) return;
         flight.settled = true;
-        a.watchdog.untrack(flight);
+        a.untrack(flight);
         try {
           if (!ok) {
-            reject(stepFailed(a, name, seq, attempt, policy, outcome));
+            reject(a.stepFailed(name, seq, attempt, policy, outcome));
             return;
           }
           if (a.ended) {
@@ -134,10 +133,10 @@ export class ReplayStep implements TaskStep {
           try {
             text = a.encode(outcome, `step "${name}" result`);
           } catch (error) {
-            reject(stepFailed(a, name, seq, attempt, policy, error));
+            reject(a.stepFailed(name, seq, attempt, policy, error));
             return;
           }
-          a.writer.hold(stepRow(name, seq, "do", { attempt, value: text }));
+          a.hold(stepRow(name, seq, "do", a.now(), { attempt, value: text }));
           if (listening) a.emit({ type: "task:step:completed", ...ref });
           // Live and replayed calls return the same thing: the value as the journal gives it back
           // (a primitive decodes to itself, so only objects pay for the round trip).
@@ -149,7 +148,7 @@ export class ReplayStep implements TaskStep {
         }
       };
       flight.onFail = (reason) => settle(false, reason);
-      a.watchdog.track(flight);
+      a.track(flight);
       let result: unknown;
       try {
         result = fn(context);
@@ -171,16 +170,16 @@ export class ReplayStep implements TaskStep {
     });
   }
 
-  async sleep(name: string, duration: Duration): Promise<void> {
-    const ms = parseDuration(duration, `sleep "${name}" duration`);
-    return this.#sleep(name, () => Date.now() + ms);
+  async sleep(name: string, ms: number): Promise<void> {
+    const duration = checkMs(ms, `step.sleep("${name}") ms`);
+    return this.#sleep(name, () => this.#a.now() + duration);
   }
 
   async sleepUntil(name: string, when: number | Date): Promise<void> {
     const at = when instanceof Date ? when.getTime() : when;
     if (typeof at !== "number" || !Number.isFinite(at)) {
       throw new TasksError(
-        "tasks/invalid-option",
+        "tasks/invalid-argument",
         `sleepUntil("${name}") needs a Date or a finite epoch-milliseconds number.`,
       );
     }
@@ -194,34 +193,35 @@ export class ReplayStep implements TaskStep {
     const row = a.journal.get(name);
     if (row) {
       a.expect(row, "sleep");
-      if (row.state === "completed" || row.wake_at === null || Date.now() >= row.wake_at) return;
+      if (row.state === "completed" || row.wake_at === null || a.now() >= row.wake_at) return;
       a.goLive();
-      throw parkAgain(a, "sleep", row.wake_at);
+      throw a.parkAgain("sleep", row.wake_at);
     }
     a.goLive();
     a.countNewStep();
     const seq = a.journal.takeSeq();
     const wakeAt = deadline();
-    if (wakeAt <= Date.now()) {
-      a.writer.hold(stepRow(name, seq, "sleep", { wake_at: wakeAt }));
+    const now = a.now();
+    if (wakeAt <= now) {
+      a.hold(stepRow(name, seq, "sleep", now, { wake_at: wakeAt }));
       return;
     }
-    throw parkNew(
-      a,
+    throw a.parkNew(
       "sleep",
       wakeAt,
-      stepRow(name, seq, "sleep", { state: "waiting", wake_at: wakeAt }),
+      stepRow(name, seq, "sleep", now, { state: "waiting", wake_at: wakeAt }),
     );
   }
 
-  async waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T> {
+  async waitForEvent<T = unknown>(name: string, options: TaskWaitForEventOptions): Promise<T> {
     const a = this.#a;
+    checkOptions(options, `waitForEvent("${name}") options`);
     const type = options?.type;
-    validateName(type, `waitForEvent("${name}") type`, false);
+    checkName(type, `waitForEvent("${name}") type`, false);
     const timeoutMs =
-      options.timeout === undefined
+      options.timeoutMs === undefined
         ? null
-        : parseDuration(options.timeout, `waitForEvent "${name}" timeout`);
+        : checkMs(options.timeoutMs, `waitForEvent("${name}") timeoutMs`);
     a.enter(name);
     const row = a.journal.get(name);
     if (row) {
@@ -234,7 +234,7 @@ export class ReplayStep implements TaskStep {
     a.goLive();
     const stepSeq = row ? row.seq : a.journal.takeSeq();
     // An event sent before this wait (or while the run was not parked on it) is in the buffer.
-    const buffered = a.deps.store.events.peekEvent(a.runId, type);
+    const buffered = a.peekEvent(type);
     if (buffered) {
       a.consumeEvent(name, stepSeq, type, buffered.seq, buffered.payload);
       a.emit({
@@ -246,17 +246,17 @@ export class ReplayStep implements TaskStep {
       return decodeValue(buffered.payload) as T;
     }
     if (row) {
-      if (row.wake_at !== null && Date.now() >= row.wake_at) {
+      if (row.wake_at !== null && a.now() >= row.wake_at) {
         throw a.failStep(name, stepSeq, "event", new EventTimeoutError(name, type), type);
       }
-      throw parkAgain(a, "event", row.wake_at, name, type);
+      throw a.parkAgain("event", row.wake_at, name, type);
     }
-    const wakeAt = timeoutMs === null ? null : Date.now() + timeoutMs;
-    throw parkNew(
-      a,
+    const now = a.now();
+    const wakeAt = timeoutMs === null ? null : now + timeoutMs;
+    throw a.parkNew(
       "event",
       wakeAt,
-      stepRow(name, stepSeq, "event", { state: "waiting", wake_at: wakeAt, event_type: type }),
+      stepRow(name, stepSeq, "event", now, { state: "waiting", wake_at: wakeAt, event_type: type }),
       type,
     );
   }

@@ -1,23 +1,24 @@
-import { parseDuration } from "./duration";
+import type { AlarmPart } from "@durablekit/compose";
+import { checkCount, checkMs, checkName, checkOptions } from "./arguments";
 import { TasksError } from "./errors";
-import { validateName } from "./names";
-import { DEFAULT_STEP_POLICY, resolvePolicy, type StepPolicy } from "./policy";
-import { type RunRow, TERMINAL_STATES } from "./rows";
+import { DEFAULT_STEP_POLICY, resolvePolicy } from "./policy";
+import { type RunRow, type TaskRunState, TERMINAL_STATES } from "./rows";
 import { Runner } from "./runner";
 import { migrate } from "./schema";
 import { toRunSnapshot, toStepSnapshots } from "./snapshot";
 import { TaskStore } from "./store";
 import type {
-  DeleteOptions,
-  ListOptions,
-  RunOptions,
-  SendEventResult,
   TaskDefinitions,
+  TaskDeleteOptions,
   TaskHandle,
   TaskInput,
+  TaskListOptions,
+  TaskListPage,
   TaskOutput,
   TaskReceipt,
+  TaskRunOptions,
   TaskRunSnapshot,
+  TaskSendEventResult,
   TaskStepSnapshot,
   TasksOptions,
 } from "./types";
@@ -27,99 +28,149 @@ const DEFAULT_CLAIM_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_STEPS = 10_000;
 const DEFAULT_PAGE = 100;
 const MAX_PAGE = 1_000;
+const RUN_STATES: ReadonlySet<string> = new Set<TaskRunState>([
+  "pending",
+  "running",
+  "waiting",
+  "completed",
+  "failed",
+  "cancelled",
+]);
 
-function pageLimit(limit: number | undefined): number {
-  const value = limit ?? DEFAULT_PAGE;
-  if (!Number.isInteger(value) || value < 1 || value > MAX_PAGE) {
+/** A page token: the keyset (`created_at`, `run_id`) of the last run of a page. Opaque to callers. */
+const CURSOR = /^(\d+):([\s\S]+)$/;
+
+function checkFunction(value: unknown, what: string): void {
+  if (value !== undefined && typeof value !== "function") {
     throw new TasksError(
-      "tasks/invalid-option",
-      `limit must be an integer from 1 to ${MAX_PAGE}, got ${value}.`,
+      "tasks/invalid-argument",
+      `${what} must be a function; got ${String(value)}.`,
     );
   }
-  return value;
 }
 
 /**
  * Durable, replayable task runs for one Durable Object. Construct it in the object's constructor
  * from the object's `ctx` with the definitions map; it owns the `dk_tasks_*` tables of that object.
  *
- * The engine never touches the alarm: call {@link Tasks.alarm} from the object's `alarm()` and
- * re-arm the alarm to the earliest {@link Tasks.nextWakeAt} of all parts (or pass `armAlarm`).
+ * It is an `AlarmPart` (docs/composing.md): share the object's alarm with
+ * `new Alarms(ctx, { parts: [this.tasks] })` and return `this.alarms.alarm()` from the object's
+ * `alarm()`. Between alarms the engine asks for earlier wakes itself (`requestWake`, earlier-only)
+ * whenever it writes a wake time: a claim deadline, a sleep, a retry, an event timeout.
  */
-export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
+export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implements AlarmPart {
   readonly #store: TaskStore;
   readonly #definitions: Definitions;
-  readonly #defaults: StepPolicy;
-  readonly #claimTimeoutMs: number;
   readonly #maxValueBytes: number;
-  readonly #maxSteps: number;
+  readonly #now: () => number;
   readonly #runner: Runner;
 
   /**
-   * @throws TasksError `tasks/invalid-name` for a definition name that is empty, over 256 characters
-   *   or uses the reserved `__dk` prefix; `tasks/invalid-option` for a bad duration or limit.
+   * Creates the `dk_tasks_*` tables (or migrates them) and registers the definitions.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a missing `ctx`, a definition name that is empty,
+   *   over 256 characters, has a lone surrogate or uses the reserved `__dk` prefix, a handler that is
+   *   not a function, or a bad duration, limit or callback option; `tasks/schema-too-new` when the
+   *   tables were written by a newer version of this package.
    */
   constructor(ctx: DurableObjectState, options: TasksOptions<Definitions>) {
-    for (const name of Object.keys(options.definitions)) validateName(name, "A definition name");
-    this.#definitions = options.definitions;
-    this.#defaults = resolvePolicy(
-      DEFAULT_STEP_POLICY,
-      options.retries,
-      options.stepTimeout,
-      "default step",
-    );
-    this.#claimTimeoutMs =
-      options.claimTimeout === undefined
-        ? DEFAULT_CLAIM_TIMEOUT_MS
-        : parseDuration(options.claimTimeout, "claimTimeout");
-    this.#maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES;
-    this.#maxSteps = options.maxStepsPerRun ?? DEFAULT_MAX_STEPS;
-    for (const [what, value] of [
-      ["maxValueBytes", this.#maxValueBytes],
-      ["maxStepsPerRun", this.#maxSteps],
-    ] as const) {
-      if (!Number.isInteger(value) || value < 1) {
+    if (typeof ctx?.storage?.sql?.exec !== "function") {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        "new Tasks(ctx, options) takes the Durable Object's state (this.ctx) of a SQLite-backed object.",
+      );
+    }
+    checkOptions(options, "new Tasks(ctx, options): options");
+    const definitions = options?.definitions;
+    if (typeof definitions !== "object" || definitions === null) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        "new Tasks(ctx, { definitions }) needs the definitions map: versioned names to handlers.",
+      );
+    }
+    for (const [name, handler] of Object.entries(definitions)) {
+      checkName(name, "A definition name");
+      if (typeof handler !== "function") {
         throw new TasksError(
-          "tasks/invalid-option",
-          `${what} must be a positive integer, got ${value}.`,
+          "tasks/invalid-argument",
+          `The handler of definition "${name}" must be a function (input, step) => result.`,
         );
       }
     }
+    checkFunction(options.onEvent, "onEvent");
+    checkFunction(options.onError, "onError");
+    checkFunction(options.now, "now");
+    this.#definitions = definitions;
+    const defaults = resolvePolicy(
+      DEFAULT_STEP_POLICY,
+      options.retries,
+      options.stepTimeoutMs,
+      "default step",
+    );
+    const claimTimeoutMs =
+      options.claimTimeoutMs === undefined
+        ? DEFAULT_CLAIM_TIMEOUT_MS
+        : checkMs(options.claimTimeoutMs, "claimTimeoutMs");
+    this.#maxValueBytes = checkCount(
+      options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES,
+      "maxValueBytes",
+      1,
+      Number.MAX_SAFE_INTEGER,
+    );
+    const maxSteps = checkCount(
+      options.maxStepsPerRun ?? DEFAULT_MAX_STEPS,
+      "maxStepsPerRun",
+      1,
+      Number.MAX_SAFE_INTEGER,
+    );
+    this.#now = options.now ?? Date.now;
     migrate(ctx.storage);
     this.#store = new TaskStore(ctx.storage);
     this.#runner = new Runner({
+      ctx,
       store: this.#store,
-      definitions: options.definitions,
-      defaults: this.#defaults,
-      claimTimeoutMs: this.#claimTimeoutMs,
+      definitions,
+      defaults,
+      claimTimeoutMs,
       maxValueBytes: this.#maxValueBytes,
-      maxSteps: this.#maxSteps,
-      hooks: { onEvent: options.onEvent, onError: options.onError, armAlarm: options.armAlarm },
+      maxSteps,
+      now: this.#now,
+      hooks: { onEvent: options.onEvent, onError: options.onError },
     });
   }
+
+  // ── Starting runs ──
 
   /**
    * Accepts a run durably and starts its first attempt in this invocation, without waiting for it.
    * The same `runId` or `idempotencyKey` joins the existing run (`accepted: false`).
    *
-   * @throws TasksError `tasks/unknown-definition`, `tasks/invalid-name`, `tasks/idempotency-conflict`
-   *   (a key or id already used by another definition, or a runId/key pair naming two runs),
-   *   `tasks/serialization` (input or metadata not storable or over `maxValueBytes`).
+   * @throws TasksError `tasks/unknown-definition`; `tasks/invalid-argument` (a bad definition name,
+   *   run id, idempotency key or options); `tasks/conflict` (a key or id already used by another
+   *   definition, or a runId/key pair naming two runs); `tasks/unserializable`, `tasks/too-large`,
+   *   `tasks/too-deep` (input or metadata).
    */
   async run<Name extends keyof Definitions & string>(
     definition: Name,
     input?: TaskInput<Definitions[Name]>,
-    options: RunOptions = {},
+    options: TaskRunOptions = {},
   ): Promise<TaskReceipt> {
     this.#assertDefinition(definition);
+    checkOptions(options, "run() options");
     const { runId: givenId, idempotencyKey: key } = options;
-    if (givenId !== undefined) validateName(givenId, "A run id", false);
-    if (key !== undefined) validateName(key, "An idempotency key", false);
+    if (givenId !== undefined) checkName(givenId, "A run id", false);
+    if (key !== undefined) checkName(key, "An idempotency key", false);
+    if (options.retain !== undefined && typeof options.retain !== "boolean") {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `run() option retain must be a boolean; got ${String(options.retain)}.`,
+      );
+    }
     const byId = givenId === undefined ? undefined : this.#store.runs.getRun(givenId);
     const byKey = key === undefined ? undefined : this.#store.runs.getRunByKey(key);
     if (byId && byKey && byId.run_id !== byKey.run_id) {
       throw new TasksError(
-        "tasks/idempotency-conflict",
+        "tasks/conflict",
         `Run id "${byId.run_id}" and idempotency key "${key}" name two different runs; pass one of them, or both of the same run.`,
       );
     }
@@ -127,19 +178,19 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
     if (existing) {
       if (existing.definition !== definition) {
         throw new TasksError(
-          "tasks/idempotency-conflict",
+          "tasks/conflict",
           `Run "${existing.run_id}" belongs to definition "${existing.definition}"; its ${byId ? "run id" : "idempotency key"} cannot start a "${definition}" run. Use another ${byId ? "run id" : "key"}.`,
         );
       }
       if (key !== undefined && existing.idempotency_key !== key) {
         throw new TasksError(
-          "tasks/idempotency-conflict",
+          "tasks/conflict",
           `Run "${existing.run_id}" has ${existing.idempotency_key === null ? "no idempotency key" : `idempotency key "${existing.idempotency_key}"`}; it cannot be joined with key "${key}".`,
         );
       }
       if (givenId !== undefined && existing.run_id !== givenId) {
         throw new TasksError(
-          "tasks/idempotency-conflict",
+          "tasks/conflict",
           `Idempotency key "${key}" belongs to run "${existing.run_id}", not "${givenId}".`,
         );
       }
@@ -157,7 +208,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
         ? null
         : encodeValue(options.metadata, this.#maxValueBytes, "metadata");
     const runId = givenId ?? `task_${crypto.randomUUID()}`;
-    const now = Date.now();
+    const now = this.#now();
     this.#store.runs.insertRun({
       runId,
       definition,
@@ -176,7 +227,11 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
     return { runId, definition, accepted: true, state, createdAt: now };
   }
 
-  /** A typed lens on one definition: its `get`, `getByIdempotencyKey` and `cancel` see only its runs. */
+  /**
+   * A typed lens on one definition: its `get`, `getByIdempotencyKey` and `cancel` see only its runs.
+   *
+   * @throws TasksError `tasks/invalid-argument`, `tasks/unknown-definition`.
+   */
   handle<Name extends keyof Definitions & string>(
     definition: Name,
   ): TaskHandle<TaskInput<Definitions[Name]>, TaskOutput<Definitions[Name]>> {
@@ -186,69 +241,130 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
     return {
       name: definition,
       run: (input, options) => this.run(definition, input, options),
-      get: (runId) =>
-        this.#snapshot(own(this.#store.runs.getRun(runId))) as TaskRunSnapshot<Output> | null,
-      getByIdempotencyKey: (key) =>
-        this.#snapshot(own(this.#store.runs.getRunByKey(key))) as TaskRunSnapshot<Output> | null,
-      cancel: async (runId, reason) =>
-        own(this.#store.runs.getRun(runId)) ? this.cancel(runId, reason) : false,
+      get: (runId) => {
+        checkName(runId, "A run id", false);
+        return this.#snapshot(
+          own(this.#store.runs.getRun(runId)),
+        ) as TaskRunSnapshot<Output> | null;
+      },
+      getByIdempotencyKey: (key) => {
+        checkName(key, "An idempotency key", false);
+        return this.#snapshot(
+          own(this.#store.runs.getRunByKey(key)),
+        ) as TaskRunSnapshot<Output> | null;
+      },
+      cancel: async (runId, reason) => {
+        checkName(runId, "A run id", false);
+        return own(this.#store.runs.getRun(runId)) ? this.cancel(runId, reason) : false;
+      },
     };
   }
 
-  /** The run's snapshot, or null. */
+  // ── Reading runs ──
+
+  /**
+   * The run's snapshot, or `null` when no such run exists.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id.
+   */
   get(runId: string): TaskRunSnapshot | null {
+    checkName(runId, "A run id", false);
     return this.#snapshot(this.#store.runs.getRun(runId));
   }
 
-  /** The snapshot of the run an idempotency key names, or null. */
+  /**
+   * The snapshot of the run an idempotency key names, or `null`.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed key.
+   */
   getByIdempotencyKey(key: string): TaskRunSnapshot | null {
+    checkName(key, "An idempotency key", false);
     return this.#snapshot(this.#store.runs.getRunByKey(key));
   }
 
-  /** The run's journal in step order, including steps settled but not yet written; [] if unknown. */
-  steps(runId: string): TaskStepSnapshot[] {
+  /**
+   * The run's journal in step order, including steps settled but not yet written; `null` when no
+   * such run exists (or it was deleted).
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id.
+   */
+  steps(runId: string): TaskStepSnapshot[] | null {
+    checkName(runId, "A run id", false);
+    if (!this.#store.runs.getRun(runId)) return null;
     const rows = this.#store.steps.listSteps(runId);
     const active = this.#runner.active.get(runId);
-    return toStepSnapshots(active ? [...rows, ...active.writer.pending] : rows);
+    return toStepSnapshots(active ? [...rows, ...active.pendingRows] : rows, this.#now());
   }
 
   /**
-   * Runs, newest first; pass the last `runId` of a page as `after` for the next page.
+   * One page of runs, newest first: `{ items, next }`. Pass `next` back as `{ cursor: next }` for
+   * the following page; it is `null` on the last page.
    *
-   * @throws TasksError `tasks/invalid-option` for a bad limit or an `after` run that does not exist.
+   * @throws TasksError `tasks/invalid-argument` for a bad limit, state, definition or cursor.
    */
-  list(options: ListOptions = {}): TaskRunSnapshot[] {
-    const limit = pageLimit(options.limit);
-    let after: { createdAt: number; runId: string } | undefined;
-    if (options.after !== undefined) {
-      const row = this.#store.runs.getRun(options.after);
-      if (!row) {
+  list(options: TaskListOptions = {}): TaskListPage {
+    checkOptions(options, "list() options");
+    const limit = checkCount(options.limit ?? DEFAULT_PAGE, "limit", 1, MAX_PAGE);
+    if (options.definition !== undefined) checkName(options.definition, "A definition name", false);
+    const states =
+      options.state === undefined
+        ? undefined
+        : Array.isArray(options.state)
+          ? options.state
+          : [options.state];
+    for (const state of states ?? []) {
+      if (!RUN_STATES.has(state)) {
         throw new TasksError(
-          "tasks/invalid-option",
-          `The paging cursor "${options.after}" names no run (it may have been deleted); list from the start.`,
+          "tasks/invalid-argument",
+          `list() state must be one of ${[...RUN_STATES].join(", ")}; got ${JSON.stringify(state)}.`,
         );
       }
-      after = { createdAt: row.created_at, runId: row.run_id };
     }
-    const states =
-      options.status === undefined
-        ? undefined
-        : Array.isArray(options.status)
-          ? options.status
-          : [options.status];
-    return this.#store.runs
-      .listRuns({ definition: options.definition, states, limit, after })
-      .map((row) => this.#snapshot(row) as TaskRunSnapshot);
+    let after: { createdAt: number; runId: string } | undefined;
+    if (options.cursor !== undefined) {
+      const match = typeof options.cursor === "string" ? CURSOR.exec(options.cursor) : null;
+      if (!match) {
+        throw new TasksError(
+          "tasks/invalid-argument",
+          "list() cursor is not a token list() returned; pass the `next` of the previous page, or omit it to list from the start.",
+        );
+      }
+      after = { createdAt: Number(match[1]), runId: match[2] as string };
+    }
+    // One row more than the page tells whether another page follows.
+    const rows = this.#store.runs.listRuns({
+      definition: options.definition,
+      states,
+      limit: limit + 1,
+      after,
+    });
+    const items = rows.slice(0, limit);
+    const last = items[items.length - 1];
+    return {
+      items: items.map((row) => toRunSnapshot(row)),
+      next: rows.length > limit && last ? `${last.created_at}:${last.run_id}` : null,
+    };
   }
+
+  // ── Changing runs ──
 
   /**
    * Cancels a run. A parked run settles as cancelled at once; a live attempt is aborted through its
    * signal and settles at its next step boundary. Returns false for a settled or unknown run.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id or a reason that is not a string.
    */
   async cancel(runId: string, reason?: string): Promise<boolean> {
+    checkName(runId, "A run id", false);
+    if (reason !== undefined && typeof reason !== "string") {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `cancel() reason must be a string; got ${String(reason)}.`,
+      );
+    }
     const row = this.#store.runs.getRun(runId);
     if (!row || TERMINAL_STATES.has(row.state)) return false;
-    const now = Date.now();
+    const now = this.#now();
     const active = this.#runner.active.get(runId);
     if (active) {
       this.#store.runs.requestCancel(runId, reason ?? null, now);
@@ -278,25 +394,36 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
    * Deletes settled runs with their journals and buffered events, oldest settled first.
    *
    * @returns how many runs were deleted.
-   * @throws TasksError `tasks/invalid-option` for a non-terminal status or a bad limit.
+   * @throws TasksError `tasks/invalid-argument` for a non-terminal state, a bad `settledBefore` or a bad limit.
    */
-  delete(options: DeleteOptions = {}): number {
-    const states = options.status ?? ["completed", "failed", "cancelled"];
+  delete(options: TaskDeleteOptions = {}): number {
+    checkOptions(options, "delete() options");
+    const states = options.state ?? ["completed", "failed", "cancelled"];
+    if (!Array.isArray(states)) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `delete() state must be an array of settled states; got ${String(states)}.`,
+      );
+    }
     for (const state of states) {
       if (!TERMINAL_STATES.has(state)) {
         throw new TasksError(
-          "tasks/invalid-option",
+          "tasks/invalid-argument",
           `delete() removes settled runs only; "${state}" is not completed, failed or cancelled. Cancel a live run first.`,
         );
       }
     }
-    if (states.length === 0) return 0;
+    const limit = checkCount(options.limit ?? DEFAULT_PAGE, "limit", 1, MAX_PAGE);
     const before = options.settledBefore;
-    const rows = this.#store.runs.settledRuns(
-      states,
-      before === undefined ? null : before instanceof Date ? before.getTime() : before,
-      pageLimit(options.limit),
-    );
+    const beforeMs = before instanceof Date ? before.getTime() : before;
+    if (beforeMs !== undefined && (typeof beforeMs !== "number" || Number.isNaN(beforeMs))) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `delete() settledBefore must be a Date or epoch milliseconds; got ${String(before)}.`,
+      );
+    }
+    if (states.length === 0) return 0;
+    const rows = this.#store.runs.settledRuns(states, beforeMs ?? null, limit);
     let deleted = 0;
     for (const row of rows) {
       if (this.#store.transaction(() => this.#store.deleteTerminalRun(row.run_id))) {
@@ -312,23 +439,25 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
    * continues in this invocation; otherwise the event is buffered until a wait for its type
    * consumes it (the oldest first).
    *
-   * @throws TasksError `tasks/run-not-found`, `tasks/run-settled`, `tasks/invalid-name` (type),
-   *   `tasks/serialization` (payload).
+   * @throws TasksError `tasks/invalid-argument` (run id or type), `tasks/not-found` (no such run),
+   *   `tasks/closed` (the run is settled), `tasks/unserializable` / `tasks/too-large` /
+   *   `tasks/too-deep` (payload).
    */
-  async sendEvent(runId: string, type: string, payload?: unknown): Promise<SendEventResult> {
-    validateName(type, "An event type", false);
+  async sendEvent(runId: string, type: string, payload?: unknown): Promise<TaskSendEventResult> {
+    checkName(runId, "A run id", false);
+    checkName(type, "An event type", false);
     const row = this.#store.runs.getRun(runId);
     if (!row) {
-      throw new TasksError("tasks/run-not-found", `No run "${runId}" exists; check the run id.`);
+      throw new TasksError("tasks/not-found", `No run "${runId}" exists; check the run id.`);
     }
     if (TERMINAL_STATES.has(row.state)) {
       throw new TasksError(
-        "tasks/run-settled",
+        "tasks/closed",
         `Run "${runId}" is already ${row.state}; it takes no more events.`,
       );
     }
     const text = encodeValue(payload, this.#maxValueBytes, "payload");
-    const now = Date.now();
+    const now = this.#now();
     const ref = { runId, definition: row.definition, eventType: type };
     if (
       row.state === "waiting" &&
@@ -348,22 +477,24 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> {
     return "buffered";
   }
 
-  /** The earliest time a run needs a wake (ms since epoch), or null. Re-arm the alarm to it. */
+  // ── The alarm (AlarmPart) ──
+
+  /** The earliest time a run needs a wake (epoch ms), or `null` when none does. */
   nextWakeAt(): number | null {
     return this.#store.runs.nextWakeAt();
   }
 
   /**
-   * The engine's share of the host's alarm: starts an attempt for every due run (the claim backstop
-   * reclaims runs whose attempt died), extends the claims of attempts still alive in this isolate,
-   * and waits up to 10 s for the attempts it started. Re-arm the alarm afterwards.
+   * The engine's share of the object's alarm: starts an attempt for every due run (the claim
+   * backstop reclaims runs whose attempt died), extends the claims of attempts still alive in this
+   * isolate, and waits up to 10 s for the attempts it started. Safe to call when nothing is due.
    */
   async alarm(): Promise<void> {
     await this.#runner.alarm();
   }
 
   #assertDefinition(name: string): void {
-    validateName(name, "A definition name");
+    checkName(name, "A definition name");
     if (!Object.hasOwn(this.#definitions, name)) {
       throw new TasksError(
         "tasks/unknown-definition",

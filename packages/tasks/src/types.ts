@@ -1,11 +1,15 @@
-import type { Duration } from "./duration";
 import type { TaskErrorInfo, TaskEvent } from "./events";
-import type { InterruptedStep } from "./journal";
-import type { RetryConfig, StepConfig } from "./policy";
-import type { RunState, StepKind, StepState, WaitReason } from "./rows";
+import type { TaskRetryOptions, TaskStepOptions } from "./policy";
+import type {
+  TaskInterruptedStep,
+  TaskRunState,
+  TaskStepKind,
+  TaskStepState,
+  TaskWaitReason,
+} from "./rows";
 
 /** What a `step.do` callback receives for one attempt. */
-export interface StepAttemptContext {
+export interface TaskStepAttemptContext {
   /** 1-based attempt of this step. */
   readonly attempt: number;
   /** `<runId>:<step name>`: the same on every attempt and replay; use it as an idempotency key outside. */
@@ -15,11 +19,11 @@ export interface StepAttemptContext {
 }
 
 /** Options of `step.waitForEvent`. */
-export interface WaitForEventOptions {
+export interface TaskWaitForEventOptions {
   /** The event type to wait for, as given to `sendEvent`. */
   type: string;
-  /** How long to wait; without it the step waits until an event arrives or the run is cancelled. */
-  timeout?: Duration;
+  /** How long to wait, in milliseconds; without it the step waits until an event arrives or the run is cancelled. */
+  timeoutMs?: number;
 }
 
 /**
@@ -37,30 +41,41 @@ export interface TaskStep {
    * a clean attempt. Set from the journal before the handler starts, so a handler can check it
    * before re-entering work that is not safe to repeat.
    */
-  readonly interrupted: InterruptedStep | null;
+  readonly interrupted: TaskInterruptedStep | null;
   /**
    * Runs `fn` once and journals its result; replays return the journaled result without running it.
    *
    * @throws the step's last error (rebuilt from its error record) when it fails terminally; the
-   *   handler may catch it. `tasks/duplicate-step` / `tasks/replay-diverged` fail the run.
+   *   handler may catch it. `tasks/duplicate-step` / `tasks/diverged` / `tasks/step-limit` fail the
+   *   run; `tasks/invalid-argument` for a bad name, options or a missing callback.
    */
-  do<T>(name: string, fn: (context: StepAttemptContext) => T | Promise<T>): Promise<Awaited<T>>;
+  do<T>(name: string, fn: (context: TaskStepAttemptContext) => T | Promise<T>): Promise<Awaited<T>>;
   do<T>(
     name: string,
-    config: StepConfig,
-    fn: (context: StepAttemptContext) => T | Promise<T>,
+    options: TaskStepOptions,
+    fn: (context: TaskStepAttemptContext) => T | Promise<T>,
   ): Promise<Awaited<T>>;
-  /** Sleeps durably for `duration`; the first recorded deadline stays authoritative across replays. */
-  sleep(name: string, duration: Duration): Promise<void>;
-  /** Sleeps durably until a wall-clock time. */
+  /**
+   * Sleeps durably for `ms` milliseconds; the first recorded deadline stays authoritative across
+   * replays.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a bad name or a negative or non-finite `ms`.
+   */
+  sleep(name: string, ms: number): Promise<void>;
+  /**
+   * Sleeps durably until a wall-clock time (epoch ms or a Date).
+   *
+   * @throws TasksError `tasks/invalid-argument` for a bad name or time.
+   */
   sleepUntil(name: string, when: number | Date): Promise<void>;
   /**
    * Waits for an event of `options.type` sent with `sendEvent`; an event sent before the wait is
    * buffered and consumed here. Replays return the same payload.
    *
-   * @throws EventTimeoutError (`tasks/event-timeout`) when the timeout passes first.
+   * @throws EventTimeoutError (`tasks/event-timeout`) when the timeout passes first;
+   *   TasksError `tasks/invalid-argument` for a bad name, type or `timeoutMs`.
    */
-  waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T>;
+  waitForEvent<T = unknown>(name: string, options: TaskWaitForEventOptions): Promise<T>;
   /** Publishes a progress message on the run's snapshot; silent while replaying journaled ground. */
   status(message: string): Promise<void>;
   /** The idempotency key `step.do(name, …)` gets: `<runId>:<name>`. */
@@ -87,34 +102,33 @@ export interface TasksOptions<Definitions extends TaskDefinitions> {
    * construction; the object rebuilds it on every wake, so in-flight runs always find their handler.
    */
   definitions: Definitions;
-  /** Default retry policy of every step (5 attempts, 1 s, exponential). */
-  retries?: RetryConfig;
-  /** Default timeout of one step attempt (5 minutes). */
-  stepTimeout?: Duration;
+  /** Default retry policy of every step (5 attempts, 1000 ms, exponential). */
+  retries?: TaskRetryOptions;
+  /** Default timeout of one step attempt, in milliseconds (300000: 5 minutes). */
+  stepTimeoutMs?: number;
   /**
-   * How long a claimed attempt may go without a sign of life before the alarm reclaims its run
-   * (60 seconds). While the isolate lives, `alarm()` extends the claim of its own attempts; the
-   * deadline only matters when the isolate died, and then bounds how late recovery starts.
+   * How long a claimed attempt may go without a sign of life before the alarm reclaims its run, in
+   * milliseconds (60000). While the isolate lives, `alarm()` extends the claim of its own attempts;
+   * the deadline only matters when the isolate died, and then bounds how late recovery starts.
    */
-  claimTimeout?: Duration;
+  claimTimeoutMs?: number;
   /** Largest encoded input, metadata, step result, event payload or run result (1 MiB). */
   maxValueBytes?: number;
   /** Most steps one run may journal (10,000). */
   maxStepsPerRun?: number;
   /** Called with the error of every run that settles as failed. Errors it throws are ignored. */
   onError?: (error: Error, run: { runId: string; definition: string }) => void | Promise<void>;
-  /** Called synchronously with every lifecycle event. Errors it throws are ignored. */
-  onEvent?: (event: TaskEvent) => void;
   /**
-   * Asks the host for a wake no later than `at` (ms since epoch). The engine never touches the
-   * alarm itself; a host typically sets the alarm when it is unset or later than `at`. Without it,
-   * the host re-arms from `nextWakeAt()` after calling into the engine.
+   * Called synchronously with every lifecycle event. A listener that throws never breaks the run:
+   * its error is reported with `console.warn` and the event is dropped.
    */
-  armAlarm?: (at: number) => void | Promise<void>;
+  onEvent?: (event: TaskEvent) => void;
+  /** The clock, epoch milliseconds (default `Date.now`): run, step, sleep and claim times are read from it. */
+  now?: () => number;
 }
 
 /** Options of `run()`. */
-export interface RunOptions {
+export interface TaskRunOptions {
   /** Caller-chosen run id (≤ 256 chars); the same id joins the existing run. Default: generated. */
   runId?: string;
   /** Deduplicates acceptance: the same key joins the run it named first. */
@@ -131,7 +145,7 @@ export interface TaskReceipt {
   definition: string;
   /** False when an existing run matched the run id or idempotency key. */
   accepted: boolean;
-  state: RunState;
+  state: TaskRunState;
   createdAt: number;
 }
 
@@ -153,7 +167,7 @@ export type TaskRunSnapshot<Output = unknown> = SnapshotBase &
     | { state: "running"; startedAt: number; statusMessage?: string }
     | {
         state: "waiting";
-        reason: WaitReason;
+        reason: TaskWaitReason;
         /** When the run wakes; null for an event wait without a timeout. */
         wakeAt: number | null;
         /** The event type an event wait waits for. */
@@ -168,9 +182,9 @@ export type TaskRunSnapshot<Output = unknown> = SnapshotBase &
 /** A read-only view of one journaled step. */
 export interface TaskStepSnapshot {
   name: string;
-  kind: StepKind;
+  kind: TaskStepKind;
   /** A sleep past its deadline reads as `completed`. */
-  state: StepState;
+  state: TaskStepState;
   attempt: number;
   result?: unknown;
   error?: TaskErrorInfo;
@@ -179,20 +193,28 @@ export interface TaskStepSnapshot {
   eventType?: string;
 }
 
-/** Filters of `list()`. */
-export interface ListOptions {
+/** Filters and paging of `list()`. */
+export interface TaskListOptions {
   definition?: string;
-  status?: RunState | RunState[];
+  /** Only runs in this state (or these states), as in the snapshot's `state`. */
+  state?: TaskRunState | TaskRunState[];
   /** Page size, 1–1000 (100). */
   limit?: number;
-  /** The `runId` of the last run of the previous page. */
-  after?: string;
+  /** The `next` token of the previous page; omit it for the first page. */
+  cursor?: string;
+}
+
+/** One page of `list()`: the runs, newest first, and the token of the next page (null on the last). */
+export interface TaskListPage {
+  items: TaskRunSnapshot[];
+  /** Pass it back as `{ cursor: next }` for the next page; `null` on the last page. Opaque. */
+  next: string | null;
 }
 
 /** Filters of `delete()`. */
-export interface DeleteOptions {
-  /** Which settled states to delete (all three). */
-  status?: Array<"completed" | "failed" | "cancelled">;
+export interface TaskDeleteOptions {
+  /** Which settled states to delete (all three), as in the snapshot's `state`. */
+  state?: Array<"completed" | "failed" | "cancelled">;
   /** Only runs settled before this time. */
   settledBefore?: Date | number;
   /** At most this many runs, 1–1000 (100). */
@@ -200,12 +222,12 @@ export interface DeleteOptions {
 }
 
 /** How `sendEvent` handled an event. */
-export type SendEventResult = "delivered" | "buffered";
+export type TaskSendEventResult = "delivered" | "buffered";
 
 /** A typed lens on one definition: it sees only that definition's runs. */
 export interface TaskHandle<Input, Output> {
   readonly name: string;
-  run(input: Input, options?: RunOptions): Promise<TaskReceipt>;
+  run(input: Input, options?: TaskRunOptions): Promise<TaskReceipt>;
   get(runId: string): TaskRunSnapshot<Output> | null;
   getByIdempotencyKey(key: string): TaskRunSnapshot<Output> | null;
   cancel(runId: string, reason?: string): Promise<boolean>;

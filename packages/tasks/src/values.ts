@@ -6,25 +6,33 @@ import {
   fromErrorRecord,
   toErrorRecord,
 } from "@durablekit/handle-journal";
-import { TasksError } from "./errors";
+import { TasksError, type TasksErrorCode } from "./errors";
 import type { TaskErrorInfo } from "./events";
 
 /** Default limit of one encoded value: 1 MiB. */
 export const DEFAULT_MAX_VALUE_BYTES = 1_048_576;
 
+/** The code a codec refusal becomes: the same word as the codec's, under `tasks/`. */
+function codeOf(error: CodecError): TasksErrorCode {
+  if (error.code === "journal/too-large") return "tasks/too-large";
+  if (error.code === "journal/too-deep") return "tasks/too-deep";
+  return "tasks/unserializable";
+}
+
 /**
  * Encodes a value with the handle-journal codec.
  *
  * @param path - root label of error paths, e.g. `input` or `step "fetch" result`.
- * @throws TasksError `tasks/serialization` naming the offending path, with the codec error as cause.
+ * @throws TasksError `tasks/too-large` (over `maxBytes`), `tasks/too-deep` or `tasks/unserializable`
+ *   naming the offending path, with the codec error as cause.
  */
 export function encodeValue(value: unknown, maxBytes: number, path: string): string {
   try {
-    return encode(value, { maxBytes, path });
+    return encode(value, { maxValueBytes: maxBytes, path });
   } catch (error) {
     if (error instanceof CodecError) {
       throw new TasksError(
-        "tasks/serialization",
+        codeOf(error),
         `Cannot store ${path}: ${error.message} Task values must be JSON or superjson types (Date, Map, Set, BigInt, …) and at most ${maxBytes} bytes encoded.`,
         { cause: error },
       );

@@ -42,9 +42,15 @@ export class Flight {
  * share one timer per attempt.
  */
 export class Watchdog {
+  readonly #now: () => number;
   readonly #flights = new Set<Flight>();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #at = Number.POSITIVE_INFINITY;
+
+  /** @param now - the engine's clock; deadlines are on it. */
+  constructor(now: () => number) {
+    this.#now = now;
+  }
 
   track(flight: Flight): void {
     this.#flights.add(flight);
@@ -69,13 +75,13 @@ export class Watchdog {
   #arm(at: number): void {
     clearTimeout(this.#timer);
     this.#at = at;
-    this.#timer = setTimeout(() => this.#fire(), Math.max(0, at - Date.now()));
+    this.#timer = setTimeout(() => this.#fire(), Math.max(0, at - this.#now()));
   }
 
   #fire(): void {
     this.#timer = undefined;
     this.#at = Number.POSITIVE_INFINITY;
-    const now = Date.now();
+    const now = this.#now();
     let next = Number.POSITIVE_INFINITY;
     for (const flight of [...this.#flights]) {
       if (flight.deadline <= now) flight.fail(flight.timeoutError());

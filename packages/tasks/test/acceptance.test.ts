@@ -23,7 +23,7 @@ describe("acceptance", () => {
       await fixture.settled("r1");
       // The joined calls started nothing: one run, one execution of its one step.
       expect(fixture.executions()).toEqual({ s0: 1 });
-      expect(fixture.tasks.list()).toHaveLength(1);
+      expect(fixture.tasks.list().items).toHaveLength(1);
       expect(fixture.tasks.getByIdempotencyKey("k1")).toMatchObject({
         runId: "r1",
         state: "completed",
@@ -43,12 +43,12 @@ describe("acceptance", () => {
         fixture.tasks.run("sleepy@v1", { ms: 1 }, { runId: "a", idempotencyKey: "new-key" }),
       ];
       for (const refusal of refusals) {
-        await expect(refusal).rejects.toMatchObject({ code: "tasks/idempotency-conflict" });
+        await expect(refusal).rejects.toMatchObject({ code: "tasks/conflict" });
       }
       expect(
         fixture.tasks
           .list()
-          .map((run) => run.runId)
+          .items.map((run) => run.runId)
           .sort(),
       ).toEqual(["a", "b"]);
     });
@@ -64,14 +64,14 @@ describe("acceptance", () => {
         code: "tasks/unknown-definition",
         retryable: false,
       });
-      await expect(tasks.run("")).rejects.toMatchObject({ code: "tasks/invalid-name" });
+      await expect(tasks.run("")).rejects.toMatchObject({ code: "tasks/invalid-argument" });
       await expect(
         tasks.run("steps@v1", { n: 1 }, { runId: "x".repeat(257) }),
       ).rejects.toMatchObject({
-        code: "tasks/invalid-name",
+        code: "tasks/invalid-argument",
       });
       expect(() => fixture.build({ "__dk.internal": async () => 1 })).toThrow(/reserved prefix/);
-      expect(fixture.tasks.list()).toEqual([]);
+      expect(fixture.tasks.list()).toEqual({ items: [], next: null });
     });
   });
 
@@ -81,13 +81,16 @@ describe("acceptance", () => {
       await expect(
         small.run("steps@v1", { n: 1, pad: "x".repeat(2_000) } as never),
       ).rejects.toMatchObject({
-        code: "tasks/serialization",
+        code: "tasks/too-large",
         cause: { code: "journal/too-large" },
       });
       await expect(small.run("steps@v1", { n: 1, callback: () => 1 } as never)).rejects.toThrow(
         /input\.callback/,
       );
-      expect(small.list()).toEqual([]);
+      await expect(
+        small.run("steps@v1", { n: 1, callback: () => 1 } as never),
+      ).rejects.toMatchObject({ code: "tasks/unserializable" });
+      expect(small.list()).toEqual({ items: [], next: null });
     });
   });
 
@@ -134,16 +137,28 @@ describe("acceptance", () => {
       }
       await fixture.tasks.run("steps@v1", { n: 0 }, { runId: "r4" });
       await fixture.settled("r4");
-      expect(fixture.tasks.list().map((run) => run.runId)).toEqual(["r4", "r3", "r2", "r1"]);
-      expect(
-        fixture.tasks.list({ definition: "sleepy@v1", limit: 2 }).map((run) => run.runId),
-      ).toEqual(["r3", "r2"]);
-      expect(
-        fixture.tasks.list({ definition: "sleepy@v1", after: "r2" }).map((run) => run.runId),
-      ).toEqual(["r1"]);
-      expect(fixture.tasks.list({ status: "completed" }).map((run) => run.runId)).toEqual(["r4"]);
-      expect(fixture.tasks.list({ status: ["waiting"] })).toHaveLength(3);
+      const ids = (page: { items: { runId: string }[] }) => page.items.map((run) => run.runId);
+      expect(fixture.tasks.list()).toMatchObject({ next: null });
+      expect(ids(fixture.tasks.list())).toEqual(["r4", "r3", "r2", "r1"]);
+      const first = fixture.tasks.list({ definition: "sleepy@v1", limit: 2 });
+      expect(ids(first)).toEqual(["r3", "r2"]);
+      expect(first.next).toEqual(expect.any(String));
+      const second = fixture.tasks.list({
+        definition: "sleepy@v1",
+        limit: 2,
+        cursor: first.next as string,
+      });
+      expect(ids(second)).toEqual(["r1"]);
+      expect(second.next).toBeNull();
+      expect(ids(fixture.tasks.list({ state: "completed" }))).toEqual(["r4"]);
+      expect(fixture.tasks.list({ state: ["waiting"] }).items).toHaveLength(3);
       expect(() => fixture.tasks.list({ limit: 0 })).toThrow(/limit/);
+      expect(() => fixture.tasks.list({ cursor: "r2" })).toThrow(/cursor/);
+      // The token still pages after the run it was taken from is gone.
+      expect(await fixture.tasks.cancel("r2")).toBe(true);
+      expect(fixture.tasks.delete({ state: ["cancelled"] })).toBe(1);
+      const after = fixture.tasks.list({ definition: "sleepy@v1", cursor: first.next as string });
+      expect(ids(after)).toEqual(["r1"]);
     });
   });
 });

@@ -22,7 +22,7 @@ describe("external events", () => {
         "late-wait@v1": async (_input: undefined, step) => {
           await step.sleep("first", 60);
           const one = await step.waitForEvent<number>("one", { type: "n" });
-          const two = await step.waitForEvent<number>("two", { type: "n", timeout: 1_000 });
+          const two = await step.waitForEvent<number>("two", { type: "n", timeoutMs: 1_000 });
           return [one, two];
         },
       });
@@ -60,7 +60,7 @@ describe("external events", () => {
       ]);
       // A late event is refused once the run settled.
       await expect(fixture.tasks.sendEvent(runId, "approve", {})).rejects.toMatchObject({
-        code: "tasks/run-settled",
+        code: "tasks/closed",
       });
     });
   });
@@ -68,12 +68,12 @@ describe("external events", () => {
   it("refuses events for unknown runs and unstorable payloads", async () => {
     await inFixture(async (fixture) => {
       await expect(fixture.tasks.sendEvent("nope", "approve")).rejects.toMatchObject({
-        code: "tasks/run-not-found",
+        code: "tasks/not-found",
       });
       const { runId } = await fixture.tasks.run("approval@v1", {});
       await expect(fixture.tasks.sendEvent(runId, "approve", { f: () => 1 })).rejects.toMatchObject(
         {
-          code: "tasks/serialization",
+          code: "tasks/unserializable",
         },
       );
     });

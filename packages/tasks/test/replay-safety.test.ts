@@ -39,7 +39,7 @@ describe("replay safety", () => {
       const done = await fixture.settled(runId, v2);
       expect(done).toMatchObject({
         state: "failed",
-        error: { name: "ReplayDivergedError", code: "tasks/replay-diverged" },
+        error: { name: "ReplayDivergedError", code: "tasks/diverged" },
       });
       if (done.state === "failed") expect(done.error.message).toMatch(/journaled as a sleep step/);
       expect(ranTwo).toBe(false);
@@ -67,7 +67,7 @@ describe("replay safety", () => {
       makeDue(state, runId);
       await fixture.alarm();
       const slept = await fixture.settled(runId, v2);
-      expect(slept).toMatchObject({ state: "failed", error: { code: "tasks/replay-diverged" } });
+      expect(slept).toMatchObject({ state: "failed", error: { code: "tasks/diverged" } });
       if (slept.state === "failed") expect(slept.error.message).toMatch(/journaled as a do step/);
 
       const { runId: second } = await v1.run("shape@v1");
@@ -81,7 +81,7 @@ describe("replay safety", () => {
       makeDue(state, second);
       await fixture.alarm();
       const waited = await fixture.settled(second, v3);
-      expect(waited).toMatchObject({ state: "failed", error: { code: "tasks/replay-diverged" } });
+      expect(waited).toMatchObject({ state: "failed", error: { code: "tasks/diverged" } });
       if (waited.state === "failed") expect(waited.error.message).toMatch(/journaled as a do step/);
     });
   });

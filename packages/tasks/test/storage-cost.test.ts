@@ -12,8 +12,8 @@ async function liveRun(fixture: Fixture, n: number) {
   const { runId } = await fixture.tasks.run("steps@v1", { n });
   await fixture.settled(runId);
   return {
-    total: fixture.counter.rowsWritten(mark),
-    journal: fixture.counter.rowsWritten(mark, STEPS),
+    total: fixture.counter.counts(mark).rowsWritten,
+    journal: fixture.counter.counts(mark, STEPS).rowsWritten,
     runRowStatements: fixture.counter.log
       .slice(mark)
       .filter((entry) => RUN_WRITES.test(entry.query) && entry.cursor.rowsWritten > 0).length,
@@ -22,8 +22,9 @@ async function liveRun(fixture: Fixture, n: number) {
 
 /** Rows written and journal statements of the replay attempt of an `n`-step run that slept. */
 async function replayRun(fixture: Fixture, n: number) {
-  // No armAlarm: only this test's explicit alarm() call may start the replay attempt.
-  const tasks = fixture.build(fixture.definitions(), { armAlarm: undefined });
+  // Manual wakes: only this test's explicit alarm() call may start the replay attempt.
+  fixture.manualWakes = true;
+  const tasks = fixture.build(fixture.definitions());
   const { runId } = await tasks.run("steps@v1", { n, sleepMs: 20 });
   await fixture.until(runId, (state) => state === "waiting");
   await sleep(25);
@@ -31,8 +32,8 @@ async function replayRun(fixture: Fixture, n: number) {
   await tasks.alarm();
   expect(await fixture.settled(runId, tasks)).toMatchObject({ state: "completed", attempt: 2 });
   return {
-    total: fixture.counter.rowsWritten(mark),
-    journal: fixture.counter.rowsWritten(mark, STEPS),
+    total: fixture.counter.counts(mark).rowsWritten,
+    journal: fixture.counter.counts(mark, STEPS).rowsWritten,
     journalStatements: fixture.counter.statements(mark, STEPS),
   };
 }
@@ -75,20 +76,18 @@ describe("storage cost (SQLite cursor counters, index writes included)", () => {
 describe("large journals", () => {
   it("replays a journal of many megabytes of step results", async () => {
     await inFixture(async (fixture) => {
-      const tasks = fixture.build(
-        {
-          "big@v1": async (_input: undefined, step) => {
-            const lengths: number[] = [];
-            for (let i = 0; i < 24; i++) {
-              const text = await step.do(`big-${i}`, () => `${i}:${"x".repeat(900_000)}`);
-              lengths.push(text.length);
-            }
-            await step.sleep("nap", 10);
-            return lengths.reduce((sum, length) => sum + length, 0);
-          },
+      const tasks = fixture.build({
+        "big@v1": async (_input: undefined, step) => {
+          const lengths: number[] = [];
+          for (let i = 0; i < 24; i++) {
+            const text = await step.do(`big-${i}`, () => `${i}:${"x".repeat(900_000)}`);
+            lengths.push(text.length);
+          }
+          await step.sleep("nap", 10);
+          return lengths.reduce((sum, length) => sum + length, 0);
         },
-        { armAlarm: undefined },
-      );
+      });
+      fixture.manualWakes = true;
       const { runId } = await tasks.run("big@v1");
       await fixture.until(runId, (state) => state === "waiting", 20_000);
       await sleep(15);
@@ -98,7 +97,7 @@ describe("large journals", () => {
       // About 21.6 MB of step results, more than one SQLite string may hold: the journal is
       // streamed row by row, still in one query, and nothing is written for the replayed steps.
       expect(done).toMatchObject({ state: "completed", result: 24 * 900_002 + 14 });
-      expect(fixture.counter.rowsWritten(mark, STEPS)).toBe(0);
+      expect(fixture.counter.counts(mark, STEPS).rowsWritten).toBe(0);
       expect(fixture.counter.statements(mark, STEPS)).toHaveLength(1);
     });
   }, 60_000);

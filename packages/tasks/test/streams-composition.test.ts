@@ -40,7 +40,7 @@ describe("composed with @durablekit/streams", () => {
         { seq: 4, i: 4, attempt: 1 },
       ]);
       expect(fixture.streams.status("log")).toMatchObject({ state: "completed", cursor: 5 });
-      expect(fixture.tasks.steps(runId).find((step) => step.name === "chunk-2")).toMatchObject({
+      expect(fixture.tasks.steps(runId)?.find((step) => step.name === "chunk-2")).toMatchObject({
         attempt: 2,
         result: 2,
       });

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { inFixture } from "./helpers";
 
 describe("a warm run", () => {
@@ -23,6 +23,30 @@ describe("a warm run", () => {
         { type: "task:step:completed", ...ref, step: "s1", attempt: 1 },
         { type: "task:completed", ...ref },
       ]);
+    });
+  });
+
+  it("finishes the run when the onEvent listener throws, reporting it with console.warn", async () => {
+    await inFixture(async (fixture) => {
+      const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+      try {
+        const tasks = fixture.build(fixture.definitions(), {
+          onEvent: () => {
+            throw new Error("listener bug");
+          },
+        });
+        const { runId } = await tasks.run("steps@v1", { n: 2 });
+        expect(await fixture.settled(runId, tasks)).toMatchObject({
+          state: "completed",
+          result: 1,
+        });
+        expect(warn).toHaveBeenCalledWith(
+          expect.stringContaining("@durablekit/tasks"),
+          expect.objectContaining({ message: "listener bug" }),
+        );
+      } finally {
+        warn.mockRestore();
+      }
     });
   });
 });

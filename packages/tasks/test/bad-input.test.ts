@@ -1,0 +1,261 @@
+import type { AlarmPart } from "@durablekit/compose";
+import { isDurableKitError } from "@durablekit/compose";
+import { describe, expect, it } from "vitest";
+import {
+  isTasksError,
+  type TaskDefinitions,
+  type TaskStep,
+  Tasks,
+  TasksError,
+  type TasksErrorCode,
+} from "../src/index";
+import { inFixture } from "./helpers";
+
+/** The coded error `fn` throws (or rejects with); fails the test for anything else. */
+async function refusal(fn: () => unknown): Promise<TasksError> {
+  let thrown: unknown;
+  try {
+    await fn();
+  } catch (error) {
+    thrown = error;
+  }
+  if (thrown === undefined) throw new Error("expected a refusal, got none");
+  // A coded TasksError, never a bare Error / RangeError / TypeError of its own.
+  expect(isTasksError(thrown)).toBe(true);
+  expect(isDurableKitError(thrown)).toBe(true);
+  expect(thrown).toBeInstanceOf(TasksError);
+  return thrown as TasksError;
+}
+
+async function expectCode(code: TasksErrorCode, fn: () => unknown): Promise<void> {
+  const error = await refusal(fn);
+  expect(error.code).toBe(code);
+  expect(isTasksError(error, code)).toBe(true);
+  expect(error.retryable).toBe(false);
+}
+
+const INVALID = "tasks/invalid-argument";
+const LONE_SURROGATE = "run-\uD800";
+const TOO_LONG = "x".repeat(257);
+const anyTasks = (tasks: Tasks<TaskDefinitions>) =>
+  tasks as unknown as Record<string, (...args: unknown[]) => unknown>;
+
+describe("bad input", () => {
+  it("is a type-level AlarmPart", () => {
+    // Compiles only while Tasks satisfies the one part interface of docs/composing.md.
+    const check = (tasks: Tasks): AlarmPart => tasks;
+    expect(typeof check).toBe("function");
+  });
+
+  it("refuses a bad constructor argument or option with tasks/invalid-argument", async () => {
+    await inFixture(async (fixture, state) => {
+      const ok = { definitions: { "a@v1": async () => 1 } };
+      const construct = (ctx: unknown, options: unknown) => () =>
+        new Tasks(ctx as DurableObjectState, options as never);
+      await expectCode(INVALID, construct(undefined, ok));
+      await expectCode(INVALID, construct({}, ok));
+      await expectCode(INVALID, construct(state, undefined));
+      await expectCode(INVALID, construct(state, "definitions"));
+      await expectCode(INVALID, construct(state, { definitions: null }));
+      await expectCode(INVALID, construct(state, { definitions: { "": async () => 1 } }));
+      await expectCode(INVALID, construct(state, { definitions: { [TOO_LONG]: async () => 1 } }));
+      await expectCode(
+        INVALID,
+        construct(state, { definitions: { [LONE_SURROGATE]: async () => 1 } }),
+      );
+      await expectCode(INVALID, construct(state, { definitions: { "__dk.x": async () => 1 } }));
+      await expectCode(INVALID, construct(state, { definitions: { "a@v1": "not a function" } }));
+      for (const bad of [
+        { claimTimeoutMs: -1 },
+        { claimTimeoutMs: "3 seconds" },
+        { claimTimeoutMs: Number.NaN },
+        { stepTimeoutMs: Number.POSITIVE_INFINITY },
+        { retries: { limit: 0 } },
+        { retries: { limit: 1.5 } },
+        { retries: { delayMs: -5 } },
+        { retries: { delayMs: "1 second" } },
+        { retries: { backoff: "random" } },
+        { retries: "often" },
+        { maxValueBytes: 0 },
+        { maxValueBytes: 1.5 },
+        { maxStepsPerRun: -1 },
+        { onEvent: "log" },
+        { onError: 42 },
+        { now: 1234 },
+      ]) {
+        await expectCode(INVALID, construct(state, { ...ok, ...bad }));
+      }
+      expect(fixture.tasks).toBeInstanceOf(Tasks);
+    });
+  });
+
+  it("refuses bad arguments to every public method with a coded error, writing nothing", async () => {
+    await inFixture(async (fixture) => {
+      const tasks = anyTasks(fixture.tasks as unknown as Tasks<TaskDefinitions>);
+      const call =
+        (method: string, ...args: unknown[]) =>
+        () =>
+          (tasks[method] as (...a: unknown[]) => unknown).apply(fixture.tasks, args);
+
+      // run()
+      await expectCode(INVALID, call("run", ""));
+      await expectCode(INVALID, call("run", 42));
+      await expectCode(INVALID, call("run", TOO_LONG));
+      await expectCode("tasks/unknown-definition", call("run", "nope@v1"));
+      await expectCode(INVALID, call("run", "steps@v1", { n: 1 }, "options"));
+      await expectCode(INVALID, call("run", "steps@v1", { n: 1 }, { runId: "" }));
+      await expectCode(INVALID, call("run", "steps@v1", { n: 1 }, { runId: LONE_SURROGATE }));
+      await expectCode(INVALID, call("run", "steps@v1", { n: 1 }, { runId: 7 }));
+      await expectCode(INVALID, call("run", "steps@v1", { n: 1 }, { idempotencyKey: TOO_LONG }));
+      await expectCode(INVALID, call("run", "steps@v1", { n: 1 }, { retain: "no" }));
+      await expectCode("tasks/unserializable", call("run", "steps@v1", { f: () => 1 }));
+      await expectCode(
+        "tasks/unserializable",
+        call("run", "steps@v1", { n: 1 }, { metadata: Symbol("m") }),
+      );
+      let deep: unknown = 1;
+      for (let i = 0; i < 200; i++) deep = [deep];
+      await expectCode("tasks/too-deep", call("run", "steps@v1", deep));
+      const small = fixture.build(fixture.definitions(), { maxValueBytes: 64 });
+      await expectCode("tasks/too-large", () =>
+        small.run("steps@v1", { n: 1, pad: "x".repeat(100) } as never),
+      );
+
+      // handle()
+      await expectCode(INVALID, call("handle", ""));
+      await expectCode("tasks/unknown-definition", call("handle", "nope@v1"));
+      const handle = fixture.tasks.handle("steps@v1");
+      await expectCode(INVALID, () => handle.get(""));
+      await expectCode(INVALID, () => handle.getByIdempotencyKey(TOO_LONG));
+      await expectCode(INVALID, () => handle.cancel(LONE_SURROGATE));
+      await expectCode(INVALID, () => handle.run({ n: 1 }, { runId: "" }));
+
+      // get(), getByIdempotencyKey(), steps()
+      for (const bad of ["", TOO_LONG, LONE_SURROGATE, 42, undefined, null]) {
+        await expectCode(INVALID, call("get", bad));
+        await expectCode(INVALID, call("getByIdempotencyKey", bad));
+        await expectCode(INVALID, call("steps", bad));
+        await expectCode(INVALID, call("cancel", bad));
+        await expectCode(INVALID, call("sendEvent", bad, "type"));
+      }
+
+      // list()
+      for (const bad of [
+        "all",
+        { limit: 0 },
+        { limit: 1_001 },
+        { limit: 2.5 },
+        { state: "done" },
+        { state: ["waiting", "sleeping"] },
+        { definition: "" },
+        { cursor: "not-a-token" },
+        { cursor: 12 },
+      ]) {
+        await expectCode(INVALID, call("list", bad));
+      }
+
+      // cancel() with a bad reason
+      await expectCode(INVALID, call("cancel", "r1", 42));
+
+      // delete()
+      for (const bad of [
+        "everything",
+        { state: ["waiting"] },
+        { state: "completed" },
+        { limit: 0 },
+        { settledBefore: "yesterday" },
+        { settledBefore: new Date(Number.NaN) },
+      ]) {
+        await expectCode(INVALID, call("delete", bad));
+      }
+
+      // sendEvent()
+      await expectCode("tasks/not-found", call("sendEvent", "nobody", "approve"));
+      const { runId } = await fixture.tasks.run("approval@v1", {});
+      await expectCode(INVALID, call("sendEvent", runId, ""));
+      await expectCode(INVALID, call("sendEvent", runId, TOO_LONG));
+      await expectCode(
+        "tasks/unserializable",
+        call("sendEvent", runId, "approve", () => 1),
+      );
+      await fixture.tasks.cancel(runId);
+      await expectCode("tasks/closed", call("sendEvent", runId, "approve", {}));
+
+      // Nothing was accepted but the one run this test started itself.
+      expect(fixture.tasks.list().items.map((run) => run.runId)).toEqual([runId]);
+    });
+  });
+
+  it("refuses bad step arguments inside a handler with coded errors", async () => {
+    await inFixture(async (fixture) => {
+      const codes: Record<string, string> = {};
+      const attempt = async (label: string, fn: () => Promise<unknown>) => {
+        try {
+          await fn();
+          codes[label] = "none";
+        } catch (error) {
+          codes[label] = isTasksError(error) ? error.code : `bare ${(error as Error).name}`;
+        }
+      };
+      const tasks = fixture.build({
+        "bad-steps@v1": async (_input: undefined, step: TaskStep) => {
+          const loose = step as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+          await attempt("do: empty name", () => step.do("", () => 1));
+          await attempt("do: reserved name", () => step.do("__dk.x", () => 1));
+          await attempt("do: no callback", () => loose.do?.("no-fn") as Promise<unknown>);
+          await attempt(
+            "do: bad options",
+            () => loose.do?.("bad-options", "fast", () => 1) as Promise<unknown>,
+          );
+          await attempt("do: bad timeoutMs", () =>
+            step.do("bad-timeout", { timeoutMs: -1 }, () => 1),
+          );
+          await attempt("do: bad retries", () =>
+            step.do("bad-retries", { retries: { limit: 0 } }, () => 1),
+          );
+          await attempt("sleep: bad ms", () => step.sleep("bad-sleep", "1 day" as never));
+          await attempt("sleep: negative ms", () => step.sleep("neg-sleep", -1));
+          await attempt("sleepUntil: bad time", () => step.sleepUntil("bad-until", Number.NaN));
+          await attempt(
+            "waitForEvent: no options",
+            () => loose.waitForEvent?.("no-options") as Promise<unknown>,
+          );
+          await attempt("waitForEvent: empty type", () =>
+            step.waitForEvent("empty-type", { type: "" }),
+          );
+          await attempt("waitForEvent: bad timeoutMs", () =>
+            step.waitForEvent("bad-wait", { type: "t", timeoutMs: "soon" as never }),
+          );
+          return "done";
+        },
+      });
+      const { runId } = await tasks.run("bad-steps@v1");
+      expect(await fixture.settled(runId, tasks)).toMatchObject({
+        state: "completed",
+        result: "done",
+      });
+      expect(codes).toEqual({
+        "do: empty name": INVALID,
+        "do: reserved name": INVALID,
+        "do: no callback": INVALID,
+        "do: bad options": INVALID,
+        "do: bad timeoutMs": INVALID,
+        "do: bad retries": INVALID,
+        "sleep: bad ms": INVALID,
+        "sleep: negative ms": INVALID,
+        "sleepUntil: bad time": INVALID,
+        "waitForEvent: no options": INVALID,
+        "waitForEvent: empty type": INVALID,
+        "waitForEvent: bad timeoutMs": INVALID,
+      });
+    });
+  });
+
+  it("refuses tables written by a newer version with tasks/schema-too-new", async () => {
+    await inFixture(async (fixture, state) => {
+      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 99 WHERE name = 'schema_version'");
+      await expectCode("tasks/schema-too-new", () => fixture.build(fixture.definitions()));
+      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 1 WHERE name = 'schema_version'");
+    });
+  });
+});
