@@ -3,7 +3,7 @@ import { JournalError } from "./errors";
 function checkOrdinal(ordinal: number): void {
   if (!Number.isSafeInteger(ordinal) || ordinal < 1) {
     throw new JournalError(
-      "journal/bad-key",
+      "journal/invalid-argument",
       `Call ordinal ${String(ordinal)} is not a positive integer: ordinals count calls from 1.`,
     );
   }
@@ -11,7 +11,7 @@ function checkOrdinal(ordinal: number): void {
 
 /**
  * The key of the `ordinal`-th top-level call of a run (1-based): `topLevelKey(1)` is `"1"`.
- * @throws JournalError `journal/bad-key` when `ordinal` is not a positive safe integer.
+ * @throws JournalError `journal/invalid-argument` when `ordinal` is not a positive safe integer.
  */
 export function topLevelKey(ordinal: number): string {
   checkOrdinal(ordinal);
@@ -21,7 +21,7 @@ export function topLevelKey(ordinal: number): string {
 /**
  * The key of the `ordinal`-th method call on a handle made by call `parent`:
  * `childKey("3", 2)` is `"3.2"`, recursively (`"3.2.1"`).
- * @throws JournalError `journal/bad-key` when `parent` is not a key or `ordinal` not a positive integer.
+ * @throws JournalError `journal/invalid-argument` when `parent` is not a key or `ordinal` not a positive integer.
  */
 export function childKey(parent: string, ordinal: number): string {
   parseKey(parent);
@@ -31,10 +31,16 @@ export function childKey(parent: string, ordinal: number): string {
 
 /**
  * The ordinals of a key, outermost first: `parseKey("3.2.1")` is `[3, 2, 1]`.
- * @throws JournalError `journal/bad-key` for anything but dot-separated positive integers without
+ * @throws JournalError `journal/invalid-argument` for anything but dot-separated positive integers without
  *   leading zeros.
  */
 export function parseKey(key: string): number[] {
+  if (typeof key !== "string") {
+    throw new JournalError(
+      "journal/invalid-argument",
+      `A call key must be a string such as "3" or "3.2.1"; got ${typeof key}.`,
+    );
+  }
   const parts = key.split(".");
   const out: number[] = new Array(parts.length);
   for (let i = 0; i < parts.length; i++) {
@@ -47,7 +53,7 @@ export function parseKey(key: string): number[] {
       !Number.isSafeInteger(n)
     ) {
       throw new JournalError(
-        "journal/bad-key",
+        "journal/invalid-argument",
         `"${key}" is not a call key: a key is positive integers joined by dots, e.g. "3" or "3.2.1".`,
       );
     }
@@ -64,8 +70,10 @@ export function isCallKey(key: unknown): key is string {
 /**
  * The key of the call that made the handle a child call was made on: `parentKey("3.2")` is
  * `"3"`; `undefined` for a top-level key.
+ * @throws JournalError `journal/invalid-argument` when `key` is not a string.
  */
 export function parentKey(key: string): string | undefined {
+  if (typeof key !== "string") parseKey(key);
   const at = key.lastIndexOf(".");
   return at < 0 ? undefined : key.slice(0, at);
 }

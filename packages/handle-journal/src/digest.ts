@@ -1,4 +1,5 @@
 import { type EncodeOptions, encode } from "./encode";
+import { JournalError } from "./errors";
 
 function hex8(n: number): string {
   return (n >>> 0).toString(16).padStart(8, "0");
@@ -9,8 +10,15 @@ function hex8(n: number): string {
  * over its UTF-16 code units), as 16 lowercase hex digits. Digest format 1: it is persisted, so it
  * never changes under the same name. Used to notice a replayed call whose arguments changed; it is
  * not a defence against someone crafting collisions.
+ * @throws JournalError `journal/invalid-argument` when `text` is not a string.
  */
 export function digestText(text: string): string {
+  if (typeof text !== "string") {
+    throw new JournalError(
+      "journal/invalid-argument",
+      `digestText takes codec text (a string); got ${typeof text}.`,
+    );
+  }
   let h1 = 0xdeadbeef ^ text.length;
   let h2 = 0x41c6ce57 ^ text.length;
   for (let i = 0; i < text.length; i++) {

@@ -1,3 +1,4 @@
+import { JournalError } from "./errors";
 import { defineOwn } from "./own-property";
 
 /** The durable form of a thrown value. */
@@ -184,9 +185,16 @@ function reviveProp(value: unknown): unknown {
  * (`TypeError`, `RangeError`, …, `AggregateError`) where one exists, else an `Error` whose `name`
  * is the recorded one; every recorded prop is set as an own enumerable property (never on a
  * prototype, `__proto__` included). `toErrorRecord(fromErrorRecord(r))` deep-equals `r`.
+ * @throws JournalError `journal/invalid-argument` when `record` is not an error record.
  */
 export function fromErrorRecord(record: ErrorRecord): Error {
-  const body = record.$error;
+  const body = (record as Partial<ErrorRecord> | null | undefined)?.$error;
+  if (typeof body !== "object" || body === null || typeof body.name !== "string") {
+    throw new JournalError(
+      "journal/invalid-argument",
+      "fromErrorRecord takes an error record { $error: { name, message, … } }; check it with isErrorRecord first.",
+    );
+  }
   const name = body.name;
   let error: Error;
   if (name === "AggregateError") {

@@ -1,16 +1,19 @@
+import { DurableKitError, isErrorOf } from "@durablekit/compose";
+
 /**
  * Stable codes of every error this package throws. A code never changes meaning; new failure
  * kinds get new codes.
  *
  * - `journal/unserializable`: a value the codec cannot carry (function, symbol, cycle, class instance).
- * - `journal/too-large`: an encoding over `maxBytes`.
+ * - `journal/too-large`: an encoding over `maxValueBytes`.
  * - `journal/too-deep`: nesting deeper than `maxDepth`.
  * - `journal/corrupt`: text that is not a valid encoding, or a journal row that cannot be read.
  * - `journal/no-reviver`: a handle record met without a way to revive it (no `revive`, unknown module or kind).
  * - `journal/unsafe-to-repeat`: a replay reached a value or call marked {@link unsafeToRepeat}.
  * - `journal/diverged`: a replayed call differs from the recorded one at the same key.
- * - `journal/duplicate-key`: a call key recorded twice for one execution.
- * - `journal/bad-key`: a call key or ordinal that is not well formed.
+ * - `journal/conflict`: a call key recorded twice for one execution, or asked twice of a replayer.
+ * - `journal/invalid-argument`: an argument or option that is not well formed (a call key, ordinal,
+ *   execution id, outcome, handle kind, a store option); nothing was written.
  * - `journal/schema-too-new`: the tables were written by a newer version of this package.
  * - `journal/storage`: the storage layer failed; retrying the operation may succeed.
  */
@@ -22,8 +25,8 @@ export type JournalErrorCode =
   | "journal/no-reviver"
   | "journal/unsafe-to-repeat"
   | "journal/diverged"
-  | "journal/duplicate-key"
-  | "journal/bad-key"
+  | "journal/conflict"
+  | "journal/invalid-argument"
   | "journal/schema-too-new"
   | "journal/storage";
 
@@ -36,22 +39,24 @@ export interface JournalErrorOptions {
 }
 
 /**
- * Base class of every error this package throws. `code` is stable; `retryable` says whether
- * the same operation may succeed if repeated (only storage failures are); every other code is
- * terminal: repeating the operation with the same input fails the same way.
+ * Base class of every error this package throws (a `DurableKitError`, see docs/composing.md).
+ * `code` is stable; `retryable` says whether the same operation may succeed if repeated (only
+ * storage failures are); every other code is terminal: repeating the operation with the same
+ * input fails the same way.
  */
-export class JournalError extends Error {
-  /** Stable machine-readable code, e.g. `"journal/diverged"`. */
-  readonly code: JournalErrorCode;
-  /** Whether repeating the failed operation may succeed. */
-  readonly retryable: boolean;
-
+export class JournalError extends DurableKitError<JournalErrorCode> {
   constructor(code: JournalErrorCode, message: string, options?: JournalErrorOptions) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, { cause: options?.cause, retryable: RETRYABLE.has(code) });
     this.name = "JournalError";
-    this.code = code;
-    this.retryable = RETRYABLE.has(code);
   }
+}
+
+/**
+ * True when `value` is a {@link JournalError} (including {@link CodecError} and
+ * {@link DivergenceError}), optionally with the given code.
+ */
+export function isJournalError(value: unknown, code?: JournalErrorCode): value is JournalError {
+  return isErrorOf(JournalError, value, code);
 }
 
 /**

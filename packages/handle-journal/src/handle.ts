@@ -62,13 +62,19 @@ export function isHandle(value: unknown): value is Handle {
 /**
  * Builds the handle record `{ $handle: "<specifier>#<kind>", value }`; the usual body of a
  * `[handle.serialize]()` method.
- * @throws JournalError `journal/bad-key` when `specifier` is empty or `kind` is empty or contains `#`.
+ * @throws JournalError `journal/invalid-argument` when `specifier` is empty or `kind` is empty or contains `#`.
  */
 export function handleRecord(specifier: string, kind: string, value: unknown): HandleRecord {
-  if (specifier.length === 0 || kind.length === 0 || kind.includes("#")) {
+  if (
+    typeof specifier !== "string" ||
+    typeof kind !== "string" ||
+    specifier.length === 0 ||
+    kind.length === 0 ||
+    kind.includes("#")
+  ) {
     throw new JournalError(
-      "journal/bad-key",
-      `Handle kind "${specifier}#${kind}" is not well formed: use a non-empty module specifier and a kind name without "#".`,
+      "journal/invalid-argument",
+      `Handle kind "${String(specifier)}#${String(kind)}" is not well formed: use a non-empty module specifier and a kind name without "#".`,
     );
   }
   return { $handle: `${specifier}#${kind}`, value };
@@ -84,13 +90,26 @@ export function parseHandleKind(kind: string): { specifier: string; kind: string
  * Returns a `revive` function for {@link decode} that looks a record's module up in `modules`
  * (keyed by specifier) and calls that module's `[handle.revive][Kind](value)`. Kinds are per
  * module: two modules may both have a `Run`.
- * @throws JournalError `journal/no-reviver` (from the returned function) when the module is not in
+ * @throws JournalError `journal/invalid-argument` when `modules` is not an object;
+ *   `journal/no-reviver` (from the returned function) when the module is not in
  *   `modules`, declares no `[handle.revive]` map, or has no function for the kind.
  */
 export function createReviver(
   modules: Readonly<Record<string, RevivingModule | undefined>>,
 ): (record: HandleRecord) => unknown {
+  if (typeof modules !== "object" || modules === null) {
+    throw new JournalError(
+      "journal/invalid-argument",
+      'createReviver takes the modules that create handles, keyed by specifier: createReviver({ "codemode:jobs": jobs }).',
+    );
+  }
   return (record) => {
+    if (!isHandleRecord(record)) {
+      throw new JournalError(
+        "journal/invalid-argument",
+        'A reviver takes a handle record { $handle: "<specifier>#<Kind>", value }.',
+      );
+    }
     const { specifier, kind } = parseHandleKind(record.$handle);
     const mod = Object.hasOwn(modules, specifier) ? modules[specifier] : undefined;
     if (mod === undefined) {

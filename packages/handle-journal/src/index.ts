@@ -15,6 +15,7 @@ export { type ErrorRecord, fromErrorRecord, isErrorRecord, toErrorRecord } from 
 export {
   CodecError,
   DivergenceError,
+  isJournalError,
   JournalError,
   type JournalErrorCode,
   type JournalErrorOptions,
@@ -40,8 +41,9 @@ export {
 } from "./journal-entry";
 export type { JournalPort } from "./journal-port";
 export {
-  DEFAULT_CHUNK_CHARS,
+  DEFAULT_MAX_CHUNK_BYTES,
   JOURNAL_SCHEMA_VERSION,
+  type JournalEvent,
   JournalStore,
   type JournalStoreOptions,
   type RecordResult,

@@ -10,7 +10,7 @@ export interface JournalPort {
   lookup(executionId: string): readonly JournalEntry[];
   /**
    * Durably records one call before its outcome is delivered, as one atomic write.
-   * @throws JournalError `journal/duplicate-key` when the key is already recorded.
+   * @throws JournalError `journal/conflict` when the key is already recorded.
    */
   record(entry: JournalRecord): unknown;
 }

@@ -1,3 +1,4 @@
+import { createEmitter, isWellFormedName, migrateSchema } from "@durablekit/compose";
 import { isCallKey } from "./call-key";
 import { JournalError } from "./errors";
 import {
@@ -8,21 +9,40 @@ import {
 } from "./journal-entry";
 import type { JournalPort } from "./journal-port";
 
-/** Version of the `dk_journal_*` tables this code writes (see DESIGN.md, "Storage"). */
-export const JOURNAL_SCHEMA_VERSION = 1;
+/** Events a {@link JournalStore} emits through `onEvent`. */
+export type JournalEvent =
+  | {
+      type: "journal:recorded";
+      executionId: string;
+      key: string;
+      seq: number;
+      outcome: OutcomeKind;
+      /** Chunk rows the payload was split into (0 when it fit in the entry row). */
+      chunks: number;
+    }
+  | { type: "journal:interrupt-resolved"; executionId: string; key: string; outcome: OutcomeKind }
+  | { type: "journal:execution-deleted"; executionId: string; entries: number };
 
 /**
- * Payloads longer than this many UTF-16 code units are split into chunk rows. 500,000 units are at
- * most 1.5 MB of UTF-8, under the 2 MB Durable Object SQLite limit for a string or row.
+ * Default of {@link JournalStoreOptions.maxChunkBytes}: 1.5 MB, under the 2 MB Durable Object
+ * SQLite limit for a string or row.
  */
-export const DEFAULT_CHUNK_CHARS = 500_000;
+export const DEFAULT_MAX_CHUNK_BYTES = 1_500_000;
+
+/** Longest name (execution id) the store accepts, in UTF-16 code units. */
+const MAX_NAME_LENGTH = 256;
 
 /** Options of {@link JournalStore}. */
 export interface JournalStoreOptions {
-  /** Split payloads longer than this many UTF-16 code units into chunk rows. Default 500,000. */
-  chunkChars?: number;
+  /**
+   * Payloads that may take more than this many UTF-8 bytes are split into chunk rows of at most this
+   * many bytes each. Default 1,500,000 (1.5 MB, under the 2 MB SQLite row limit); at least 6.
+   */
+  maxChunkBytes?: number;
   /** Clock for `recordedAt`. Default `Date.now`. */
   now?: () => number;
+  /** Receives {@link JournalEvent}s; a throwing listener is reported with `console.warn` and ignored. */
+  onEvent?: (event: JournalEvent) => void;
 }
 
 /** What one {@link JournalStore.record} wrote. */
@@ -37,32 +57,34 @@ export interface RecordResult {
 
 const OUTCOMES: ReadonlySet<string> = new Set(OUTCOME_KINDS);
 
-const SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS dk_journal_meta (
-     name TEXT PRIMARY KEY,
-     value TEXT NOT NULL
-   ) WITHOUT ROWID`,
-  `CREATE TABLE IF NOT EXISTS dk_journal_entries (
-     execution_id TEXT NOT NULL,
-     call_key TEXT NOT NULL,
-     seq INTEGER NOT NULL,
-     module TEXT NOT NULL,
-     method TEXT NOT NULL,
-     args_digest TEXT NOT NULL,
-     outcome TEXT NOT NULL,
-     payload TEXT,
-     chunks INTEGER NOT NULL,
-     recorded_at INTEGER NOT NULL,
-     PRIMARY KEY (execution_id, call_key)
-   ) WITHOUT ROWID`,
-  `CREATE TABLE IF NOT EXISTS dk_journal_chunks (
-     execution_id TEXT NOT NULL,
-     call_key TEXT NOT NULL,
-     part INTEGER NOT NULL,
-     data TEXT NOT NULL,
-     PRIMARY KEY (execution_id, call_key, part)
-   ) WITHOUT ROWID`,
-];
+/** Migration steps of the `dk_journal_*` tables; the version is their count (see DESIGN.md, "Storage"). */
+const SCHEMA_STEPS = [
+  [
+    `CREATE TABLE IF NOT EXISTS dk_journal_entries (
+       execution_id TEXT NOT NULL,
+       call_key TEXT NOT NULL,
+       seq INTEGER NOT NULL,
+       module TEXT NOT NULL,
+       method TEXT NOT NULL,
+       args_digest TEXT NOT NULL,
+       outcome TEXT NOT NULL,
+       payload TEXT,
+       chunks INTEGER NOT NULL,
+       recorded_at INTEGER NOT NULL,
+       PRIMARY KEY (execution_id, call_key)
+     ) WITHOUT ROWID`,
+    `CREATE TABLE IF NOT EXISTS dk_journal_chunks (
+       execution_id TEXT NOT NULL,
+       call_key TEXT NOT NULL,
+       part INTEGER NOT NULL,
+       data TEXT NOT NULL,
+       PRIMARY KEY (execution_id, call_key, part)
+     ) WITHOUT ROWID`,
+  ],
+] as const;
+
+/** Version of the `dk_journal_*` tables this code writes (see DESIGN.md, "Storage"). */
+export const JOURNAL_SCHEMA_VERSION = SCHEMA_STEPS.length;
 
 // One query loads a whole journal: entry rows, each chunked entry repeated once per chunk.
 const SELECT_ENTRIES = `SELECT e.call_key, e.seq, e.module, e.method, e.args_digest, e.outcome, e.payload,
@@ -131,6 +153,40 @@ function joined(entry: JournalEntry, parts: string[], expected: number): Journal
   return entry;
 }
 
+function invalid(message: string): JournalError {
+  return new JournalError("journal/invalid-argument", message);
+}
+
+function checkExecutionId(executionId: unknown): asserts executionId is string {
+  if (!isWellFormedName(executionId, MAX_NAME_LENGTH)) {
+    throw invalid(
+      `An execution id must be a non-empty string of at most ${MAX_NAME_LENGTH} UTF-16 code units without lone surrogates; got ${typeof executionId === "string" ? JSON.stringify(executionId.slice(0, 40)) : typeof executionId}.`,
+    );
+  }
+}
+
+function checkKey(key: unknown): asserts key is string {
+  if (!isCallKey(key)) {
+    throw invalid(`"${String(key)}" is not a call key: use topLevelKey(n) or childKey(parent, n).`);
+  }
+}
+
+function checkOutcome(outcome: unknown): asserts outcome is OutcomeKind {
+  if (typeof outcome !== "string" || !OUTCOMES.has(outcome)) {
+    throw invalid(
+      `"${String(outcome)}" is not an outcome: use one of ${OUTCOME_KINDS.join(", ")}.`,
+    );
+  }
+}
+
+function checkPayload(payload: unknown): asserts payload is string | null {
+  if (payload !== null && typeof payload !== "string") {
+    throw invalid(
+      `A payload must be codec text (a string from encode) or null; got ${typeof payload}.`,
+    );
+  }
+}
+
 /**
  * The call journal in Durable Object SQLite (`dk_journal_*` tables): one row per recorded call,
  * chunk rows for payloads over the row limit, a whole execution loaded in one query, deleted by
@@ -140,82 +196,96 @@ function joined(entry: JournalEntry, parts: string[], expected: number): Journal
  * store per Durable Object: `seq` is assigned from a counter this instance keeps per execution.
  */
 export class JournalStore implements JournalPort {
-  private readonly sql: SqlStorage;
-  private readonly chunkChars: number;
-  private readonly now: () => number;
-  /** Last seq per execution, loaded on the first record of that execution after a restart. */
-  private readonly lastSeq = new Map<string, number>();
-
+  readonly #storage: DurableObjectStorage;
+  readonly #sql: SqlStorage;
   /**
-   * @throws JournalError `journal/schema-too-new` when the tables were written by a newer version.
+   * Payloads longer than this many UTF-16 code units are split into chunks of at most this many.
+   * A code unit is at most 3 UTF-8 bytes (a surrogate pair, 2 units, is 4), so a chunk of
+   * `floor(maxChunkBytes / 3)` units is at most `maxChunkBytes` bytes without measuring it.
    */
-  constructor(
-    private readonly storage: DurableObjectStorage,
-    options: JournalStoreOptions = {},
-  ) {
-    this.sql = storage.sql;
-    this.chunkChars = options.chunkChars ?? DEFAULT_CHUNK_CHARS;
-    this.now = options.now ?? Date.now;
-    if (!Number.isSafeInteger(this.chunkChars) || this.chunkChars < 2) {
-      throw new RangeError(`chunkChars must be an integer of at least 2, got ${this.chunkChars}.`);
-    }
-    storage.transactionSync(() => this.migrate());
-  }
-
-  private migrate(): void {
-    for (const statement of SCHEMA) this.sql.exec(statement);
-    const row = this.sql
-      .exec<{ value: string }>("SELECT value FROM dk_journal_meta WHERE name = 'schema_version'")
-      .toArray()[0];
-    if (row === undefined) {
-      this.sql.exec(
-        "INSERT INTO dk_journal_meta (name, value) VALUES ('schema_version', ?)",
-        String(JOURNAL_SCHEMA_VERSION),
-      );
-      return;
-    }
-    const version = Number(row.value);
-    if (version > JOURNAL_SCHEMA_VERSION) {
-      throw new JournalError(
-        "journal/schema-too-new",
-        `The dk_journal_* tables are at schema version ${version}, newer than this @durablekit/handle-journal (version ${JOURNAL_SCHEMA_VERSION}). Deploy the newer package version; downgrading is not supported.`,
-      );
-    }
-  }
+  readonly #chunkUnits: number;
+  readonly #now: () => number;
+  readonly #emit: (event: JournalEvent) => void;
+  /** Last seq per execution, loaded on the first record of that execution after a restart. */
+  readonly #lastSeq = new Map<string, number>();
 
   /**
-   * Records one call in one transaction: one row, plus one chunk row per `chunkChars` of a
+   * @param ctx - the Durable Object's state; the store uses `ctx.storage` (SQLite-backed).
+   * @throws JournalError `journal/schema-too-new` when the tables were written by a newer version;
+   *   `journal/invalid-argument` for a malformed option.
+   */
+  constructor(ctx: DurableObjectState, options: JournalStoreOptions = {}) {
+    if (typeof options !== "object" || options === null) {
+      throw invalid(
+        "JournalStore options must be an object such as { maxChunkBytes, now, onEvent }.",
+      );
+    }
+    const maxChunkBytes = options.maxChunkBytes ?? DEFAULT_MAX_CHUNK_BYTES;
+    if (!Number.isSafeInteger(maxChunkBytes) || maxChunkBytes < 6) {
+      throw invalid(
+        `maxChunkBytes must be an integer of at least 6 bytes; got ${String(maxChunkBytes)}.`,
+      );
+    }
+    if (options.now !== undefined && typeof options.now !== "function") {
+      throw invalid("now must be a function returning epoch milliseconds, such as Date.now.");
+    }
+    if (options.onEvent !== undefined && typeof options.onEvent !== "function") {
+      throw invalid("onEvent must be a function receiving journal events.");
+    }
+    if (typeof ctx !== "object" || ctx === null || typeof ctx.storage?.sql !== "object") {
+      throw invalid("JournalStore takes the Durable Object's state: new JournalStore(this.ctx).");
+    }
+    this.#storage = ctx.storage;
+    this.#sql = ctx.storage.sql;
+    this.#chunkUnits = Math.floor(maxChunkBytes / 3);
+    this.#now = options.now ?? Date.now;
+    this.#emit = createEmitter("@durablekit/handle-journal", options.onEvent);
+    migrateSchema(ctx.storage, {
+      table: "journal",
+      steps: SCHEMA_STEPS,
+      tooNew: (found, supported) =>
+        new JournalError(
+          "journal/schema-too-new",
+          `The dk_journal_* tables are at schema version ${found}, newer than this @durablekit/handle-journal (version ${supported}). Deploy the newer package version; downgrading is not supported.`,
+        ),
+    });
+  }
+
+  // ── Recording ──────────────────────────────────────────────────────────────
+
+  /**
+   * Records one call in one transaction: one row, plus one chunk row per `maxChunkBytes` of a
    * longer payload. Record before delivering the outcome, so a restart never re-runs a call whose
    * result someone already saw.
-   * @throws JournalError `journal/duplicate-key` when the key is already recorded for the
-   *   execution; `journal/bad-key` for a malformed key, empty execution id or unknown outcome.
+   * @throws JournalError `journal/conflict` when the key is already recorded for the execution;
+   *   `journal/invalid-argument` for a malformed key, execution id, outcome or payload;
+   *   `journal/storage` when SQLite fails.
    */
   record(entry: JournalRecord): RecordResult {
+    if (typeof entry !== "object" || entry === null) {
+      throw invalid(
+        "record takes a JournalRecord: { executionId, key, module, method, argsDigest, outcome, payload }.",
+      );
+    }
     const { executionId, key, outcome, payload } = entry;
-    if (typeof executionId !== "string" || executionId.length === 0) {
-      throw new JournalError("journal/bad-key", "An execution id must be a non-empty string.");
+    checkExecutionId(executionId);
+    checkKey(key);
+    checkOutcome(outcome);
+    checkPayload(payload);
+    if (
+      typeof entry.module !== "string" ||
+      typeof entry.method !== "string" ||
+      typeof entry.argsDigest !== "string"
+    ) {
+      throw invalid("A JournalRecord's module, method and argsDigest must be strings.");
     }
-    if (!isCallKey(key)) {
-      throw new JournalError(
-        "journal/bad-key",
-        `"${String(key)}" is not a call key: use topLevelKey(n) or childKey(parent, n).`,
-      );
-    }
-    if (!OUTCOMES.has(outcome)) {
-      throw new JournalError(
-        "journal/bad-key",
-        `"${String(outcome)}" is not an outcome: use one of ${OUTCOME_KINDS.join(", ")}.`,
-      );
-    }
-    const seq = this.nextSeq(executionId);
-    const parts =
-      payload !== null && payload.length > this.chunkChars
-        ? split(payload, this.chunkChars)
-        : undefined;
+    const seq = this.#nextSeq(executionId);
+    const parts = this.#split(payload);
     let rowsWritten = 0;
     try {
-      this.storage.transactionSync(() => {
-        rowsWritten += this.sql.exec(
+      // One transaction: the entry row and all its chunk rows, or nothing.
+      this.#storage.transactionSync(() => {
+        rowsWritten += this.#sql.exec(
           INSERT_ENTRY,
           executionId,
           key,
@@ -226,11 +296,11 @@ export class JournalStore implements JournalPort {
           outcome,
           parts === undefined ? payload : null,
           parts === undefined ? 0 : parts.length,
-          this.now(),
+          this.#now(),
         ).rowsWritten;
         if (parts !== undefined) {
           for (let i = 0; i < parts.length; i++) {
-            rowsWritten += this.sql.exec(
+            rowsWritten += this.#sql.exec(
               INSERT_CHUNK,
               executionId,
               key,
@@ -243,7 +313,7 @@ export class JournalStore implements JournalPort {
     } catch (error) {
       if (isUniqueViolation(error)) {
         throw new JournalError(
-          "journal/duplicate-key",
+          "journal/conflict",
           `Call ${key} of execution ${executionId} is already recorded; a call key is recorded once. Replay it instead of running it again.`,
           { cause: error },
         );
@@ -251,19 +321,20 @@ export class JournalStore implements JournalPort {
       throw new JournalError(
         "journal/storage",
         `Recording call ${key} of execution ${executionId} failed; retry.`,
-        {
-          cause: error,
-        },
+        { cause: error },
       );
     }
-    this.lastSeq.set(executionId, seq);
-    return { seq, chunks: parts?.length ?? 0, rowsWritten };
+    // Only a committed entry advances the counter, so a failed record reuses its seq.
+    this.#lastSeq.set(executionId, seq);
+    const chunks = parts?.length ?? 0;
+    this.#emit({ type: "journal:recorded", executionId, key, seq, outcome, chunks });
+    return { seq, chunks, rowsWritten };
   }
 
-  private nextSeq(executionId: string): number {
-    let last = this.lastSeq.get(executionId);
+  #nextSeq(executionId: string): number {
+    let last = this.#lastSeq.get(executionId);
     if (last === undefined) {
-      const row = this.sql
+      const row = this.#sql
         .exec<{ last: number | null }>(
           "SELECT MAX(seq) AS last FROM dk_journal_entries WHERE execution_id = ?",
           executionId,
@@ -274,11 +345,25 @@ export class JournalStore implements JournalPort {
     return last + 1;
   }
 
-  /** Every entry of an execution in recorded order, in one query; `[]` for an unknown execution. */
+  /** The chunks of a payload too long for one row, or `undefined` when it fits. */
+  #split(payload: string | null): string[] | undefined {
+    return payload !== null && payload.length > this.#chunkUnits
+      ? split(payload, this.#chunkUnits)
+      : undefined;
+  }
+
+  // ── Reading ────────────────────────────────────────────────────────────────
+
+  /**
+   * Every entry of an execution in recorded order, in one query; `[]` for an unknown execution.
+   * @throws JournalError `journal/invalid-argument` for a malformed execution id;
+   *   `journal/corrupt` when chunk rows are missing.
+   */
   entries(executionId: string): JournalEntry[] {
-    return this.collect(
+    checkExecutionId(executionId);
+    return this.#collect(
       executionId,
-      this.sql.exec(SELECT_ENTRIES, executionId).raw() as Iterable<Row>,
+      this.#sql.exec(SELECT_ENTRIES, executionId).raw() as Iterable<Row>,
     );
   }
 
@@ -287,15 +372,23 @@ export class JournalStore implements JournalPort {
     return this.entries(executionId);
   }
 
-  /** One entry, or undefined when the key is not recorded. */
-  entry(executionId: string, key: string): JournalEntry | undefined {
-    return this.collect(
-      executionId,
-      this.sql.exec(SELECT_ENTRY, executionId, key).raw() as Iterable<Row>,
-    )[0];
+  /**
+   * One entry, or `null` when the key is not recorded.
+   * @throws JournalError `journal/invalid-argument` for a malformed execution id or key.
+   */
+  entry(executionId: string, key: string): JournalEntry | null {
+    checkExecutionId(executionId);
+    checkKey(key);
+    return (
+      this.#collect(
+        executionId,
+        this.#sql.exec(SELECT_ENTRY, executionId, key).raw() as Iterable<Row>,
+      )[0] ?? null
+    );
   }
 
-  private collect(executionId: string, rows: Iterable<Row>): JournalEntry[] {
+  /** Rows ordered by seq then part: an entry's chunk rows follow it, and are joined into its payload. */
+  #collect(executionId: string, rows: Iterable<Row>): JournalEntry[] {
     const out: JournalEntry[] = [];
     let chunked: JournalEntry | undefined;
     let expected = 0;
@@ -334,9 +427,12 @@ export class JournalStore implements JournalPort {
     return out;
   }
 
+  // ── Rewriting ──────────────────────────────────────────────────────────────
+
   /**
    * Replaces the outcome of an `interrupt` entry (e.g. with the value a resume supplied), in one
    * transaction. Returns false when the key is not recorded as an interrupt.
+   * @throws JournalError `journal/invalid-argument` for a malformed execution id, key, outcome or payload.
    */
   resolveInterrupt(
     executionId: string,
@@ -344,48 +440,56 @@ export class JournalStore implements JournalPort {
     outcome: OutcomeKind,
     payload: string | null,
   ): boolean {
-    const parts =
-      payload !== null && payload.length > this.chunkChars
-        ? split(payload, this.chunkChars)
-        : undefined;
+    checkExecutionId(executionId);
+    checkKey(key);
+    checkOutcome(outcome);
+    checkPayload(payload);
+    const parts = this.#split(payload);
     let updated = false;
-    this.storage.transactionSync(() => {
-      const cursor = this.sql.exec(
+    this.#storage.transactionSync(() => {
+      const cursor = this.#sql.exec(
         `UPDATE dk_journal_entries SET outcome = ?, payload = ?, chunks = ?, recorded_at = ?
            WHERE execution_id = ? AND call_key = ? AND outcome = 'interrupt'`,
         outcome,
         parts === undefined ? payload : null,
         parts === undefined ? 0 : parts.length,
-        this.now(),
+        this.#now(),
         executionId,
         key,
       );
       updated = cursor.rowsWritten > 0;
       if (!updated) return;
-      this.sql.exec(
+      // The old chunks go in the same transaction as the new row, so no reader sees a mix.
+      this.#sql.exec(
         "DELETE FROM dk_journal_chunks WHERE execution_id = ? AND call_key = ?",
         executionId,
         key,
       );
       if (parts !== undefined) {
         for (let i = 0; i < parts.length; i++)
-          this.sql.exec(INSERT_CHUNK, executionId, key, i, parts[i] as string);
+          this.#sql.exec(INSERT_CHUNK, executionId, key, i, parts[i] as string);
       }
     });
+    if (updated) this.#emit({ type: "journal:interrupt-resolved", executionId, key, outcome });
     return updated;
   }
 
-  /** Deletes an execution's whole journal in one transaction; returns how many entries it had. */
+  /**
+   * Deletes an execution's whole journal in one transaction; returns how many entries it had.
+   * @throws JournalError `journal/invalid-argument` for a malformed execution id.
+   */
   deleteExecution(executionId: string): number {
+    checkExecutionId(executionId);
     let deleted = 0;
-    this.storage.transactionSync(() => {
-      this.sql.exec("DELETE FROM dk_journal_chunks WHERE execution_id = ?", executionId);
-      deleted = this.sql.exec(
+    this.#storage.transactionSync(() => {
+      this.#sql.exec("DELETE FROM dk_journal_chunks WHERE execution_id = ?", executionId);
+      deleted = this.#sql.exec(
         "DELETE FROM dk_journal_entries WHERE execution_id = ?",
         executionId,
       ).rowsWritten;
     });
-    this.lastSeq.delete(executionId);
+    this.#lastSeq.delete(executionId);
+    this.#emit({ type: "journal:execution-deleted", executionId, entries: deleted });
     return deleted;
   }
 }

@@ -17,9 +17,15 @@ export function encodeError(thrown: unknown, options?: EncodeOptions): string {
  * their payload, `handle` decodes to the handle record (or the live object when `revive` is
  * given), and `error` throws the recorded error rebuilt.
  * @throws the recorded error for an `error` entry; JournalError `journal/unsafe-to-repeat` for an
- *   `unsafe` entry; CodecError from {@link decode}.
+ *   `unsafe` entry; CodecError from {@link decode}; `journal/invalid-argument` for a non-entry.
  */
 export function replayOutcome(entry: JournalEntry, options?: DecodeOptions): unknown {
+  if (typeof entry !== "object" || entry === null || typeof entry.outcome !== "string") {
+    throw new JournalError(
+      "journal/invalid-argument",
+      "replayOutcome takes a recorded JournalEntry (e.g. from a Replayer's replayed step).",
+    );
+  }
   const kind: OutcomeKind = entry.outcome;
   if (kind === "unsafe") {
     throw new JournalError(

@@ -21,17 +21,44 @@ function describe(module: string, method: string, argsDigest: string): string {
  * raced may be recorded out of order), so a recorded call never runs twice.
  */
 export class Replayer {
-  private readonly byKey = new Map<string, JournalEntry>();
-  private readonly answered = new Set<string>();
-  private frontier: string | undefined;
+  readonly #byKey = new Map<string, JournalEntry>();
+  readonly #answered = new Set<string>();
+  #frontier: string | undefined;
 
-  /** @param entries a loaded journal, e.g. `store.entries(executionId)`. */
+  /**
+   * @param entries a loaded journal, e.g. `store.entries(executionId)`.
+   * @throws JournalError `journal/invalid-argument` when `entries` is not an iterable of entries.
+   */
   constructor(entries: Iterable<JournalEntry>) {
-    for (const entry of entries) this.byKey.set(entry.key, entry);
+    if (
+      typeof entries !== "object" ||
+      entries === null ||
+      typeof (entries as Partial<Iterable<JournalEntry>>)[Symbol.iterator] !== "function"
+    ) {
+      throw new JournalError(
+        "journal/invalid-argument",
+        "A Replayer takes the loaded entries of one execution, e.g. new Replayer(store.entries(executionId)).",
+      );
+    }
+    for (const entry of entries) {
+      if (typeof entry !== "object" || entry === null || typeof entry.key !== "string") {
+        throw new JournalError(
+          "journal/invalid-argument",
+          "Every entry given to a Replayer must be a JournalEntry with a string key.",
+        );
+      }
+      this.#byKey.set(entry.key, entry);
+    }
   }
 
   /** Loads an execution's journal through a port (one read) and returns its replayer. */
   static load(port: JournalPort, executionId: string): Replayer {
+    if (typeof port?.lookup !== "function") {
+      throw new JournalError(
+        "journal/invalid-argument",
+        "Replayer.load takes a JournalPort (an object with lookup and record), such as a JournalStore.",
+      );
+    }
     return new Replayer(port.lookup(executionId));
   }
 
@@ -39,20 +66,26 @@ export class Replayer {
    * The recorded outcome of the call at `key`, or `caught-up` when the key was never recorded.
    * @throws DivergenceError (`journal/diverged`) when the recorded call at `key` has a different
    *   module, method or argument digest; JournalError `journal/unsafe-to-repeat` when the
-   *   recorded call used a value marked unsafeToRepeat; `journal/duplicate-key` when `key` was
+   *   recorded call used a value marked unsafeToRepeat; `journal/conflict` when `key` was
    *   already asked for.
    */
   next(key: string, module: string, method: string, argsDigest: string): ReplayStep {
-    if (this.answered.has(key)) {
+    if (typeof key !== "string") {
       throw new JournalError(
-        "journal/duplicate-key",
+        "journal/invalid-argument",
+        `A call key must be a string such as "3" or "3.2"; got ${typeof key}.`,
+      );
+    }
+    if (this.#answered.has(key)) {
+      throw new JournalError(
+        "journal/conflict",
         `Call ${key} was already replayed; each call key is asked for once. Derive keys with topLevelKey/childKey.`,
       );
     }
-    this.answered.add(key);
-    const entry = this.byKey.get(key);
+    this.#answered.add(key);
+    const entry = this.#byKey.get(key);
     if (entry === undefined) {
-      this.frontier ??= key;
+      this.#frontier ??= key;
       return { status: "caught-up" };
     }
     if (entry.module !== module || entry.method !== method || entry.argsDigest !== argsDigest) {
@@ -73,18 +106,18 @@ export class Replayer {
 
   /** True once a call was asked for that the journal does not hold. */
   get caughtUp(): boolean {
-    return this.frontier !== undefined;
+    return this.#frontier !== undefined;
   }
 
   /** The first key that was not recorded, once the replay has reached it. */
   get frontierKey(): string | undefined {
-    return this.frontier;
+    return this.#frontier;
   }
 
   /** Recorded entries not asked for yet. */
   get remaining(): number {
     let n = 0;
-    for (const key of this.byKey.keys()) if (!this.answered.has(key)) n++;
+    for (const key of this.#byKey.keys()) if (!this.#answered.has(key)) n++;
     return n;
   }
 }

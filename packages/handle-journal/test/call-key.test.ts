@@ -38,7 +38,7 @@ describe("call keys", () => {
     );
   });
 
-  it("refuse malformed keys and ordinals with journal/bad-key", () => {
+  it("refuse malformed keys and ordinals with journal/invalid-argument", () => {
     for (const bad of ["", "0", "01", "1.", ".1", "1..2", "a", "1.0", "-1", "1e3", " 1"]) {
       expect(() => parseKey(bad), bad).toThrow(JournalError);
       expect(isCallKey(bad)).toBe(false);
@@ -50,7 +50,7 @@ describe("call keys", () => {
       } catch (e) {
         error = e;
       }
-      expect((error as JournalError).code).toBe("journal/bad-key");
+      expect((error as JournalError).code).toBe("journal/invalid-argument");
     }
   });
 

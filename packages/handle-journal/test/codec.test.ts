@@ -119,15 +119,15 @@ describe("encode ∘ decode", () => {
     expect(JSON.parse(text).json).toBe("aGk=");
   });
 
-  it("reports the UTF-8 size of the encoding and refuses encodings over maxBytes", () => {
+  it("reports the UTF-8 size of the encoding and refuses encodings over maxValueBytes", () => {
     const v = { s: "é€😀" };
     const bytes = new TextEncoder().encode(encode(v)).byteLength;
     expect(encodedSize(v)).toBe(bytes);
-    expect(encode(v, { maxBytes: bytes })).toBe(encode(v));
-    const err = catchError(() => encode(v, { maxBytes: bytes - 1, path: "result" }));
+    expect(encode(v, { maxValueBytes: bytes })).toBe(encode(v));
+    const err = catchError(() => encode(v, { maxValueBytes: bytes - 1, path: "result" }));
     expect(err.code).toBe("journal/too-large");
     expect(err.path).toBe("result");
-    expect(() => encodedSize(v, { maxBytes: bytes - 1 })).toThrow(/over the limit/);
+    expect(() => encodedSize(v, { maxValueBytes: bytes - 1 })).toThrow(/over the limit/);
   });
 });
 

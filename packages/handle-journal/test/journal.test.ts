@@ -135,7 +135,7 @@ describe("JournalStore", () => {
         return (error as JournalError).code;
       }
     });
-    expect(outcome).toBe("journal/duplicate-key");
+    expect(outcome).toBe("journal/conflict");
     const entries = await runInDurableObject(stub, (instance: Fixture) =>
       instance.journal.entries("e3"),
     );
@@ -145,7 +145,7 @@ describe("JournalStore", () => {
   it("deletes a whole execution, chunks included, and leaves the others", async () => {
     const stub = fixture();
     const counts = await runInDurableObject(stub, (_instance: Fixture, state) => {
-      const store = new JournalStore(state.storage, { chunkChars: 10 });
+      const store = new JournalStore(state, { maxChunkBytes: 30 });
       store.record({ ...call("gone", "1", "a", [], "x".repeat(100)) });
       store.record(call("gone", "2", "b", [], 2));
       store.record(call("kept", "1", "a", [], 1));
@@ -195,19 +195,17 @@ describe("JournalStore", () => {
     const stub = fixture();
     const result = await runInDurableObject(stub, (_instance: Fixture, state) => {
       const version = state.storage.sql
-        .exec<{ value: string }>("SELECT value FROM dk_journal_meta WHERE name = 'schema_version'")
+        .exec<{ value: number }>("SELECT value FROM dk_journal_meta WHERE name = 'schema_version'")
         .one().value;
-      state.storage.sql.exec(
-        "UPDATE dk_journal_meta SET value = '99' WHERE name = 'schema_version'",
-      );
+      state.storage.sql.exec("UPDATE dk_journal_meta SET value = 99 WHERE name = 'schema_version'");
       try {
-        new JournalStore(state.storage);
+        new JournalStore(state);
         return { version, code: "none" };
       } catch (error) {
         return { version, code: (error as JournalError).code };
       }
     });
-    expect(result).toEqual({ version: "1", code: "journal/schema-too-new" });
+    expect(result).toEqual({ version: 1, code: "journal/schema-too-new" });
   });
 });
 
