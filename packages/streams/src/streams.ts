@@ -295,7 +295,7 @@ export class Streams implements AlarmPart {
       ...(fresh.tag !== null ? { tag: fresh.tag } : {}),
     });
     // The new row's wake_at may be earlier than any wake this object has asked for.
-    if (wakeAt !== null) void requestWake(this.#ctx, wakeAt);
+    if (wakeAt !== null) this.#requestWake(wakeAt);
     return new Writer(
       this.#path,
       this.#entries.entryFor(fresh),
@@ -589,7 +589,7 @@ export class Streams implements AlarmPart {
             },
       );
       // A settled stream's expiry restarts from now: it may be earlier than any wake asked for.
-      if (settledWake !== null) void requestWake(this.#ctx, settledWake);
+      if (settledWake !== null) this.#requestWake(settledWake);
     }
     this.#waits.wake(entry.key, settle !== undefined);
     return {
@@ -931,6 +931,16 @@ export class Streams implements AlarmPart {
         store.setWake(row.stream_key, expiry);
       }
     }
+  }
+
+  /**
+   * Asks (earlier-only) for a wake no later than `at`. Not awaited: the write path stays
+   * synchronous, and the alarm write is ordered before the object's next output. A failed alarm
+   * write is not fatal: `nextWakeAt()` still reports the wake, and `Alarms` arms it after the next
+   * alarm.
+   */
+  #requestWake(at: number): void {
+    requestWake(this.#ctx, at).catch(() => {});
   }
 
   /** The time of a live stream's newest chunk (from this isolate's entry when it has one), or null. */

@@ -163,4 +163,23 @@ describe("retention", () => {
       expect(counting.counts().rowsWritten).toBeGreaterThanOrEqual(8 * 300);
     });
   });
+
+  it("asks for an earlier wake when a stream gains an earlier expiry, and never pushes the alarm later", async () => {
+    await inFixture(async ({ streams }, state) => {
+      streams.open("late", { ttlMs: 10_000 });
+      await settle();
+      const late = await state.storage.getAlarm();
+      expect(late).toBe(streams.nextWakeAt());
+      streams.open("early", { ttlMs: 1_000 });
+      await settle();
+      const early = await state.storage.getAlarm();
+      expect(early).toBe(streams.nextWakeAt());
+      expect(early).toBeLessThan(late as number);
+      streams.open("later", { ttlMs: 60_000 });
+      const settling = streams.open("settles", { ttlMs: 120_000 });
+      settling.close();
+      await settle();
+      expect(await state.storage.getAlarm()).toBe(early);
+    });
+  });
 });

@@ -110,8 +110,11 @@ export class DurableStreamsHandler implements AlarmPart {
       store,
       now,
       peer: peerOf,
-      // A release due later than now may be earlier than any wake asked for: earlier-only.
-      requestWake: (at) => void requestWake(ctx, at),
+      // A release due later than now may be earlier than any wake asked for: earlier-only. Not
+      // awaited; a failed alarm write leaves the retry to nextWakeAt() and the next alarm.
+      requestWake: (at) => {
+        requestWake(ctx, at).catch(() => {});
+      },
       emit,
     });
     this.#ledger = ledger;
