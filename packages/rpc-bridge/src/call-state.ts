@@ -1,5 +1,5 @@
 import { callIdOf, topLevelKey } from "@durablekit/handle-journal";
-import type { Access, CallContext, HostFunction } from "./context";
+import type { BridgeAccess, BridgeCallContext, BridgeHostFunction } from "./context";
 import type { BridgeError } from "./errors";
 import type { Handle } from "./handle-table";
 import type { Answer } from "./wire";
@@ -14,7 +14,7 @@ export interface CallState {
   handle: Handle;
   /** The function or method name (`""` for a function handle). */
   method: string;
-  fn: HostFunction;
+  fn: BridgeHostFunction;
   thisArg: unknown;
   args: unknown[];
   deadline: number;
@@ -68,7 +68,7 @@ export class CallKeys {
 /** What a call's context reaches back to in its run. */
 export interface ContextOwner {
   readonly executionId: string;
-  readonly access: Access;
+  readonly access: BridgeAccess;
   readonly attempt: number;
   interrupt(call: CallState, reason?: string): Promise<never>;
 }
@@ -77,12 +77,12 @@ export interface ContextOwner {
  * The context a call's host code sees. Its data are own properties (so spreading or logging it
  * shows them); the run and the call state stay private. The signal is created on first use.
  */
-export class HostCallContext implements CallContext {
+export class HostCallContext implements BridgeCallContext {
   readonly callId: string;
   readonly executionId: string;
   readonly key: string;
   readonly deadline: number;
-  readonly access: Access;
+  readonly access: BridgeAccess;
   readonly attempt: number;
   readonly #owner: ContextOwner;
   readonly #call: CallState;

@@ -1,15 +1,15 @@
 /** What a run may do: `"read"` runs only functions and methods marked read-only. */
-export type Access = "read" | "read-write";
+export type BridgeAccess = "read" | "read-write";
 
 /** What happens to a run that is interrupted (its object restarted, or `ctx.interrupt()`). */
-export type InterruptPolicy = "fail" | "restart";
+export type BridgeInterruptPolicy = "fail" | "restart";
 
 /**
  * The context of one bridge call, given to the exported function or handle method it runs. Every
  * call gets its own, including each method call on an object an earlier call returned: the signal
  * and deadline are this call's, not those of the call that made the object.
  */
-export interface CallContext {
+export interface BridgeCallContext {
   /**
    * `"<executionId>:<callKey>"`: unique in the execution and the same for the same call of a
    * restarted attempt's same position, so usable as an idempotency key toward other systems.
@@ -24,7 +24,7 @@ export interface CallContext {
   /** Epoch milliseconds after which the call is cut off: its start plus `callTimeoutMs`, capped by the run's deadline. */
   readonly deadline: number;
   /** The run's access. A call that reaches host code already passed the access check. */
-  readonly access: Access;
+  readonly access: BridgeAccess;
   /** The run's attempt, 1 for the first; a `"restart"` run counts up. */
   readonly attempt: number;
   /**
@@ -43,4 +43,4 @@ export interface CallContext {
  * program as the same error (class by name, `code`, `retryable` and other own JSON properties).
  */
 // biome-ignore lint/suspicious/noExplicitAny: host functions declare their own argument tuples.
-export type HostFunction = (args: any, ctx: CallContext) => unknown;
+export type BridgeHostFunction = (args: any, ctx: BridgeCallContext) => unknown;

@@ -147,7 +147,7 @@ export function dataSize(
   const plain = plainJsonBytes(value, 0, maxBytes);
   if (plain >= 0 && plain + ENVELOPE_BYTES <= maxBytes) return plain + ENVELOPE_BYTES;
   try {
-    return encodedSize(value, { maxBytes, path });
+    return encodedSize(value, { maxValueBytes: maxBytes, path });
   } catch (error) {
     throw codecFailure(error, maxBytes, path, limitCode, limitName);
   }
@@ -164,7 +164,7 @@ export function encodeChecked(
   limitName: string,
 ): string {
   try {
-    return encode(value, { maxBytes, path });
+    return encode(value, { maxValueBytes: maxBytes, path });
   } catch (error) {
     throw codecFailure(error, maxBytes, path, limitCode, limitName);
   }

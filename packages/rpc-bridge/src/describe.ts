@@ -1,13 +1,14 @@
-import type { Access } from "./context";
+import type { BridgeAccess } from "./context";
+import { BridgeError } from "./errors";
 import { methodsOf } from "./handle-table";
-import { createModuleRegistry } from "./module-registry";
-import type { ClassDescription, ModuleMap } from "./modules";
+import { ModuleRegistry } from "./module-registry";
+import type { BridgeClassDescription, BridgeModuleMap } from "./modules";
 import { isReadOnly } from "./read-only";
 
 /** Options of {@link describeModules}. */
-export interface DescribeOptions {
+export interface BridgeDescribeOptions {
   /** With `"read"`, functions and methods that are not read-only are left out. Default `"read-write"`. */
-  access?: Access;
+  access?: BridgeAccess;
 }
 
 const UNKNOWN_SIGNATURE = "(...args: unknown[]): Promise<unknown>";
@@ -20,12 +21,16 @@ function comment(text: string | undefined, indent: string): string[] {
 }
 
 function normalizeClass(
-  value: ClassDescription | (abstract new (...args: never[]) => object),
-): ClassDescription {
+  value: BridgeClassDescription | (abstract new (...args: never[]) => object),
+): BridgeClassDescription {
   return typeof value === "function" ? { class: value } : value;
 }
 
-function classLines(name: string, description: ClassDescription, access: Access): string[] {
+function classLines(
+  name: string,
+  description: BridgeClassDescription,
+  access: BridgeAccess,
+): string[] {
   const proto = description.class?.prototype as Record<string, unknown> | undefined;
   const names = new Set<string>(Object.keys(description.methods ?? {}));
   if (proto) for (const method of methodsOf(Object.create(proto))) names.add(method);
@@ -49,11 +54,25 @@ function classLines(name: string, description: ClassDescription, access: Access)
  * host module (its functions, and the interfaces of the objects they return, from the module's
  * {@link hostModule} description) and per source module, each with its description. Private
  * modules are left out. This is the text a host puts in a model's prompt.
- * @throws BridgeError `bridge/invalid-module` for a malformed `modules` map.
+ * @throws BridgeError `bridge/invalid-module` for a malformed `modules` map, `bridge/invalid-argument` for a non-object.
  */
-export function describeModules(modules: ModuleMap, options: DescribeOptions = {}): string {
+export function describeModules(
+  modules: BridgeModuleMap,
+  options: BridgeDescribeOptions = {},
+): string {
+  if (
+    typeof modules !== "object" ||
+    modules === null ||
+    typeof options !== "object" ||
+    options === null
+  ) {
+    throw new BridgeError(
+      "bridge/invalid-argument",
+      "describeModules takes the executor's modules object and optional { access }.",
+    );
+  }
   const access = options.access ?? "read-write";
-  const registry = createModuleRegistry(modules);
+  const registry = new ModuleRegistry(modules);
   const out = [
     "// A program is an ES module whose default export runs it: export default async function (input) { … }.",
     "// It has no network access and no bindings; it reaches the host only through these modules.",

@@ -1,3 +1,4 @@
+import { DurableKitError, isErrorOf } from "@durablekit/compose";
 import { type ErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
 
 /**
@@ -27,11 +28,11 @@ import { type ErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
  * - `bridge/invalid-program`: the source does not parse, has no default export, uses a computed
  *   `import()`, or is larger than `maxSourceBytes`.
  * - `bridge/invalid-module`: a configured module is malformed (bad specifier, export name, import).
- * - `bridge/invalid-options`: an option has a value outside its documented range.
+ * - `bridge/invalid-argument`: an argument or option is malformed or outside its documented range.
  * - `bridge/limit-input-bytes`: the input encodes to more than `maxInputBytes`.
  * - `bridge/replay-unsupported`: `onInterrupt: "replay"` was asked of a version without replay.
- * - `bridge/execution-exists`: an execution with that id already exists.
- * - `bridge/no-storage`: the operation needs the executor's `sql` storage.
+ * - `bridge/conflict`: an execution with that id already exists.
+ * - `bridge/schema-too-new`: the `dk_bridge_*` tables were written by a newer version of this package.
  *
  * Ends of a run (the execution's `error`):
  * - `bridge/run-timeout`: the run passed `runTimeoutMs` (retryable).
@@ -63,10 +64,10 @@ export type BridgeErrorCode =
   | "bridge/module-private"
   | "bridge/invalid-program"
   | "bridge/invalid-module"
-  | "bridge/invalid-options"
+  | "bridge/invalid-argument"
   | "bridge/replay-unsupported"
-  | "bridge/execution-exists"
-  | "bridge/no-storage"
+  | "bridge/conflict"
+  | "bridge/schema-too-new"
   | "bridge/run-timeout"
   | "bridge/cancelled"
   | "bridge/interrupted"
@@ -91,30 +92,25 @@ export interface BridgeErrorOptions {
 }
 
 /**
- * Base class of every error this package throws in the host, and the shape program code catches
- * for bridge refusals (`name` `"BridgeError"`, with `code` and `retryable`). `retryable` says
- * whether the same call or run may succeed if repeated later; every other code is terminal.
+ * Base class of every error this package throws in the host (a `DurableKitError`, see
+ * docs/composing.md), and the shape program code catches for bridge refusals (`name`
+ * `"BridgeError"`, with `code` and `retryable`). `retryable` says whether the same call or run may
+ * succeed if repeated later; every other code is terminal.
  */
-export class BridgeError extends Error {
-  /** Stable machine-readable code, e.g. `"bridge/limit-calls"`. */
-  readonly code: BridgeErrorCode;
-  /** Whether repeating the failed operation may succeed. */
-  readonly retryable: boolean;
+export class BridgeError extends DurableKitError<BridgeErrorCode> {
   /** Where the offending value sits, when a value was refused. */
   readonly path?: string;
 
   constructor(code: BridgeErrorCode, message: string, options?: BridgeErrorOptions) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, { cause: options?.cause, retryable: RETRYABLE.has(code) });
     this.name = "BridgeError";
-    this.code = code;
-    this.retryable = RETRYABLE.has(code);
     if (options?.path !== undefined) this.path = options.path;
   }
 }
 
 /** True when `value` is a {@link BridgeError}, optionally with the given code. */
 export function isBridgeError(value: unknown, code?: BridgeErrorCode): value is BridgeError {
-  return value instanceof BridgeError && (code === undefined || value.code === code);
+  return isErrorOf(BridgeError, value, code);
 }
 
 /** The error record (handle-journal's shape) of a new {@link BridgeError}: how the bridge reports its own failures. */

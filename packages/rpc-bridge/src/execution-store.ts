@@ -1,34 +1,34 @@
+import { migrateSchema } from "@durablekit/compose";
 import { decode, type ErrorRecord } from "@durablekit/handle-journal";
-import type { Access, InterruptPolicy } from "./context";
+import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 import { BridgeError } from "./errors";
 import type { ExecutionError, ExecutionRecord, ExecutionState } from "./execution";
 
-/** Version of the tables below; a newer stored version is refused rather than misread. */
-export const SCHEMA_VERSION = 1;
+/** Migration steps of the `dk_bridge_*` tables; the schema version is their count (see DESIGN.md). */
+const SCHEMA_STEPS = [
+  [
+    `CREATE TABLE IF NOT EXISTS dk_bridge_executions (
+      id TEXT PRIMARY KEY,
+      state TEXT NOT NULL,
+      on_interrupt TEXT NOT NULL,
+      access TEXT NOT NULL,
+      source TEXT NOT NULL,
+      input TEXT NOT NULL, -- handle-journal codec text
+      attempt INTEGER NOT NULL,
+      calls INTEGER NOT NULL DEFAULT 0,
+      unsafe_call TEXT,
+      result TEXT, -- handle-journal codec text
+      error TEXT, -- JSON of the error record's body
+      created_at INTEGER NOT NULL,
+      started_at INTEGER NOT NULL,
+      finished_at INTEGER
+    )`,
+    `CREATE INDEX IF NOT EXISTS dk_bridge_executions_state ON dk_bridge_executions (state)`,
+  ],
+] as const;
 
-const SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS dk_bridge_meta (
-    key TEXT PRIMARY KEY,
-    value INTEGER NOT NULL
-  )`,
-  `CREATE TABLE IF NOT EXISTS dk_bridge_executions (
-    id TEXT PRIMARY KEY,
-    state TEXT NOT NULL,
-    on_interrupt TEXT NOT NULL,
-    access TEXT NOT NULL,
-    source TEXT NOT NULL,
-    input TEXT NOT NULL, -- handle-journal codec text
-    attempt INTEGER NOT NULL,
-    calls INTEGER NOT NULL DEFAULT 0,
-    unsafe_call TEXT,
-    result TEXT, -- handle-journal codec text
-    error TEXT, -- JSON of the error record's body
-    created_at INTEGER NOT NULL,
-    started_at INTEGER NOT NULL,
-    finished_at INTEGER
-  )`,
-  `CREATE INDEX IF NOT EXISTS dk_bridge_executions_state ON dk_bridge_executions (state)`,
-];
+/** Version of the `dk_bridge_*` tables; a newer stored version is refused rather than misread. */
+export const SCHEMA_VERSION = SCHEMA_STEPS.length;
 
 type Row = {
   id: string;
@@ -50,8 +50,8 @@ type Row = {
 /** A running execution's row, as recovery needs it. */
 export interface RunningExecution {
   id: string;
-  onInterrupt: InterruptPolicy;
-  access: Access;
+  onInterrupt: BridgeInterruptPolicy;
+  access: BridgeAccess;
   source: string;
   input: string;
   attempt: number;
@@ -66,22 +66,25 @@ export interface RunningExecution {
 export class ExecutionStore {
   readonly #sql: SqlStorage;
 
-  constructor(sql: SqlStorage) {
-    this.#sql = sql;
-    for (const statement of SCHEMA) sql.exec(statement);
-    const found = sql
-      .exec<{ value: number }>("SELECT value FROM dk_bridge_meta WHERE key = 'schema_version'")
-      .toArray()[0];
-    if (found === undefined) {
-      sql.exec(
-        "INSERT INTO dk_bridge_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
-        SCHEMA_VERSION,
-      );
-    } else if (found.value > SCHEMA_VERSION) {
-      throw new BridgeError(
-        "bridge/invalid-options",
-        `The dk_bridge_* tables have schema version ${found.value}, newer than this version of @durablekit/rpc-bridge understands (${SCHEMA_VERSION}); upgrade the package.`,
-      );
+  /** @throws BridgeError `bridge/schema-too-new` when the tables were written by a newer version. */
+  constructor(storage: DurableObjectStorage) {
+    this.#sql = storage.sql;
+    const options = {
+      table: "bridge",
+      steps: SCHEMA_STEPS,
+      tooNew: (found: number, supported: number) =>
+        new BridgeError(
+          "bridge/schema-too-new",
+          `The dk_bridge_* tables have schema version ${found}, newer than this version of @durablekit/rpc-bridge understands (${supported}); deploy the newer package version.`,
+        ),
+    };
+    try {
+      migrateSchema(storage, options);
+    } catch (error) {
+      // A 0.0 build named the meta table's first column `key`; rename it to the shared convention once.
+      if (!(error instanceof Error) || !/no such column: name/.test(error.message)) throw error;
+      this.#sql.exec("ALTER TABLE dk_bridge_meta RENAME COLUMN key TO name");
+      migrateSchema(storage, options);
     }
   }
 
@@ -95,8 +98,8 @@ export class ExecutionStore {
   /** Records a new running execution (attempt 1). */
   insert(row: {
     id: string;
-    onInterrupt: InterruptPolicy;
-    access: Access;
+    onInterrupt: BridgeInterruptPolicy;
+    access: BridgeAccess;
     source: string;
     input: string;
     now: number;
@@ -158,8 +161,8 @@ export class ExecutionStore {
       .toArray()
       .map((row) => ({
         id: row.id,
-        onInterrupt: row.on_interrupt as InterruptPolicy,
-        access: row.access as Access,
+        onInterrupt: row.on_interrupt as BridgeInterruptPolicy,
+        access: row.access as BridgeAccess,
         source: row.source,
         input: row.input,
         attempt: row.attempt,
@@ -177,8 +180,8 @@ export class ExecutionStore {
     const record: ExecutionRecord = {
       executionId: row.id,
       state: row.state as ExecutionState,
-      onInterrupt: row.on_interrupt as InterruptPolicy,
-      access: row.access as Access,
+      onInterrupt: row.on_interrupt as BridgeInterruptPolicy,
+      access: row.access as BridgeAccess,
       attempt: row.attempt,
       calls: row.calls,
       createdAt: row.created_at,

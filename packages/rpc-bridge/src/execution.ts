@@ -1,4 +1,4 @@
-import type { Access, InterruptPolicy } from "./context";
+import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 
 /** Where an execution is: `running` until it ends `completed`, `failed` or `cancelled`. */
 export type ExecutionState = "running" | "completed" | "failed" | "cancelled";
@@ -26,8 +26,8 @@ export interface Execution {
 
 /** The stored record of an execution (see `Executor.get`). */
 export interface ExecutionRecord extends Execution {
-  onInterrupt: InterruptPolicy;
-  access: Access;
+  onInterrupt: BridgeInterruptPolicy;
+  access: BridgeAccess;
   /** 1 for the first attempt; a `"restart"` run counts up. */
   attempt: number;
   /** Bridge calls the last attempt made (only counted when it ends). */

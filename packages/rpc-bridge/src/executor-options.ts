@@ -1,57 +1,66 @@
-import type { Loader } from "./attempt";
-import type { Access, InterruptPolicy } from "./context";
+import { isWellFormedName } from "@durablekit/compose";
+import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 import { BridgeError } from "./errors";
 import type { BridgeEvent } from "./events";
-import type { Limits } from "./limits";
-import type { ModuleMap } from "./modules";
+import type { BridgeLimits } from "./limits";
+import type { BridgeModuleMap } from "./modules";
 
 /** The compatibility date program isolates run with unless `compatibilityDate` says otherwise. */
 export const DEFAULT_COMPATIBILITY_DATE = "2026-06-01";
 
-/** Options of {@link createExecutor}. */
+/** The Worker Loader binding's surface the executor uses (`env.LOADER`). */
+export interface BridgeLoader {
+  load(code: WorkerLoaderWorkerCode): WorkerStub;
+}
+
+/** Options of {@link Executor}. */
 export interface ExecutorOptions {
   /** The Worker Loader binding (`env.LOADER`, from `"worker_loaders": [{ "binding": "LOADER" }]`). */
-  loader: Loader;
+  loader: BridgeLoader;
   /** What programs may import: host modules (objects of functions) and source modules (strings). */
-  modules: ModuleMap;
-  /** The Durable Object's SQLite (`ctx.storage.sql`): records executions, enables `get` and `recover`. */
-  sql?: SqlStorage;
-  /** Limits of every run; see {@link Limits} for the defaults. */
-  limits?: Partial<Limits>;
+  modules: BridgeModuleMap;
+  /** Limits of every run; see {@link BridgeLimits} for the defaults. */
+  limits?: Partial<BridgeLimits>;
   /** Default access of a run. Default `"read-write"`. */
-  access?: Access;
+  access?: BridgeAccess;
   /** Default interrupt policy. Default `"fail"`. (`"replay"` comes with a later version.) */
-  onInterrupt?: InterruptPolicy | "replay";
-  /** Receives `bridge:call` and `bridge:execution` events. */
-  onEvent?: (event: BridgeEvent) => void;
+  onInterrupt?: BridgeInterruptPolicy | "replay";
   /**
-   * Asks the host to wake at `at` (epoch ms) so an execution cut off by an eviction is recovered:
-   * call `executor.alarm()` from the Durable Object's `alarm()` and re-arm to `nextWakeAt()`.
+   * Receives `bridge:call` and `bridge:execution` events, synchronously; a throwing listener is
+   * reported with `console.warn` and ignored.
    */
-  armAlarm?: (at: number) => void;
+  onEvent?: (event: BridgeEvent) => void;
+  /** Clock (epoch ms) of execution records and recovery wakes. Default `Date.now`. */
+  now?: () => number;
   /** Compatibility date of program isolates. Default {@link DEFAULT_COMPATIBILITY_DATE}. */
   compatibilityDate?: string;
   /** Compatibility flags of program isolates. Default none. */
   compatibilityFlags?: string[];
 }
 
+/** Longest execution id, in UTF-16 code units (see docs/composing.md, "Names"). */
+export const MAX_ID_LENGTH = 256;
+
 /** Options of one {@link Executor.execute}. */
 export interface ExecuteOptions {
-  /** The execution's id (default a random UUID); one id runs once. */
+  /**
+   * The execution's id (default a random UUID); one id runs once. A non-empty string of at most 256
+   * UTF-16 code units without lone surrogates.
+   */
   id?: string;
   /** This run's access. */
-  access?: Access;
+  access?: BridgeAccess;
   /** This run's interrupt policy. */
-  onInterrupt?: InterruptPolicy | "replay";
+  onInterrupt?: BridgeInterruptPolicy | "replay";
   /** Cancels the run when it aborts. */
   signal?: AbortSignal;
 }
 
 /**
  * An `onInterrupt` option, checked.
- * @throws BridgeError `bridge/replay-unsupported` for `"replay"`, `bridge/invalid-options` otherwise.
+ * @throws BridgeError `bridge/replay-unsupported` for `"replay"`, `bridge/invalid-argument` otherwise.
  */
-export function checkPolicy(value: unknown): InterruptPolicy {
+export function checkPolicy(value: unknown): BridgeInterruptPolicy {
   if (value === "fail" || value === "restart") return value;
   if (value === "replay") {
     throw new BridgeError(
@@ -60,19 +69,83 @@ export function checkPolicy(value: unknown): InterruptPolicy {
     );
   }
   throw new BridgeError(
-    "bridge/invalid-options",
+    "bridge/invalid-argument",
     `onInterrupt must be "fail" or "restart"; got ${JSON.stringify(value)}.`,
   );
 }
 
 /**
  * An `access` option, checked.
- * @throws BridgeError `bridge/invalid-options`.
+ * @throws BridgeError `bridge/invalid-argument`.
  */
-export function checkAccess(value: unknown): Access {
+export function checkAccess(value: unknown): BridgeAccess {
   if (value === "read" || value === "read-write") return value;
   throw new BridgeError(
-    "bridge/invalid-options",
+    "bridge/invalid-argument",
     `access must be "read" or "read-write"; got ${JSON.stringify(value)}.`,
   );
+}
+
+function invalid(message: string): BridgeError {
+  return new BridgeError("bridge/invalid-argument", message);
+}
+
+/**
+ * The executor's options, checked (limits and modules are checked where they are resolved).
+ * @throws BridgeError `bridge/invalid-argument`.
+ */
+export function checkExecutorOptions(options: unknown): asserts options is ExecutorOptions {
+  if (typeof options !== "object" || options === null) {
+    throw invalid(
+      "Executor takes an options object: new Executor(ctx, { loader: env.LOADER, modules }).",
+    );
+  }
+  const o = options as Partial<Record<keyof ExecutorOptions, unknown>>;
+  if (typeof (o.loader as Partial<BridgeLoader> | undefined)?.load !== "function") {
+    throw invalid('loader must be the Worker Loader binding (env.LOADER, from "worker_loaders").');
+  }
+  if (typeof o.modules !== "object" || o.modules === null) {
+    throw invalid("modules must be an object mapping specifiers to host modules or source text.");
+  }
+  if (o.limits !== undefined && (typeof o.limits !== "object" || o.limits === null)) {
+    throw invalid("limits must be an object of limit overrides, e.g. { maxCalls: 100 }.");
+  }
+  for (const key of ["onEvent", "now"] as const) {
+    if (o[key] !== undefined && typeof o[key] !== "function") {
+      throw invalid(`${key} must be a function.`);
+    }
+  }
+  if (o.compatibilityDate !== undefined && typeof o.compatibilityDate !== "string") {
+    throw invalid('compatibilityDate must be a date string such as "2026-06-01".');
+  }
+  if (
+    o.compatibilityFlags !== undefined &&
+    !(
+      Array.isArray(o.compatibilityFlags) &&
+      o.compatibilityFlags.every((f) => typeof f === "string")
+    )
+  ) {
+    throw invalid("compatibilityFlags must be an array of strings.");
+  }
+}
+
+/**
+ * One `execute` call's options, checked.
+ * @throws BridgeError `bridge/invalid-argument`.
+ */
+export function checkExecuteOptions(options: unknown): asserts options is ExecuteOptions {
+  if (typeof options !== "object" || options === null) {
+    throw invalid(
+      "execute takes an options object as its third argument: { id?, access?, onInterrupt?, signal? }.",
+    );
+  }
+  const { id, signal } = options as ExecuteOptions;
+  if (id !== undefined && !isWellFormedName(id, MAX_ID_LENGTH)) {
+    throw invalid(
+      `An execution id must be a non-empty string of at most ${MAX_ID_LENGTH} UTF-16 code units without lone surrogates.`,
+    );
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw invalid("signal must be an AbortSignal.");
+  }
 }

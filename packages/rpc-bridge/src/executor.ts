@@ -1,60 +1,141 @@
-import { utf8ByteLength } from "@durablekit/handle-journal";
-import { runAttempt } from "./attempt";
-import type { Access, InterruptPolicy } from "./context";
-import { BridgeError } from "./errors";
-import type { BridgeEvent } from "./events";
-import type { Execution, ExecutionRecord } from "./execution";
-import { checkData, restartRefusal, type Settled, settleOutcome } from "./execution-end";
-import { ExecutionStore } from "./execution-store";
+import { type AlarmPart, createEmitter, requestWake } from "@durablekit/compose";
 import {
+  decode,
+  type ErrorRecord,
+  fromErrorRecord,
+  toErrorRecord,
+  utf8ByteLength,
+} from "@durablekit/handle-journal";
+import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
+import { encodeChecked } from "./data-size";
+import { BridgeEndpoint } from "./endpoint";
+import { BridgeError, type BridgeErrorCode, bridgeErrorRecord } from "./errors";
+import type { BridgeEvent } from "./events";
+import type { Execution, ExecutionError, ExecutionRecord } from "./execution";
+import { ExecutionStore, type RunningExecution } from "./execution-store";
+import {
+  type BridgeLoader,
   checkAccess,
+  checkExecuteOptions,
+  checkExecutorOptions,
   checkPolicy,
   DEFAULT_COMPATIBILITY_DATE,
   type ExecuteOptions,
   type ExecutorOptions,
 } from "./executor-options";
-import { type Limits, resolveLimits } from "./limits";
-import { buildModuleGraph } from "./module-graph";
-import { createModuleRegistry, type ModuleRegistry } from "./module-registry";
-import { planRecovery } from "./recovery";
+import { disposeQuietly } from "./handle-table";
+import { type BridgeLimits, resolveLimits } from "./limits";
+import { MAIN_MODULE, ModuleRegistry } from "./module-registry";
 import { type AttemptOutcome, Run } from "./run";
 
+/** One execution being driven through its attempts. */
 interface Drive {
   id: string;
   modules: Record<string, string>;
   input: unknown;
-  access: Access;
-  onInterrupt: InterruptPolicy;
+  access: BridgeAccess;
+  onInterrupt: BridgeInterruptPolicy;
   attempt: number;
+}
+
+/** How an execution ends, with the codec text of its result. */
+type Settled = Omit<Execution, "executionId"> & { resultText?: string };
+
+/** What becomes of an execution a previous instance left running. */
+type RecoveryPlan =
+  | { action: "fail"; error: ExecutionError }
+  | { action: "restart"; modules: Record<string, string>; input: unknown };
+
+/** The isolate's entrypoint (the runner in isolate-source.ts). */
+interface Evaluator {
+  evaluate(
+    input: unknown,
+    bridge: BridgeEndpoint,
+  ): Promise<{ v?: unknown; e?: ErrorRecord; u?: 1 }>;
 }
 
 /** How long after a run's timeout the recovery alarm is asked for. */
 const ALARM_GRACE_MS = 1_000;
 
+/** The error body of a new `BridgeError`, as an execution's `error`. */
+function errorBody(code: BridgeErrorCode, message: string): ExecutionError {
+  return bridgeErrorRecord(code, message).$error as ExecutionError;
+}
+
+/** The body of any thrown value's error record, as an execution's `error`. */
+function thrownBody(error: unknown): ExecutionError {
+  return toErrorRecord(error).$error as ExecutionError;
+}
+
+function isolateFailed(what: string, error: unknown): AttemptOutcome {
+  const why = error instanceof Error ? error.message : String(error);
+  return { kind: "failed", error: bridgeErrorRecord("bridge/isolate-failed", `${what}: ${why}`) };
+}
+
+/** Normalizes a record from the isolate (untrusted) through handle-journal's own round trip. */
+function normalize(record: ErrorRecord): ErrorRecord {
+  try {
+    return toErrorRecord(fromErrorRecord(record));
+  } catch {
+    return toErrorRecord(new Error("The program failed with an unreadable error."));
+  }
+}
+
+function invalid(message: string): BridgeError {
+  return new BridgeError("bridge/invalid-argument", message);
+}
+
 /**
  * Runs program source in Worker Loader isolates against host modules, one bridge per run. Create
- * one per Durable Object (it owns the `dk_bridge_*` tables of its `sql`).
+ * one per Durable Object, in its constructor: it owns the object's `dk_bridge_*` tables, records
+ * every execution there, and asks for the wake that recovers executions an eviction cut off
+ * through `requestWake` (share the alarm with `Alarms` from `@durablekit/compose`).
  */
-export class Executor {
-  readonly #options: ExecutorOptions;
+export class Executor implements AlarmPart {
+  readonly #ctx: DurableObjectState;
+  readonly #loader: BridgeLoader;
+  readonly #compatibilityDate: string;
+  readonly #compatibilityFlags: string[];
   readonly #registry: ModuleRegistry;
-  readonly #limits: Limits;
-  readonly #store: ExecutionStore | undefined;
+  readonly #limits: BridgeLimits;
+  readonly #store: ExecutionStore;
+  /** Runs of this instance, by execution id; a running row without one here was left by a previous instance. */
   readonly #live = new Map<string, Run>();
-  readonly #access: Access;
-  readonly #onInterrupt: InterruptPolicy;
+  readonly #access: BridgeAccess;
+  readonly #onInterrupt: BridgeInterruptPolicy;
+  readonly #now: () => number;
+  readonly #emit: (event: BridgeEvent) => void;
+  /** Given to runs only when someone listens, so a run builds no call labels for nobody. */
+  readonly #runEmit: ((event: BridgeEvent) => void) | undefined;
 
-  constructor(options: ExecutorOptions) {
-    this.#options = options;
-    this.#registry = createModuleRegistry(options.modules);
+  /**
+   * Checks the modules (specifiers, export names), limits and options, and creates or checks the
+   * `dk_bridge_*` tables in `ctx.storage`.
+   * @throws BridgeError `bridge/invalid-argument` for a malformed option, `bridge/invalid-module`
+   *   for a malformed module, `bridge/replay-unsupported` for `onInterrupt: "replay"`,
+   *   `bridge/schema-too-new` when the tables were written by a newer version.
+   */
+  constructor(ctx: DurableObjectState, options: ExecutorOptions) {
+    if (typeof ctx !== "object" || ctx === null || typeof ctx.storage?.sql !== "object") {
+      throw invalid("Executor takes the Durable Object's state: new Executor(this.ctx, options).");
+    }
+    checkExecutorOptions(options);
+    this.#ctx = ctx;
+    this.#loader = options.loader;
+    this.#compatibilityDate = options.compatibilityDate ?? DEFAULT_COMPATIBILITY_DATE;
+    this.#compatibilityFlags = options.compatibilityFlags ?? [];
+    this.#registry = new ModuleRegistry(options.modules);
     this.#limits = resolveLimits(options.limits);
     this.#access = checkAccess(options.access ?? "read-write");
     this.#onInterrupt = checkPolicy(options.onInterrupt ?? "fail");
-    this.#store = options.sql ? new ExecutionStore(options.sql) : undefined;
+    this.#now = options.now ?? Date.now;
+    this.#emit = createEmitter("@durablekit/rpc-bridge", options.onEvent);
+    this.#runEmit = options.onEvent === undefined ? undefined : this.#emit;
+    this.#store = new ExecutionStore(ctx.storage);
   }
 
   /** The limits every run gets. */
-  get limits(): Readonly<Limits> {
+  get limits(): Readonly<BridgeLimits> {
     return this.#limits;
   }
 
@@ -63,15 +144,18 @@ export class Executor {
     return [...this.#live.keys()];
   }
 
+  // ── Executions ─────────────────────────────────────────────────────────────
+
   /**
    * Runs `source` (an ES module whose default export takes `input`) to its end and answers how it
    * ended. A program that cannot run (bad import, no default export, input over the limit) is
    * refused with a thrown error before anything runs or is recorded.
    * @throws BridgeError `bridge/module-not-found`, `bridge/module-private`, `bridge/invalid-program`,
-   * `bridge/limit-input-bytes`, `bridge/unserializable`, `bridge/execution-exists`,
-   * `bridge/replay-unsupported`, `bridge/invalid-options`.
+   * `bridge/limit-input-bytes`, `bridge/unserializable`, `bridge/conflict` (the id exists),
+   * `bridge/replay-unsupported`, `bridge/invalid-argument`.
    */
   async execute(source: string, input?: unknown, options: ExecuteOptions = {}): Promise<Execution> {
+    checkExecuteOptions(options);
     const onInterrupt = checkPolicy(options.onInterrupt ?? this.#onInterrupt);
     const access = checkAccess(options.access ?? this.#access);
     if (typeof source !== "string") {
@@ -83,26 +167,25 @@ export class Executor {
         `The program is larger than ${this.#limits.maxSourceBytes} bytes (maxSourceBytes).`,
       );
     }
-    const modules = buildModuleGraph(this.#registry, source);
-    const inputText =
-      checkData(
-        input,
-        this.#limits.maxInputBytes,
-        "input",
-        "bridge/limit-input-bytes",
-        "maxInputBytes",
-        this.#store !== undefined,
-      ) ?? "";
+    const modules = this.#registry.graph(source);
+    const inputText = encodeChecked(
+      input,
+      this.#limits.maxInputBytes,
+      "input",
+      "bridge/limit-input-bytes",
+      "maxInputBytes",
+    );
     const id = options.id ?? crypto.randomUUID();
-    if (this.#live.has(id) || this.#store?.has(id)) {
+    if (this.#live.has(id) || this.#store.has(id)) {
       throw new BridgeError(
-        "bridge/execution-exists",
+        "bridge/conflict",
         `An execution with id "${id}" already exists; use another id or read it with get().`,
       );
     }
-    const now = Date.now();
-    this.#store?.insert({ id, onInterrupt, access, source, input: inputText, now });
-    this.#armRecoveryAlarm(now);
+    const now = this.#now();
+    // Recorded running before anything runs: a restart finds the row and recovers it.
+    this.#store.insert({ id, onInterrupt, access, source, input: inputText, now });
+    this.#requestRecoveryWake(now);
     const signal = options.signal;
     const onAbort = () => this.cancel(id, "the execute() signal aborted");
     signal?.addEventListener("abort", onAbort, { once: true });
@@ -114,13 +197,23 @@ export class Executor {
     }
   }
 
-  /** The stored record of an execution, or null. @throws BridgeError `bridge/no-storage` without `sql`. */
+  /**
+   * The stored record of an execution, or `null` when there is none.
+   * @throws BridgeError `bridge/invalid-argument` when `executionId` is not a string.
+   */
   get(executionId: string): ExecutionRecord | null {
-    return this.#requireStore().get(executionId);
+    if (typeof executionId !== "string") throw invalid("get takes an execution id (a string).");
+    return this.#store.get(executionId);
   }
 
-  /** Cancels a running execution of this instance; false when none is running under that id. */
+  /**
+   * Cancels a running execution of this instance; false when none is running under that id.
+   * @throws BridgeError `bridge/invalid-argument` when `executionId` or `reason` is not a string.
+   */
   cancel(executionId: string, reason = "cancelled"): boolean {
+    if (typeof executionId !== "string" || typeof reason !== "string") {
+      throw invalid("cancel takes an execution id and an optional reason, both strings.");
+    }
     const run = this.#live.get(executionId);
     if (!run) return false;
     run.stop({ kind: "cancelled", reason });
@@ -128,26 +221,37 @@ export class Executor {
   }
 
   /**
+   * Deletes the records of executions that ended before `before` (epoch ms); returns how many.
+   * @throws BridgeError `bridge/invalid-argument` when `before` is not a finite number.
+   */
+  prune(before: number): number {
+    if (typeof before !== "number" || !Number.isFinite(before)) {
+      throw invalid(`prune takes a time in epoch milliseconds; got ${String(before)}.`);
+    }
+    return this.#store.prune(before);
+  }
+
+  // ── Recovery (the alarm part) ──────────────────────────────────────────────
+
+  /**
    * Settles executions a previous instance left running (its Durable Object restarted under them):
    * `"fail"` ones fail with `bridge/interrupted`; `"restart"` ones run again from the top (a new
    * attempt), unless a call marked unsafeToRepeat already ran or `maxAttempts` is used up. Runs of
    * this instance are left alone, so it is safe to call at any time. Resolves when every restarted
    * run has ended.
-   * @throws BridgeError `bridge/no-storage` without `sql`.
    */
   async recover(): Promise<Execution[]> {
-    const store = this.#requireStore();
     const pending: Array<Execution | Promise<Execution>> = [];
-    for (const row of store.running()) {
+    for (const row of this.#store.running()) {
       if (this.#live.has(row.id)) continue;
-      const plan = planRecovery(row, this.#registry, this.#limits.maxAttempts);
+      const plan = this.#planRecovery(row);
       if (plan.action === "fail") {
         pending.push(this.#end(row.id, row.attempt, 0, { state: "failed", error: plan.error }));
         continue;
       }
-      const now = Date.now();
-      store.restart(row.id, row.attempt + 1, now);
-      this.#armRecoveryAlarm(now);
+      const now = this.#now();
+      this.#store.restart(row.id, row.attempt + 1, now);
+      this.#requestRecoveryWake(now);
       pending.push(
         this.#drive({
           id: row.id,
@@ -163,15 +267,14 @@ export class Executor {
   }
 
   /**
-   * When the host should next call {@link alarm}: now if a previous instance left executions
-   * running, else the timeout of the earliest run of this instance; null when nothing runs.
+   * When {@link alarm} is next needed: now if a previous instance left executions running, else
+   * the timeout (plus a second's grace) of the earliest run of this instance; `null` when nothing runs.
    */
   nextWakeAt(): number | null {
-    if (!this.#store) return null;
     let at: number | null = null;
     for (const row of this.#store.running()) {
       const run = this.#live.get(row.id);
-      const when = run ? run.deadline + ALARM_GRACE_MS : Date.now();
+      const when = run ? run.deadline + ALARM_GRACE_MS : this.#now();
       if (at === null || when < at) at = when;
     }
     return at;
@@ -179,78 +282,78 @@ export class Executor {
 
   /** The alarm part: recovers executions left running (see {@link recover}). */
   async alarm(): Promise<void> {
-    if (this.#store) await this.recover();
+    await this.recover();
   }
 
-  /** Deletes the records of executions that ended before `before` (epoch ms); returns how many. */
-  prune(before: number): number {
-    return this.#requireStore().prune(before);
+  /**
+   * Asks (earlier-only) for the wake that recovers a run this instance may not live to finish.
+   * Not awaited: the run starts now, and the alarm write is ordered before the object's next output.
+   */
+  #requestRecoveryWake(now: number): void {
+    requestWake(this.#ctx, now + this.#limits.runTimeoutMs + ALARM_GRACE_MS).catch(() => {
+      // A failed alarm write leaves recovery to the next alarm or the next start of the object.
+    });
   }
 
-  #requireStore(): ExecutionStore {
-    if (!this.#store) {
-      throw new BridgeError(
-        "bridge/no-storage",
-        "This executor has no sql storage; pass createExecutor({ sql: ctx.storage.sql, … }) to record executions.",
-      );
+  /**
+   * Decides what becomes of an execution whose Durable Object restarted under it: an
+   * `onInterrupt: "fail"` one fails with `bridge/interrupted`; a `"restart"` one runs again from the
+   * top unless a call marked unsafeToRepeat ran, `maxAttempts` is used up, or its stored program or
+   * input no longer loads (a module it imports was removed), when it fails saying which.
+   */
+  #planRecovery(row: RunningExecution): RecoveryPlan {
+    if (row.onInterrupt !== "restart") {
+      return {
+        action: "fail",
+        error: errorBody(
+          "bridge/interrupted",
+          "The run was interrupted when its Durable Object restarted (onInterrupt: fail).",
+        ),
+      };
     }
-    return this.#store;
-  }
-
-  /** Asks for the alarm that recovers a run this instance may not live to finish. */
-  #armRecoveryAlarm(now: number): void {
-    if (this.#store) this.#options.armAlarm?.(now + this.#limits.runTimeoutMs + ALARM_GRACE_MS);
-  }
-
-  #emit(event: BridgeEvent): void {
+    const refusal = this.#restartRefusal(row.unsafeCall, row.attempt);
+    if (refusal) return { action: "fail", error: refusal };
     try {
-      this.#options.onEvent?.(event);
-    } catch {
-      // A listener's failure is its own.
+      return {
+        action: "restart",
+        modules: this.#registry.graph(row.source),
+        input: decode(row.input),
+      };
+    } catch (error) {
+      return { action: "fail", error: thrownBody(error) };
     }
   }
+
+  // ── Attempts ───────────────────────────────────────────────────────────────
 
   async #drive(drive: Drive): Promise<Execution> {
     let unsafeCall: string | undefined;
     for (let attempt = drive.attempt; ; attempt++) {
-      if (attempt > drive.attempt) this.#store?.restart(drive.id, attempt, Date.now());
+      if (attempt > drive.attempt) this.#store.restart(drive.id, attempt, this.#now());
       const run = new Run({
         executionId: drive.id,
         attempt,
         access: drive.access,
         limits: this.#limits,
         registry: this.#registry,
-        onEvent: this.#options.onEvent,
+        emit: this.#runEmit,
         onUnsafeCall: (label) => {
           if (drive.onInterrupt !== "restart" || unsafeCall !== undefined) return;
           unsafeCall = label;
-          this.#store?.markUnsafe(drive.id, label);
+          this.#store.markUnsafe(drive.id, label);
         },
       });
       this.#live.set(drive.id, run);
       this.#emit({ type: "bridge:execution", executionId: drive.id, state: "running", attempt });
       let result: { outcome: AttemptOutcome; disposed: number };
       try {
-        result = await runAttempt({
-          loader: this.#options.loader,
-          modules: drive.modules,
-          input: drive.input,
-          run,
-          cpuMs: this.#limits.cpuMs,
-          compatibilityDate: this.#options.compatibilityDate ?? DEFAULT_COMPATIBILITY_DATE,
-          compatibilityFlags: this.#options.compatibilityFlags ?? [],
-        });
+        result = await this.#attempt(drive, run);
       } finally {
         this.#live.delete(drive.id);
       }
       const { outcome, disposed } = result;
       if (outcome.kind === "interrupted" && drive.onInterrupt === "restart") {
-        const refusal = restartRefusal(
-          unsafeCall,
-          attempt,
-          this.#limits.maxAttempts,
-          outcome.reason,
-        );
+        const refusal = this.#restartRefusal(unsafeCall, attempt, outcome.reason);
         if (!refusal) continue;
         return this.#end(
           drive.id,
@@ -260,12 +363,128 @@ export class Executor {
           disposed,
         );
       }
-      const settled = settleOutcome(
-        outcome,
-        this.#limits.maxResultBytes,
-        this.#store !== undefined,
+      return this.#end(drive.id, attempt, run.calls, this.#settle(outcome), disposed);
+    }
+  }
+
+  /**
+   * Runs one attempt: a fresh isolate from the Worker Loader (no network: `globalOutbound: null`;
+   * no bindings: an empty `env`; the CPU limit), its `evaluate` raced against the run's own stop
+   * (timeout, cancel, interrupt). The isolate is released and the run ended (every handle it still
+   * held disposed) before this returns.
+   */
+  async #attempt(drive: Drive, run: Run): Promise<{ outcome: AttemptOutcome; disposed: number }> {
+    const cpuMs = this.#limits.cpuMs;
+    let outcome: AttemptOutcome;
+    let worker: WorkerStub | undefined;
+    let entrypoint: unknown;
+    try {
+      worker = this.#loader.load({
+        compatibilityDate: this.#compatibilityDate,
+        compatibilityFlags: this.#compatibilityFlags,
+        limits: { cpuMs },
+        mainModule: MAIN_MODULE,
+        modules: drive.modules,
+        env: {},
+        globalOutbound: null,
+      });
+      entrypoint = worker.getEntrypoint(undefined, { limits: { cpuMs } });
+      const evaluation = (entrypoint as unknown as Evaluator)
+        .evaluate(drive.input, new BridgeEndpoint(run))
+        .then(
+          (answer): AttemptOutcome => {
+            if (answer.e !== undefined) {
+              const error = normalize(answer.e);
+              if (answer.u === 1) {
+                error.$error = {
+                  ...error.$error,
+                  code: "bridge/unhandled-rejection",
+                  message: `The program left a rejected promise unhandled: ${error.$error.message}`,
+                };
+              }
+              return { kind: "failed", error };
+            }
+            return { kind: "completed", value: answer.v };
+          },
+          (error: unknown) => isolateFailed("The program's isolate failed", error),
+        );
+      outcome = await Promise.race([evaluation, run.stopped]);
+    } catch (error) {
+      outcome = isolateFailed("The program's isolate could not start", error);
+    } finally {
+      disposeQuietly(entrypoint);
+      disposeQuietly(worker);
+    }
+    return { outcome, disposed: run.end() };
+  }
+
+  // ── Ends ───────────────────────────────────────────────────────────────────
+
+  /**
+   * Why an interrupted `"restart"` run may not run again, or undefined when it may: a call marked
+   * unsafeToRepeat ran (`unsafeCall`), or `attempt` was the last of `maxAttempts`. `reason` is the
+   * interruption's, when known.
+   */
+  #restartRefusal(
+    unsafeCall: string | null | undefined,
+    attempt: number,
+    reason?: string,
+  ): ExecutionError | undefined {
+    if (unsafeCall !== null && unsafeCall !== undefined) {
+      return errorBody(
+        "bridge/unsafe-to-repeat",
+        `The run was interrupted${reason === undefined ? "" : ` (${reason})`} after ${unsafeCall} ran, which is marked unsafeToRepeat, so it is not restarted.`,
       );
-      return this.#end(drive.id, attempt, run.calls, settled, disposed);
+    }
+    const maxAttempts = this.#limits.maxAttempts;
+    if (attempt >= maxAttempts) {
+      return errorBody(
+        "bridge/too-many-attempts",
+        `The run was interrupted on each of its ${maxAttempts} attempts (maxAttempts)${reason === undefined ? "" : `; last: ${reason}`}.`,
+      );
+    }
+    return undefined;
+  }
+
+  /**
+   * How an execution ends after an attempt that was not restarted: completed with its result and
+   * the result's codec text for the store (over `maxResultBytes`, or not data, it fails with
+   * `bridge/limit-result-bytes`), failed, failed as interrupted, or cancelled.
+   */
+  #settle(outcome: AttemptOutcome): Settled {
+    switch (outcome.kind) {
+      case "completed": {
+        const code = "bridge/limit-result-bytes";
+        try {
+          const resultText = encodeChecked(
+            outcome.value,
+            this.#limits.maxResultBytes,
+            "result",
+            code,
+            "maxResultBytes",
+          );
+          return { state: "completed", result: outcome.value, resultText };
+        } catch (error) {
+          const body = thrownBody(error);
+          if (body.code === "bridge/unserializable") {
+            body.code = code;
+            body.message = `The program's result is not data: ${body.message}`;
+          }
+          return { state: "failed", error: body };
+        }
+      }
+      case "failed":
+        return { state: "failed", error: outcome.error.$error as ExecutionError };
+      case "interrupted":
+        return {
+          state: "failed",
+          error: errorBody("bridge/interrupted", `The run was interrupted: ${outcome.reason}.`),
+        };
+      case "cancelled":
+        return {
+          state: "cancelled",
+          error: errorBody("bridge/cancelled", `The run was cancelled: ${outcome.reason}.`),
+        };
     }
   }
 
@@ -273,11 +492,12 @@ export class Executor {
     const { resultText, ...rest } = settled;
     const execution: Execution = { executionId: id, ...rest };
     if (execution.state !== "running") {
-      this.#store?.finish(id, execution.state, {
+      // One statement; a second end of the same execution changes nothing.
+      this.#store.finish(id, execution.state, {
         ...(resultText === undefined ? {} : { resultText }),
         ...(execution.error === undefined ? {} : { error: { $error: execution.error } }),
         calls,
-        now: Date.now(),
+        now: this.#now(),
       });
     }
     this.#emit({
@@ -290,13 +510,4 @@ export class Executor {
     });
     return execution;
   }
-}
-
-/**
- * Creates an executor: checks the modules (specifiers, export names) and limits, and creates the
- * `dk_bridge_*` tables when `sql` is given.
- * @throws BridgeError `bridge/invalid-module`, `bridge/invalid-options`.
- */
-export function createExecutor(options: ExecutorOptions): Executor {
-  return new Executor(options);
 }

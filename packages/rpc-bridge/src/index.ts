@@ -1,7 +1,12 @@
 export { unsafeToRepeat } from "@durablekit/handle-journal";
-export type { Loader } from "./attempt";
-export type { Access, CallContext, HostFunction, InterruptPolicy } from "./context";
-export { type DescribeOptions, describeModules } from "./describe";
+
+export type {
+  BridgeAccess,
+  BridgeCallContext,
+  BridgeHostFunction,
+  BridgeInterruptPolicy,
+} from "./context";
+export { type BridgeDescribeOptions, describeModules } from "./describe";
 export {
   BridgeError,
   type BridgeErrorCode,
@@ -10,22 +15,23 @@ export {
 } from "./errors";
 export type { BridgeCallEvent, BridgeEvent, BridgeExecutionEvent } from "./events";
 export type { Execution, ExecutionError, ExecutionRecord, ExecutionState } from "./execution";
-export { createExecutor, Executor } from "./executor";
+export { Executor } from "./executor";
 export {
+  type BridgeLoader,
   DEFAULT_COMPATIBILITY_DATE,
   type ExecuteOptions,
   type ExecutorOptions,
 } from "./executor-options";
-export { DEFAULT_LIMITS, type Limits } from "./limits";
+export { type BridgeLimits, DEFAULT_LIMITS } from "./limits";
 export {
-  type ClassDescription,
-  type HostModule,
-  type HostModuleDescription,
+  type BridgeClassDescription,
+  type BridgeHostModule,
+  type BridgeHostModuleDescription,
+  type BridgeModuleDefinition,
+  type BridgeModuleMap,
+  type BridgeSourceModule,
   hostModule,
-  type ModuleDefinition,
-  type ModuleMap,
   privateModule,
-  type SourceModule,
   sourceModule,
 } from "./modules";
 export { isReadOnly, readOnly, readOnlyMethods } from "./read-only";

@@ -7,7 +7,7 @@ import { BridgeError } from "./errors";
  * handle-journal codec's encoding (JSON; bytes count as base64); handles count as a small
  * descriptor and streams not at all.
  */
-export interface Limits {
+export interface BridgeLimits {
   /** Calls per run (attempt). Default 1000. */
   maxCalls: number;
   /** Calls in flight at once. Default 32. */
@@ -39,7 +39,7 @@ export interface Limits {
 const MiB = 1024 * 1024;
 
 /** The documented defaults of every limit. */
-export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
+export const DEFAULT_LIMITS: Readonly<BridgeLimits> = Object.freeze({
   maxCalls: 1000,
   maxConcurrentCalls: 32,
   maxRequestBytes: MiB,
@@ -57,27 +57,29 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
 
 /**
  * The defaults overridden by `overrides`, checked: every limit is a positive integer.
- * @throws BridgeError `bridge/invalid-options` for an unknown key or a value that is not a positive integer.
+ * @throws BridgeError `bridge/invalid-argument` for an unknown key or a value that is not a positive integer.
  */
-export function resolveLimits(...overrides: Array<Partial<Limits> | undefined>): Limits {
-  const limits: Limits = { ...DEFAULT_LIMITS };
+export function resolveLimits(
+  ...overrides: Array<Partial<BridgeLimits> | undefined>
+): BridgeLimits {
+  const limits: BridgeLimits = { ...DEFAULT_LIMITS };
   for (const override of overrides) {
     if (override === undefined) continue;
     for (const [key, value] of Object.entries(override)) {
       if (value === undefined) continue;
       if (!Object.hasOwn(DEFAULT_LIMITS, key)) {
         throw new BridgeError(
-          "bridge/invalid-options",
+          "bridge/invalid-argument",
           `Unknown limit "${key}"; the limits are ${Object.keys(DEFAULT_LIMITS).join(", ")}.`,
         );
       }
       if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
         throw new BridgeError(
-          "bridge/invalid-options",
+          "bridge/invalid-argument",
           `Limit ${key} must be a positive integer; got ${String(value)}.`,
         );
       }
-      limits[key as keyof Limits] = value;
+      limits[key as keyof BridgeLimits] = value;
     }
   }
   return limits;

@@ -1,17 +1,24 @@
-import { type ErrorRecord, isUnsafeToRepeat, toErrorRecord } from "@durablekit/handle-journal";
-import { CallBudget, resolveCall } from "./admission";
-import { argumentReader, releaseArguments, SignalMirrors } from "./call-arguments";
-import { CallKeys, type CallState, callLabel, HostCallContext } from "./call-state";
-import type { Access } from "./context";
+import {
+  type ErrorRecord,
+  fromErrorRecord,
+  isErrorRecord,
+  isUnsafeToRepeat,
+  toErrorRecord,
+} from "@durablekit/handle-journal";
+import { CallBudget } from "./call-budget";
+import { CallKeys, type CallState, callLabel, HostCallContext, labelOf } from "./call-state";
+import type { BridgeAccess, BridgeHostFunction } from "./context";
+import { dataSize, measurable } from "./data-size";
 import { Deadlines } from "./deadlines";
 import { BridgeError, bridgeErrorRecord } from "./errors";
 import type { BridgeEvent } from "./events";
 import { disposeStray, HandleTable } from "./handle-table";
-import type { Limits } from "./limits";
+import type { BridgeLimits } from "./limits";
 import type { ModuleRegistry } from "./module-registry";
-import { shapeResponse } from "./response";
-import { readArgs } from "./values";
-import { type Answer, failure } from "./wire";
+import { isReadOnly } from "./read-only";
+import { SignalMirrors } from "./signal-mirrors";
+import { type ArgumentReader, readArgs, writeResult } from "./values";
+import { type Answer, failure, tagged } from "./wire";
 
 /** How one attempt of a run ended. */
 export type AttemptOutcome =
@@ -24,10 +31,11 @@ export type AttemptOutcome =
 export interface RunOptions {
   executionId: string;
   attempt: number;
-  access: Access;
-  limits: Limits;
+  access: BridgeAccess;
+  limits: BridgeLimits;
   registry: ModuleRegistry;
-  onEvent?: ((event: BridgeEvent) => void) | undefined;
+  /** The executor's event sink, or undefined when nobody listens (then no call labels are built). */
+  emit?: ((event: BridgeEvent) => void) | undefined;
   /** Called, before it runs, for the first call of a function marked unsafeToRepeat. */
   onUnsafeCall?: ((label: string) => void) | undefined;
 }
@@ -38,6 +46,8 @@ function handledRejection(error: unknown): Promise<never> {
   return promise;
 }
 
+const RESPONSE_LIMIT = "bridge/limit-response-bytes";
+
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null | undefined)?.then === "function";
 }
@@ -46,26 +56,27 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * One attempt of one execution, host side: the handle table, the budget the limits check, the
  * calls in flight and their deadlines. Every call from the isolate, to an exported function or a
  * handle's method, enters through {@link invoke} and takes the same steps: resolve what is called
- * and check access (`resolveCall`), check the limits (`CallBudget`), read the arguments, key it
- * (`CallKeys`), run it with its own context, and shape the response (`shapeResponse`). A replay
- * journal (a later part) slots in between keying and running, and after shaping.
+ * and check access ({@link #resolve}), check the limits (`CallBudget`), read the arguments
+ * ({@link #argumentReader}), key it (`CallKeys`), run it with its own context, and shape the
+ * response ({@link #shape}). A replay journal (a later part) slots in between keying and running,
+ * and after shaping.
  */
 export class Run {
   readonly executionId: string;
   readonly attempt: number;
-  readonly access: Access;
+  readonly access: BridgeAccess;
   /** Epoch ms when this attempt times out. */
   readonly deadline: number;
   /** Settles with the outcome when the attempt is stopped from the host side (timeout, cancel, interrupt). */
   readonly stopped: Promise<AttemptOutcome>;
 
-  readonly #limits: Limits;
+  readonly #limits: BridgeLimits;
   readonly #table: HandleTable;
   readonly #budget: CallBudget;
   readonly #deadlines: Deadlines;
   readonly #keys = new CallKeys();
   readonly #mirrors = new SignalMirrors();
-  readonly #onEvent: RunOptions["onEvent"];
+  readonly #emitEvent: RunOptions["emit"];
   readonly #onUnsafeCall: RunOptions["onUnsafeCall"];
   #stop!: (outcome: AttemptOutcome) => void;
   #active = true;
@@ -79,7 +90,7 @@ export class Run {
     this.#limits = limits;
     this.#table = new HandleTable(options.registry.hosts, limits.maxHandles);
     this.#budget = new CallBudget(limits);
-    this.#onEvent = options.onEvent;
+    this.#emitEvent = options.emit;
     this.#onUnsafeCall = options.onUnsafeCall;
     this.stopped = new Promise((resolve) => {
       this.#stop = resolve;
@@ -184,7 +195,7 @@ export class Run {
     try {
       call = this.#admit(handleId, method, args, special === 1, startedAt);
     } catch (error) {
-      if (this.#onEvent) {
+      if (this.#emitEvent) {
         this.#emit(`${String(handleId)}.${String(method)}`, undefined, "refused", error, startedAt);
       }
       return failure(toErrorRecord(error));
@@ -204,10 +215,10 @@ export class Run {
       throw new BridgeError("bridge/run-ended", "The run has ended; no more calls are answered.");
     }
     const deadline = this.#deadlines.forCall(startedAt);
-    const call = resolveCall(this.#table, this.access, handleId, method, args, startedAt, deadline);
+    const call = this.#resolve(handleId, method, args, startedAt, deadline);
     const size = this.#budget.check(call, special);
     if (special) {
-      call.args = readArgs(call.args, argumentReader(call, this.#table, this.#mirrors));
+      call.args = readArgs(call.args, this.#argumentReader(call));
     }
     if (this.#onUnsafeCall && isUnsafeToRepeat(call.fn)) this.#onUnsafeCall(callLabel(call));
     this.#budget.admit(size);
@@ -246,7 +257,7 @@ export class Run {
   #respond(call: CallState, value: unknown): Answer {
     let answer: Answer;
     try {
-      answer = shapeResponse(value, call, this.#table, this.#budget);
+      answer = this.#shape(value, call);
     } catch (error) {
       return this.#fail(call, error);
     }
@@ -263,8 +274,8 @@ export class Run {
   #finish(call: CallState, failed: boolean, error: unknown): void {
     call.done = true;
     this.#budget.inflight.delete(call);
-    if (call.callbacks || call.signals) releaseArguments(call, this.#mirrors);
-    if (this.#onEvent) {
+    if (call.callbacks || call.signals) this.#releaseArguments(call);
+    if (this.#emitEvent) {
       this.#emit(callLabel(call), call.key, failed ? "error" : "ok", error, call.startedAt);
     }
   }
@@ -278,6 +289,175 @@ export class Run {
     call.resolve?.(answer);
   }
 
+  // ── Resolution ─────────────────────────────────────────────────────────────
+
+  /**
+   * Resolves what a call targets and checks that this run may call it: the handle is live, the
+   * method is a function of it (a prototype method for an object, `""` for a function handle), and
+   * in a `"read"` run it is marked read-only. Answers the call's state, not yet keyed or counted.
+   * @throws BridgeError `bridge/unknown-method`, `bridge/handle-disposed`, `bridge/access-denied`.
+   */
+  #resolve(
+    handleId: unknown,
+    method: unknown,
+    args: unknown,
+    startedAt: number,
+    deadline: number,
+  ): CallState {
+    if (typeof handleId !== "number" || typeof method !== "string" || !Array.isArray(args)) {
+      throw new BridgeError("bridge/unknown-method", "Malformed bridge call.");
+    }
+    const handle = this.#table.get(handleId);
+    if (!handle) {
+      throw new BridgeError(
+        "bridge/handle-disposed",
+        `The object was disposed (or belongs to another run); it cannot be called any more.`,
+      );
+    }
+    let fn: unknown;
+    let thisArg: unknown;
+    if (handle.kind === "module") {
+      fn = handle.module.functions.get(method);
+      thisArg = handle.module.object;
+    } else if (handle.kind === "target") {
+      // Only prototype methods recorded when the object was registered, never own data properties.
+      if (handle.methods.has(method)) fn = (handle.target as Record<string, unknown>)[method];
+      thisArg = handle.target;
+    } else if (method === "") {
+      fn = handle.fn;
+    }
+    if (typeof fn !== "function") {
+      throw new BridgeError(
+        "bridge/unknown-method",
+        `${labelOf(handle, method)} is not a function of this ${handle.kind === "module" ? "module" : "object"}.`,
+      );
+    }
+    if (this.access === "read" && !isReadOnly(fn)) {
+      throw new BridgeError(
+        "bridge/access-denied",
+        `${labelOf(handle, method)} may change state and this run has read-only access; it did not run. Run with access "read-write" to call it.`,
+      );
+    }
+    return {
+      key: "",
+      handle,
+      method,
+      fn: fn as BridgeHostFunction,
+      thisArg,
+      args,
+      deadline,
+      startedAt,
+      done: false,
+    };
+  }
+
+  // ── Arguments ──────────────────────────────────────────────────────────────
+
+  /**
+   * Resolves what the isolate passed back in one call's arguments: handle ids into the targets and
+   * functions they name, signal records into mirrored AbortSignals, and callbacks into functions
+   * that throw `bridge/callback-expired` once the call returned. What it creates is recorded on the
+   * call, for {@link #releaseArguments}.
+   */
+  #argumentReader(call: CallState): ArgumentReader {
+    const table = this.#table;
+    const mirrors = this.#mirrors;
+    return {
+      handle: (id: unknown, path: string): unknown => {
+        const entry = typeof id === "number" ? table.get(id) : undefined;
+        if (!entry || entry.kind === "module") {
+          throw new BridgeError(
+            "bridge/handle-disposed",
+            `The object passed at ${path} was disposed or belongs to another run.`,
+            { path },
+          );
+        }
+        return entry.kind === "target" ? entry.target : entry.fn;
+      },
+      signal: (id: unknown, aborted: boolean, reason: unknown): AbortSignal => {
+        const controller = new AbortController();
+        if (aborted) {
+          controller.abort(isErrorRecord(reason) ? fromErrorRecord(reason) : undefined);
+        } else if (typeof id === "number") {
+          mirrors.add(id, controller);
+          call.signals ??= [];
+          call.signals.push([id, controller]);
+        }
+        return controller.signal;
+      },
+      callback: (stub: (...args: unknown[]) => unknown) => {
+        call.callbacks ??= [];
+        call.callbacks.push(stub);
+        return (...args: unknown[]): unknown => {
+          // A callback lives exactly as long as the call it was passed to.
+          if (call.done) {
+            throw new BridgeError(
+              "bridge/callback-expired",
+              `A callback passed to ${callLabel(call)} (call ${call.key}) was used after that call returned; a callback is valid only during the call it is passed to. Use it before returning, or return an object the program can call instead.`,
+            );
+          }
+          return stub(...args);
+        };
+      },
+    };
+  }
+
+  /** A call ended: its callbacks' stubs are disposed and its mirrored signals dropped. */
+  #releaseArguments(call: CallState): void {
+    if (call.callbacks) {
+      for (const stub of call.callbacks) {
+        try {
+          (stub as { [Symbol.dispose]?: () => void })[Symbol.dispose]?.();
+        } catch {
+          // The isolate may already be gone.
+        }
+      }
+    }
+    if (call.signals) {
+      for (const [id, controller] of call.signals) this.#mirrors.remove(id, controller);
+    }
+  }
+
+  // ── Responses ──────────────────────────────────────────────────────────────
+
+  /**
+   * Shapes what a call's host code returned into the call's answer: RpcTargets and functions are
+   * registered in the run's handle table (keyed below the call), errors and URLs become tagged
+   * records, and the data part is measured against `maxResponseBytes` and counted toward
+   * `maxTotalBytes`. A primitive is answered as itself after one size check. A refused response
+   * releases what it registered and disposes the objects it returned that the program does not
+   * already hold.
+   * @throws BridgeError `bridge/limit-response-bytes`, `bridge/limit-total-bytes`,
+   * `bridge/limit-handles`, `bridge/unserializable`.
+   */
+  #shape(value: unknown, call: CallState): Answer {
+    const table = this.#table;
+    const budget = this.#budget;
+    const max = this.#limits.maxResponseBytes;
+    if ((typeof value !== "object" && typeof value !== "function") || value === null) {
+      const size = dataSize(value, max, "result", RESPONSE_LIMIT, "maxResponseBytes");
+      budget.chargeResponse(size, () => callLabel(call));
+      return value;
+    }
+    const handle = call.handle;
+    const specifier = handle.kind === "module" ? handle.module.specifier : handle.specifier;
+    const fresh: number[] = [];
+    try {
+      const outgoing = writeResult(value, table, specifier, call.key, fresh);
+      const measured = outgoing.streams ? measurable(outgoing.wire) : outgoing.wire;
+      const size = dataSize(measured, max, "result", RESPONSE_LIMIT, "maxResponseBytes");
+      budget.chargeResponse(size, () => callLabel(call));
+      return outgoing.special ? tagged(outgoing.wire) : outgoing.wire;
+    } catch (error) {
+      // Nothing of a refused response stays registered, and what it returned is not leaked.
+      for (const id of fresh) table.forget(id);
+      disposeStray(value, (v) => table.holds(v));
+      throw error;
+    }
+  }
+
+  // ── Events ─────────────────────────────────────────────────────────────────
+
   #emit(
     label: string,
     key: string | undefined,
@@ -286,19 +466,16 @@ export class Run {
     startedAt: number,
   ): void {
     const code = (error as { code?: unknown } | undefined)?.code;
-    try {
-      this.#onEvent?.({
-        type: "bridge:call",
-        executionId: this.executionId,
-        attempt: this.attempt,
-        ...(key === undefined ? {} : { key }),
-        label,
-        outcome,
-        ...(typeof code === "string" ? { code } : {}),
-        ms: Date.now() - startedAt,
-      });
-    } catch {
-      // A listener's failure is its own; the call's answer does not change.
-    }
+    // The executor's emitter reports a throwing listener; the call's answer does not change.
+    this.#emitEvent?.({
+      type: "bridge:call",
+      executionId: this.executionId,
+      attempt: this.attempt,
+      ...(key === undefined ? {} : { key }),
+      label,
+      outcome,
+      ...(typeof code === "string" ? { code } : {}),
+      ms: Date.now() - startedAt,
+    });
   }
 }

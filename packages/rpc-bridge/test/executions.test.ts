@@ -62,7 +62,7 @@ describe("executions", () => {
         (error: { code: string }) => error.code,
       ),
     );
-    expect(code).toBe("bridge/execution-exists");
+    expect(code).toBe("bridge/conflict");
   });
 
   it('fails a running execution after its object restarts when onInterrupt is "fail"', async () => {

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { type BridgeError, createExecutor, describeModules } from "../src/index";
+import { type BridgeError, describeModules, Executor } from "../src/index";
 import { Counters, fixtureModules } from "./fixtures/modules";
 import { freshFixture, inFixture, run } from "./helpers";
 
@@ -97,7 +97,7 @@ describe("modules", () => {
     expect(text).not.toContain("export function write");
   });
 
-  it("refuses malformed module configurations when the executor is created", () => {
+  it("refuses malformed module configurations when the executor is created", async () => {
     const bad = [
       { "node:fs": { read: () => 1 } },
       // biome-ignore lint/suspicious/noThenProperty: a module exporting then must be refused.
@@ -105,10 +105,16 @@ describe("modules", () => {
       { "x:y": { value: 1 } },
       { "x:y": {} },
     ];
-    for (const modules of bad) {
-      expect(() => createExecutor({ loader: env.LOADER, modules: modules as never })).toThrowError(
-        expect.objectContaining({ code: "bridge/invalid-module" }),
-      );
-    }
+    const codes = await inFixture(freshFixture(), (_instance, state) =>
+      bad.map((modules) => {
+        try {
+          new Executor(state, { loader: env.LOADER, modules: modules as never });
+          return "none";
+        } catch (error) {
+          return (error as BridgeError).code;
+        }
+      }),
+    );
+    expect(codes).toEqual(bad.map(() => "bridge/invalid-module"));
   });
 });

@@ -1,71 +1,7 @@
 import { type CallState, labelOf } from "./call-state";
-import type { Access, HostFunction } from "./context";
 import { dataSize, measurable } from "./data-size";
 import { BridgeError } from "./errors";
-import type { HandleTable } from "./handle-table";
-import type { Limits } from "./limits";
-import { isReadOnly } from "./read-only";
-
-/**
- * Resolves what a call targets and checks that this run may call it: the handle is live, the
- * method is a function of it (a prototype method for an object, `""` for a function handle), and
- * in a `"read"` run it is marked read-only. Answers the call's state, not yet keyed or counted.
- * @throws BridgeError `bridge/unknown-method`, `bridge/handle-disposed`, `bridge/access-denied`.
- */
-export function resolveCall(
-  table: HandleTable,
-  access: Access,
-  handleId: unknown,
-  method: unknown,
-  args: unknown,
-  startedAt: number,
-  deadline: number,
-): CallState {
-  if (typeof handleId !== "number" || typeof method !== "string" || !Array.isArray(args)) {
-    throw new BridgeError("bridge/unknown-method", "Malformed bridge call.");
-  }
-  const handle = table.get(handleId);
-  if (!handle) {
-    throw new BridgeError(
-      "bridge/handle-disposed",
-      `The object was disposed (or belongs to another run); it cannot be called any more.`,
-    );
-  }
-  let fn: unknown;
-  let thisArg: unknown;
-  if (handle.kind === "module") {
-    fn = handle.module.functions.get(method);
-    thisArg = handle.module.object;
-  } else if (handle.kind === "target") {
-    if (handle.methods.has(method)) fn = (handle.target as Record<string, unknown>)[method];
-    thisArg = handle.target;
-  } else if (method === "") {
-    fn = handle.fn;
-  }
-  if (typeof fn !== "function") {
-    throw new BridgeError(
-      "bridge/unknown-method",
-      `${labelOf(handle, method)} is not a function of this ${handle.kind === "module" ? "module" : "object"}.`,
-    );
-  }
-  if (access === "read" && !isReadOnly(fn)) {
-    throw new BridgeError(
-      "bridge/access-denied",
-      `${labelOf(handle, method)} may change state and this run has read-only access; it did not run. Run with access "read-write" to call it.`,
-    );
-  }
-  return {
-    key: "",
-    handle,
-    method,
-    fn: fn as HostFunction,
-    thisArg,
-    args,
-    deadline,
-    startedAt,
-    done: false,
-  };
-}
+import type { BridgeLimits } from "./limits";
 
 /**
  * What one attempt's calls may still use under its limits, and what they used: calls made, calls
@@ -73,7 +9,7 @@ export function resolveCall(
  * once it is admitted; a response is checked and counted once it is shaped.
  */
 export class CallBudget {
-  readonly limits: Limits;
+  readonly limits: BridgeLimits;
   /** Calls admitted so far. */
   calls = 0;
   /** Bytes of requests and responses so far. */
@@ -81,7 +17,7 @@ export class CallBudget {
   /** Calls admitted and not yet answered, in start (hence deadline) order. */
   readonly inflight = new Set<CallState>();
 
-  constructor(limits: Limits) {
+  constructor(limits: BridgeLimits) {
     this.limits = limits;
   }
 
