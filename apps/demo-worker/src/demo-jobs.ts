@@ -1,6 +1,6 @@
 /// <reference lib="esnext.disposable" />
 import { RpcTarget } from "cloudflare:workers";
-import { type CallContext, hostModule, readOnlyMethods } from "@durablekit/rpc-bridge";
+import { type BridgeCallContext, hostModule, readOnlyMethods } from "@durablekit/rpc-bridge";
 
 /** Counters of what the jobs module really did, for `GET /debug/jobs`. */
 export interface JobCounters {
@@ -111,7 +111,7 @@ export class Run extends RpcTarget {
   /** Waits until the run is done, or until `options.signal` or the call's own deadline aborts. */
   async wait(
     [options]: [{ signal?: AbortSignal } | undefined],
-    ctx: CallContext,
+    ctx: BridgeCallContext,
   ): Promise<{ id: string; status: "succeeded" }> {
     this.#store.waited();
     const signal = options?.signal ? AbortSignal.any([options.signal, ctx.signal]) : ctx.signal;
@@ -156,7 +156,7 @@ export class Job extends RpcTarget {
   }
 
   /** Starts a run with `input` (`durationMs` sets how long it takes, default 50). */
-  start([input]: [{ durationMs?: number } | undefined], ctx: CallContext): Run {
+  start([input]: [{ durationMs?: number } | undefined], ctx: BridgeCallContext): Run {
     const requested = input?.durationMs;
     const durationMs =
       typeof requested === "number" && requested >= 0
@@ -183,7 +183,7 @@ readOnlyMethods(Job, "info");
 export function jobsModule(store: JobStore) {
   return hostModule(
     {
-      createJob: ([options]: [{ name?: unknown } | undefined], ctx: CallContext): Job => {
+      createJob: ([options]: [{ name?: unknown } | undefined], ctx: BridgeCallContext): Job => {
         const name = options?.name;
         if (typeof name !== "string" || name.length === 0 || name.length > 200) {
           throw Object.assign(

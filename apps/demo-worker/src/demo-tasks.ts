@@ -1,5 +1,5 @@
 import type { Streams } from "@durablekit/streams";
-import { type TaskStep, TasksError } from "@durablekit/tasks";
+import { isTasksError, type TaskStep } from "@durablekit/tasks";
 
 /** Input of `demo.count@v1`. */
 export interface CountInput {
@@ -66,7 +66,7 @@ export function demoTaskDefinitions(host: DemoTaskHost) {
     "demo.approval@v1": async (input: ApprovalInput | undefined, step: TaskStep) =>
       step.waitForEvent("approve", {
         type: "approve",
-        ...(input?.timeoutMs === undefined ? {} : { timeout: input.timeoutMs }),
+        ...(input?.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
       }),
   };
 }
@@ -113,16 +113,18 @@ export function failure(status: number, code: string, message: string): TaskCall
 
 /** The outcome for a run id that names no run. */
 export function runNotFound(runId: string): TaskCall<never> {
-  return failure(404, "tasks/run-not-found", `No run "${runId}" exists; check the run id.`);
+  return failure(404, "tasks/not-found", `No run "${runId}" exists; check the run id.`);
 }
 
 const STATUS: Record<string, number> = {
   "tasks/unknown-definition": 404,
-  "tasks/run-not-found": 404,
-  "tasks/invalid-name": 400,
-  "tasks/invalid-option": 400,
-  "tasks/idempotency-conflict": 409,
-  "tasks/run-settled": 409,
+  "tasks/not-found": 404,
+  "tasks/invalid-argument": 400,
+  "tasks/unserializable": 400,
+  "tasks/too-deep": 400,
+  "tasks/too-large": 413,
+  "tasks/conflict": 409,
+  "tasks/closed": 409,
 };
 
 /**
@@ -133,12 +135,12 @@ export async function taskCall<T>(fn: () => T | Promise<T>): Promise<TaskCall<T>
   try {
     return { ok: true, value: await fn() };
   } catch (error) {
-    if (!(error instanceof TasksError)) throw error;
-    let status = STATUS[error.code] ?? 500;
-    if (error.code === "tasks/serialization") {
-      const cause = (error.cause as { code?: unknown } | undefined)?.code;
-      status = cause === "journal/too-large" ? 413 : 400;
-    }
-    return { ok: false, status, code: error.code, message: error.message };
+    if (!isTasksError(error)) throw error;
+    return {
+      ok: false,
+      status: STATUS[error.code] ?? 500,
+      code: error.code,
+      message: error.message,
+    };
   }
 }

@@ -1,13 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
+import { Alarms } from "@durablekit/compose";
 import {
-  type Access,
-  BridgeError,
-  createExecutor,
+  type BridgeAccess,
+  type BridgeInterruptPolicy,
   type Execution,
   type ExecutionRecord,
-  type Executor,
-  type InterruptPolicy,
-  type ModuleMap,
+  Executor,
+  isBridgeError,
 } from "@durablekit/rpc-bridge";
 import { type JobCounters, JobStore, jobsModule } from "./demo-jobs";
 import type { Env } from "./env";
@@ -26,38 +25,27 @@ export type ProgramCall<T> =
  * recorded in its SQLite (`dk_bridge_executions`); its alarm settles executions a restart cut off.
  */
 export class Programs extends DurableObject<Env> {
-  readonly #jobs: JobStore;
-  readonly #modules: ModuleMap;
-  readonly #executor: Executor;
+  readonly #jobs = new JobStore(this.ctx.storage.sql);
+  readonly executor = new Executor(this.ctx, {
+    loader: this.env.LOADER,
+    modules: { "codemode:jobs": jobsModule(this.#jobs) },
+    limits: { runTimeoutMs: 30_000, callTimeoutMs: 15_000 },
+  });
+  readonly alarms = new Alarms(this.ctx, { parts: [this.executor] });
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.#jobs = new JobStore(ctx.storage.sql);
-    this.#modules = { "codemode:jobs": jobsModule(this.#jobs) };
-    this.#executor = createExecutor({
-      loader: env.LOADER,
-      sql: ctx.storage.sql,
-      modules: this.#modules,
-      limits: { runTimeoutMs: 30_000, callTimeoutMs: 15_000 },
-      armAlarm: (at) => this.#arm(at),
-    });
-  }
-
-  #arm(at: number): void {
-    void this.ctx.storage.getAlarm().then((current) => {
-      if (current === null || at < current) return this.ctx.storage.setAlarm(at);
-    });
+  override alarm() {
+    return this.alarms.alarm();
   }
 
   /** Runs a program to its end; a program refused before running answers a coded 400. */
   async runProgram(
     code: string,
-    options: { onInterrupt?: InterruptPolicy | "replay"; access?: Access },
+    options: { onInterrupt?: BridgeInterruptPolicy | "replay"; access?: BridgeAccess },
   ): Promise<ProgramCall<Execution>> {
     try {
-      return { ok: true, value: await this.#executor.execute(code, undefined, options) };
+      return { ok: true, value: await this.executor.execute(code, undefined, options) };
     } catch (error) {
-      if (error instanceof BridgeError) {
+      if (isBridgeError(error)) {
         return { ok: false, status: 400, code: error.code, message: error.message };
       }
       throw error;
@@ -66,18 +54,11 @@ export class Programs extends DurableObject<Env> {
 
   /** An execution's record, or null. */
   execution(executionId: string): ExecutionRecord | null {
-    return this.#executor.get(executionId);
+    return this.executor.get(executionId);
   }
 
   /** What the jobs module really did. */
   jobCounters(): JobCounters {
     return this.#jobs.counters();
-  }
-
-  /** Settles executions a restart cut off, then re-arms for whatever still runs. */
-  override async alarm(): Promise<void> {
-    await this.#executor.alarm();
-    const next = this.#executor.nextWakeAt();
-    if (next !== null) await this.ctx.storage.setAlarm(next);
   }
 }

@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { Alarms } from "@durablekit/compose";
 import {
   DurableStreamsHandler,
   type DurableStreamsPeer,
@@ -21,22 +22,20 @@ const DEFAULT_LONG_POLL_MS = 20_000;
  * releases that did not land.
  */
 export class ProtocolStream extends DurableObject<Env> {
-  readonly streams: Streams;
-  readonly protocol: DurableStreamsHandler;
-  #wake: Promise<void> = Promise.resolve();
+  readonly streams = new Streams(this.ctx);
+  readonly protocol = new DurableStreamsHandler(this.ctx, {
+    streams: this.streams,
+    basePath: PROTOCOL_BASE_PATH,
+    longPollTimeoutMs: longPollMs(this.env),
+    peer: (streamId) =>
+      this.env.PROTOCOL_STREAMS.getByName(streamId) as unknown as DurableStreamsPeer,
+  });
+  // Retention goes first in `parts`: its sweep (which may expire forks) starts before the handler
+  // gives expired forks' references back.
+  readonly alarms = new Alarms(this.ctx, { parts: [this.streams, this.protocol] });
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    const armAlarm = (at: number) => void this.#requestWake(at);
-    const longPoll = Number(env.DS_LONG_POLL_MS ?? DEFAULT_LONG_POLL_MS);
-    this.streams = new Streams(ctx, { armAlarm });
-    this.protocol = new DurableStreamsHandler(ctx, this.streams, {
-      basePath: PROTOCOL_BASE_PATH,
-      longPollTimeoutMs:
-        Number.isFinite(longPoll) && longPoll > 0 ? longPoll : DEFAULT_LONG_POLL_MS,
-      peer: (streamId) => env.PROTOCOL_STREAMS.getByName(streamId) as unknown as DurableStreamsPeer,
-      armAlarm,
-    });
+  override alarm() {
+    return this.alarms.alarm();
   }
 
   /** A protocol request for this object's stream (forwarded by the `/v1/stream/*` routes). */
@@ -53,32 +52,10 @@ export class ProtocolStream extends DurableObject<Env> {
   releaseFork(sourceId: string, ref: string): Promise<void> {
     return this.protocol.releaseFork(sourceId, ref);
   }
+}
 
-  /** Retention first (it may expire forks), then the handler gives expired forks' references back. */
-  override async alarm(): Promise<void> {
-    this.streams.alarm();
-    await this.protocol.alarm();
-    await this.#serialize(async () => {
-      const wakes = [this.streams.nextWakeAt(), this.protocol.nextWakeAt()].filter(
-        (at): at is number => at !== null,
-      );
-      if (wakes.length === 0) await this.ctx.storage.deleteAlarm();
-      else await this.ctx.storage.setAlarm(Math.min(...wakes));
-    });
-  }
-
-  #requestWake(at: number): Promise<void> {
-    return this.#serialize(async () => {
-      const current = await this.ctx.storage.getAlarm();
-      if (current === null || at < current) await this.ctx.storage.setAlarm(at);
-    });
-  }
-
-  // Alarm reads and writes run one after another, so a later decision never loses to an earlier one.
-  #serialize(fn: () => Promise<void>): Promise<void> {
-    this.#wake = this.#wake.then(fn).catch((error) => {
-      console.error("protocol stream: arming the alarm failed", error);
-    });
-    return this.#wake;
-  }
+/** The protocol's long-poll timeout: `DS_LONG_POLL_MS` when it is a positive number, else the default. */
+function longPollMs(env: Env): number {
+  const value = Number(env.DS_LONG_POLL_MS ?? DEFAULT_LONG_POLL_MS);
+  return Number.isFinite(value) && value > 0 ? value : DEFAULT_LONG_POLL_MS;
 }

@@ -1,9 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
+import { Alarms } from "@durablekit/compose";
 import { sseResponse } from "@durablekit/sse";
 import { Streams } from "@durablekit/streams";
 import {
-  type RunOptions,
   type TaskReceipt,
+  type TaskRunOptions,
   type TaskRunSnapshot,
   type TaskStepSnapshot,
   Tasks,
@@ -28,9 +29,18 @@ export const WORKSPACE_NAME = "default";
  * one SQLite database and shares its one alarm between them.
  */
 export class Workspace extends DurableObject<Env> implements DemoTaskHost {
-  readonly streams: Streams;
-  readonly tasks: Tasks<ReturnType<typeof demoTaskDefinitions>>;
-  #wake: Promise<void> = Promise.resolve();
+  readonly streams = new Streams(this.ctx);
+  // A short claim timeout: a run whose isolate died (a crash, a deploy) resumes seconds later.
+  readonly tasks = new Tasks(this.ctx, {
+    definitions: demoTaskDefinitions(this),
+    claimTimeoutMs: 3_000,
+    maxValueBytes: 65_536,
+  });
+  readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams] });
+
+  override alarm() {
+    return this.alarms.alarm();
+  }
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -40,52 +50,6 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
     ctx.storage.sql.exec(
       "CREATE TABLE IF NOT EXISTS demo_task_executions (run_id TEXT NOT NULL, step TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (run_id, step)) WITHOUT ROWID",
     );
-    const armAlarm = (at: number) => this.requestWake(at);
-    this.streams = new Streams(ctx, { armAlarm });
-    // A short claim timeout: a run whose isolate died (a crash, a deploy) resumes seconds later.
-    this.tasks = new Tasks(ctx, {
-      definitions: demoTaskDefinitions(this),
-      claimTimeout: "3 seconds",
-      maxValueBytes: 65_536,
-      armAlarm,
-    });
-  }
-
-  /**
-   * The one alarm, shared: each part does its due work, then the alarm is re-armed to the earliest
-   * wake any part needs.
-   */
-  override async alarm(): Promise<void> {
-    await this.tasks.alarm();
-    this.streams.alarm();
-    await this.rearm();
-  }
-
-  /** Arms the alarm at the earliest wake of all parts (or clears it). */
-  rearm(): Promise<void> {
-    return this.#serialize(async () => {
-      const wakes = [this.tasks.nextWakeAt(), this.streams.nextWakeAt()].filter(
-        (at): at is number => at !== null,
-      );
-      if (wakes.length === 0) await this.ctx.storage.deleteAlarm();
-      else await this.ctx.storage.setAlarm(Math.min(...wakes));
-    });
-  }
-
-  /** A part asks for a wake no later than `at`: arm the alarm if it is unset or later. */
-  requestWake(at: number): Promise<void> {
-    return this.#serialize(async () => {
-      const current = await this.ctx.storage.getAlarm();
-      if (current === null || at < current) await this.ctx.storage.setAlarm(at);
-    });
-  }
-
-  // Alarm reads and writes run one after another, so a later decision never loses to an earlier one.
-  #serialize(fn: () => Promise<void>): Promise<void> {
-    this.#wake = this.#wake.then(fn).catch((error) => {
-      console.error("workspace: arming the alarm failed", error);
-    });
-    return this.#wake;
   }
 
   /** Records one health check in SQLite and reads it back; `ok` is true when both worked. */
@@ -110,7 +74,7 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
   /** Starts a run of a demo definition (`POST /tasks/:definition`). */
   async startTask(
     definition: string,
-    body: { input?: unknown } & Pick<RunOptions, "idempotencyKey" | "runId">,
+    body: { input?: unknown } & Pick<TaskRunOptions, "idempotencyKey" | "runId">,
   ): Promise<TaskCall<Pick<TaskReceipt, "runId" | "accepted" | "state">>> {
     const problem = checkInput(definition, body.input);
     if (problem) return failure(400, "demo/invalid-input", problem);
@@ -127,7 +91,7 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
   getTask(runId: string): TaskCall<TaskRunSnapshot & { steps: TaskStepSnapshot[] }> {
     const run = this.tasks.get(runId);
     if (!run) return runNotFound(runId);
-    return { ok: true, value: { ...run, steps: this.tasks.steps(runId) } };
+    return { ok: true, value: { ...run, steps: this.tasks.steps(runId) ?? [] } };
   }
 
   /** Cancels a run (`POST /tasks/:runId/cancel`); `cancelled` is false for a settled run. */

@@ -78,7 +78,7 @@ describe("task routes", () => {
     expect(await settled(runId)).toMatchObject({ state: "completed", result: { by: "ada" } });
     const late = await call("POST", `/tasks/${runId}/events/approve`, {});
     expect(late.status).toBe(409);
-    expect(late.body).toMatchObject({ error: { code: "tasks/run-settled" } });
+    expect(late.body).toMatchObject({ error: { code: "tasks/closed" } });
   });
 
   it("cancels a waiting run", async () => {
@@ -96,9 +96,9 @@ describe("task routes", () => {
     const cases = [
       [await call("POST", "/tasks/demo.count@v1", undefined, "{not json"), 400, "demo/bad-json"],
       [await call("POST", "/tasks/nope@v1", {}), 404, "tasks/unknown-definition"],
-      [await call("GET", "/tasks/no-such-run"), 404, "tasks/run-not-found"],
-      [await call("POST", "/tasks/no-such-run/cancel"), 404, "tasks/run-not-found"],
-      [await call("POST", "/tasks/no-such-run/events/approve", {}), 404, "tasks/run-not-found"],
+      [await call("GET", "/tasks/no-such-run"), 404, "tasks/not-found"],
+      [await call("POST", "/tasks/no-such-run/cancel"), 404, "tasks/not-found"],
+      [await call("POST", "/tasks/no-such-run/events/approve", {}), 404, "tasks/not-found"],
       [
         await call("POST", "/tasks/demo.count@v1", { input: { steps: -1 } }),
         400,
@@ -107,7 +107,7 @@ describe("task routes", () => {
       [
         await call("POST", "/tasks/demo.approval@v1", { input: { pad: "x".repeat(70_000) } }),
         413,
-        "tasks/serialization",
+        "tasks/too-large",
       ],
     ] as const;
     for (const [response, status, code] of cases) {

@@ -82,7 +82,7 @@ export const bridgeVsComputer: Workload = {
   ours: {
     name: "rpc-bridge",
     async run({ ctx, env }: WorkloadContext): Promise<Figures> {
-      const executor = benchExecutor(env, ctx.storage.sql);
+      const executor = benchExecutor(ctx, env);
       return measure(async (source) => {
         const execution = await executor.execute(source);
         if (execution.state !== "completed") throw new Error(JSON.stringify(execution.error));

@@ -1,5 +1,5 @@
 import { RpcTarget } from "cloudflare:workers";
-import { createExecutor, type Executor, readOnly } from "@durablekit/rpc-bridge";
+import { Executor, readOnly } from "@durablekit/rpc-bridge";
 
 /** The function every side calls: the bridged host call, the handle method and the direct RPC call. */
 export function add([a, b]: [number, number]): number {
@@ -14,10 +14,9 @@ export class Counter extends RpcTarget {
 }
 
 /** The bridged setup: one host module with the function and a function returning a Counter. */
-export function benchExecutor(env: { LOADER: WorkerLoader }, sql?: SqlStorage): Executor {
-  return createExecutor({
+export function benchExecutor(ctx: DurableObjectState, env: { LOADER: WorkerLoader }): Executor {
+  return new Executor(ctx, {
     loader: env.LOADER,
-    ...(sql ? { sql } : {}),
     limits: { maxCalls: 100_000 },
     modules: {
       "bench:math": { add: readOnly(add), counter: readOnly(() => new Counter()) },

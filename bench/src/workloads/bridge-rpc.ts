@@ -72,8 +72,8 @@ export const bridgeVsRpc: Workload = {
   ],
   ours: {
     name: "rpc-bridge",
-    async run({ env }: WorkloadContext): Promise<Figures> {
-      const execution = await benchExecutor(env).execute(BRIDGED, {
+    async run({ ctx, env }: WorkloadContext): Promise<Figures> {
+      const execution = await benchExecutor(ctx, env).execute(BRIDGED, {
         batch: BATCH,
         batches: BATCHES,
       });

@@ -27,7 +27,7 @@ export const journalRecord: Workload = {
   ours: {
     name: "handle-journal JournalStore",
     run({ ctx }) {
-      const store = new JournalStore(ctx.storage);
+      const store = new JournalStore(ctx);
       const digest = digestArgs([{ id: "job-1", ref: "main" }]).digest;
       const payloads = Array.from({ length: CALLS }, (_, i) =>
         encode({

@@ -13,7 +13,7 @@ const EXECUTION = "bench-replay";
 
 /** Records the same 10,000-call journal on every side (not timed). */
 function seed({ ctx }: WorkloadContext): JournalStore {
-  const store = new JournalStore(ctx.storage);
+  const store = new JournalStore(ctx);
   for (let i = 1; i <= ENTRIES; i++) {
     store.record({
       executionId: EXECUTION,
@@ -84,7 +84,7 @@ export const journalReplay: Workload = {
       const start = performance.now();
       replayAll((key, digest) => {
         const entry = store.entry(EXECUTION, key);
-        if (entry === undefined || entry.argsDigest !== digest || entry.method !== "status") {
+        if (entry === null || entry.argsDigest !== digest || entry.method !== "status") {
           throw new Error(`entry ${key} missing or diverged`);
         }
         return replayOutcome(entry);

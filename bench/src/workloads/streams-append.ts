@@ -118,7 +118,7 @@ export const streamsAppend: Workload = {
 
       // Rows and bytes are counted on a separate stream, so the timed runs carry no observer.
       const counting = countingState(ctx);
-      const counted = new Streams({ storage: counting.storage }).open("counted");
+      const counted = new Streams(counting.state).open("counted");
       const rowsBefore = counting.counts().rowsWritten;
       for (let i = 0; i < LARGE; i++) counted.append(data[i]!);
       const rowsWritten = counting.counts().rowsWritten - rowsBefore;

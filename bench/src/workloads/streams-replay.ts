@@ -70,7 +70,7 @@ export const streamsReplay: Workload = {
       streams.open("log").close({ chunks: data });
       const { batchesMs, itemsMs } = await replay(streams, "log");
       const counting = countingState(ctx);
-      const counted = new Streams({ storage: counting.storage });
+      const counted = new Streams(counting.state);
       counted.status("log");
       const before = counting.counts().rowsRead;
       for await (const _batch of counted.readBatches("log"));

@@ -1,0 +1,73 @@
+import { env, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+
+import type { GettingStarted } from "./fixtures/worker";
+
+/** Waits (real time, real alarm) until the run settles; fails the test after `limitMs`. */
+async function settle(stub: DurableObjectStub<GettingStarted>, runId: string, limitMs: number) {
+  const deadline = Date.now() + limitMs;
+  while (Date.now() < deadline) {
+    const snapshot = await runInDurableObject(stub, (host) => host.tasks.get(runId));
+    if (
+      snapshot &&
+      snapshot.state !== "running" &&
+      snapshot.state !== "waiting" &&
+      snapshot.state !== "pending"
+    ) {
+      return snapshot;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`run ${runId} did not settle within ${limitMs} ms: the object was not woken`);
+}
+
+describe("the alarm recipes of the docs", () => {
+  it("wakes a sleeping task of the getting-started object on time (no armAlarm to forget)", async () => {
+    const stub = env.GETTING_STARTED.getByName(`gs-${crypto.randomUUID()}`);
+    const started = Date.now();
+    const receipt = await runInDurableObject(stub, (host) => host.tasks.run("nap@v1", null));
+    const armed = await runInDurableObject(stub, async (host, ctx) => {
+      // Let the run reach its sleep.
+      for (let i = 0; i < 100 && (await host.tasks.get(receipt.runId))?.state !== "waiting"; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return ctx.storage.getAlarm();
+    });
+    expect(armed).not.toBeNull();
+    expect(armed as number).toBeLessThanOrEqual(started + 3_000 + 2_000);
+    const snapshot = await settle(
+      stub as unknown as DurableObjectStub<GettingStarted>,
+      receipt.runId,
+      15_000,
+    );
+    expect(snapshot).toMatchObject({ state: "completed" });
+  });
+
+  it("does not let a stream's one-hour TTL push a 3 s task wake later (tasks + sse recipes combined)", async () => {
+    const stub = env.TASKS_AND_SSE.getByName(`mix-${crypto.randomUUID()}`);
+    const started = Date.now();
+    const receipt = await runInDurableObject(stub, (host) => host.tasks.run("nap@v1", null));
+    await runInDurableObject(stub, async (host) => {
+      for (let i = 0; i < 100 && (await host.tasks.get(receipt.runId))?.state !== "waiting"; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // The stream asks for its retention wake an hour out, after the task asked for 3 s.
+      host.openStream("ttl-stream");
+    });
+    const response = await stub.fetch("http://recipes/?stream=ttl-stream");
+    expect(response.headers.get("content-type")).toContain("text/event-stream");
+    await response.body?.cancel();
+    const armed = await runInDurableObject(stub, (_host, ctx) => ctx.storage.getAlarm());
+    expect(armed).not.toBeNull();
+    expect(armed as number).toBeLessThanOrEqual(started + 3_000 + 2_000);
+    const snapshot = await settle(
+      stub as unknown as DurableObjectStub<GettingStarted>,
+      receipt.runId,
+      15_000,
+    );
+    expect(snapshot).toMatchObject({ state: "completed" });
+    // After the task is done, the stream's retention wake is what remains armed.
+    const after = await runInDurableObject(stub, (_host, ctx) => ctx.storage.getAlarm());
+    expect(after as number).toBeGreaterThan(Date.now() + 3_000_000);
+  });
+});
