@@ -1,5 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { thrownCodeSync } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import {
   childKey,
@@ -13,8 +14,6 @@ import {
   fromErrorRecord,
   handleRecord,
   isJournalError,
-  JournalError,
-  type JournalErrorCode,
   type JournalEvent,
   JournalStore,
   parentKey,
@@ -30,17 +29,7 @@ function fixture() {
   return env.FIXTURE.getByName(`bad-input-${++next}-${Math.random()}`);
 }
 
-/** The code `fn` throws; fails the test when it throws anything but a JournalError. */
-function codeOf(fn: () => unknown): JournalErrorCode | "none" {
-  try {
-    fn();
-    return "none";
-  } catch (error) {
-    if (!isJournalError(error)) throw error;
-    expect(error).toBeInstanceOf(JournalError);
-    return error.code;
-  }
-}
+const codeOf = (fn: () => unknown) => thrownCodeSync(fn, isJournalError);
 
 const INVALID = "journal/invalid-argument";
 

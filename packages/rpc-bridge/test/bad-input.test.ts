@@ -1,9 +1,8 @@
 import { env } from "cloudflare:workers";
 import type { AlarmPart } from "@durablekit/compose";
+import { thrownCode } from "@durablekit/test-kit";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import {
-  BridgeError,
-  type BridgeErrorCode,
   describeModules,
   Executor,
   hostModule,
@@ -17,17 +16,7 @@ import { freshFixture, inFixture } from "./helpers";
 
 const INVALID = "bridge/invalid-argument";
 
-/** The code `fn` throws (or its promise rejects with); fails the test for anything but a BridgeError. */
-async function codeOf(fn: () => unknown): Promise<BridgeErrorCode | "none"> {
-  try {
-    await fn();
-    return "none";
-  } catch (error) {
-    if (!isBridgeError(error)) throw error;
-    expect(error).toBeInstanceOf(BridgeError);
-    return error.code;
-  }
-}
+const codeOf = (fn: () => unknown) => thrownCode(fn, isBridgeError);
 
 describe("bad input", () => {
   it("is an alarm part", () => {

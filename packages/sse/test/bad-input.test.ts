@@ -1,5 +1,6 @@
 import type { AlarmPart } from "@durablekit/compose";
 import { Streams } from "@durablekit/streams";
+import { BAD_NAMES, thrownCode } from "@durablekit/test-kit";
 import { describe, expect, expectTypeOf, it, vi } from "vitest";
 import {
   DurableStreamsHandler,
@@ -8,24 +9,12 @@ import {
   parseOffset,
   resumeFrom,
   SseError,
-  type SseErrorCode,
   type SseEvent,
   sseResponse,
 } from "../src/index";
 import { inFixture } from "./helpers";
 
-/** The coded error `fn` throws (synchronously or as a rejection), or a failure naming what it threw instead. */
-async function codeOf(fn: () => unknown): Promise<SseErrorCode | string> {
-  try {
-    await fn();
-  } catch (error) {
-    if (isSseError(error)) return error.code;
-    return `not an SseError: ${String(error)}`;
-  }
-  return "no error";
-}
-
-const BAD_NAMES: unknown[] = ["", "x".repeat(257), "a\uD800b", 42, null, undefined];
+const codeOf = (fn: () => unknown) => thrownCode(fn, isSseError);
 
 describe("bad input", () => {
   it("the handler is an AlarmPart", () => {

@@ -1,21 +1,12 @@
 import type { AlarmPart } from "@durablekit/compose";
+import { BAD_NAMES, thrownCode } from "@durablekit/test-kit";
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { isStreamsError, Streams, StreamsError, type StreamsErrorCode } from "../src/index";
+import { isStreamsError, Streams, StreamsError } from "../src/index";
 import { collect, inFixture } from "./helpers";
 
-/** The coded error `fn` throws (synchronously or as a rejection), or a failure naming what it threw instead. */
-async function codeOf(fn: () => unknown): Promise<StreamsErrorCode | string> {
-  try {
-    await fn();
-  } catch (error) {
-    if (isStreamsError(error)) return error.code;
-    return `not a StreamsError: ${String(error)}`;
-  }
-  return "no error";
-}
+const codeOf = (fn: () => unknown) => thrownCode(fn, isStreamsError);
 
-const LONE_SURROGATE = "a\uD800b";
-const BAD_NAMES: unknown[] = ["", "x".repeat(257), LONE_SURROGATE, 42, null, undefined, {}];
+const _LONE_SURROGATE = "a\uD800b";
 
 describe("bad input", () => {
   it("is an AlarmPart", () => {

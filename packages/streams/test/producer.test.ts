@@ -1,18 +1,10 @@
 import { evictDurableObject } from "cloudflare:test";
-import { countingState } from "@durablekit/test-kit";
+import { countingState, thrownCodeSync } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
-import { isStreamsError, Streams, type StreamsErrorCode } from "../src/index";
+import { isStreamsError, Streams } from "../src/index";
 import { chunkRows, collect, freshStub, inFixture } from "./helpers";
 
-function codeOf(fn: () => unknown): StreamsErrorCode | "no error" {
-  try {
-    fn();
-  } catch (error) {
-    if (isStreamsError(error)) return error.code;
-    throw error;
-  }
-  return "no error";
-}
+const codeOf = (fn: () => unknown) => thrownCodeSync(fn, isStreamsError);
 
 describe("producer fencing", () => {
   it("answers a retried producer write with the original seq and writes nothing", async () => {

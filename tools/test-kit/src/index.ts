@@ -1,4 +1,11 @@
 export {
+  BAD_NAMES,
+  type CodedErrorGuard,
+  type ThrownCode,
+  thrownCode,
+  thrownCodeSync,
+} from "./coded-errors";
+export {
   type CountingState,
   countingState,
   type SqlCounts,

@@ -21,16 +21,20 @@ async function settle(stub: DurableObjectStub<GettingStarted>, runId: string, li
   throw new Error(`run ${runId} did not settle within ${limitMs} ms: the object was not woken`);
 }
 
+/** Lets a run reach its sleep (state `waiting`), inside the object. */
+async function untilWaiting(host: GettingStarted, runId: string): Promise<void> {
+  for (let i = 0; i < 100 && (await host.tasks.get(runId))?.state !== "waiting"; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 describe("the alarm recipes of the docs", () => {
   it("wakes a sleeping task of the getting-started object on time (no armAlarm to forget)", async () => {
     const stub = env.GETTING_STARTED.getByName(`gs-${crypto.randomUUID()}`);
     const started = Date.now();
     const receipt = await runInDurableObject(stub, (host) => host.tasks.run("nap@v1", null));
     const armed = await runInDurableObject(stub, async (host, ctx) => {
-      // Let the run reach its sleep.
-      for (let i = 0; i < 100 && (await host.tasks.get(receipt.runId))?.state !== "waiting"; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await untilWaiting(host, receipt.runId);
       return ctx.storage.getAlarm();
     });
     expect(armed).not.toBeNull();
@@ -48,9 +52,7 @@ describe("the alarm recipes of the docs", () => {
     const started = Date.now();
     const receipt = await runInDurableObject(stub, (host) => host.tasks.run("nap@v1", null));
     await runInDurableObject(stub, async (host) => {
-      for (let i = 0; i < 100 && (await host.tasks.get(receipt.runId))?.state !== "waiting"; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await untilWaiting(host as unknown as GettingStarted, receipt.runId);
       // The stream asks for its retention wake an hour out, after the task asked for 3 s.
       host.openStream("ttl-stream");
     });
