@@ -59,6 +59,20 @@ export class CallBudget {
     return size;
   }
 
+  /**
+   * Counts a call host code makes to a program callback toward `maxCalls`.
+   * @throws BridgeError `bridge/limit-calls` (nothing is counted then).
+   */
+  countCallback(label: () => string): void {
+    if (this.calls >= this.limits.maxCalls) {
+      throw new BridgeError(
+        "bridge/limit-calls",
+        `The run already made ${this.limits.maxCalls} calls (maxCalls); ${label()} was not called.`,
+      );
+    }
+    this.calls++;
+  }
+
   /** Counts an admitted call and its request's bytes. */
   admit(size: number): void {
     this.calls++;

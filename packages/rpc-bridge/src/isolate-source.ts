@@ -135,7 +135,7 @@ function signalRecord(s) {
   return s.aborted ? { [TAG]: "s", id, aborted: true, reason: toRecord(s.reason) } : { [TAG]: "s", id, aborted: false };
 }
 function out(v, depth) {
-  if (typeof v === "function") { special = 1; const id = ids.get(v); return id === undefined ? v : { [TAG]: "h", id }; }
+  if (typeof v === "function") { special = 1; const id = ids.get(v); return id === undefined ? callbackOf(v) : { [TAG]: "h", id }; }
   if (typeof v !== "object" || v === null || depth > 100) return v;
   const id = ids.get(v);
   if (id !== undefined) { special = 1; return { [TAG]: "h", id }; }
@@ -150,6 +150,33 @@ function out(v, depth) {
   let copy;
   for (const k of Object.keys(v)) { const x = out(v[k], depth + 1); if (x !== v[k]) { copy ??= { ...v }; define(copy, k, x); } }
   return copy ?? v;
+}
+
+// A program callback crosses as a wrapper: host code calls it with its arguments shaped like a
+// call's result (revived here: handles, errors, URLs) and gets back a reply shaped like a call's
+// arguments (handles passed back, signals, callbacks), or an error record; it never rejects.
+const callbacks = new WeakMap();
+function reply(value) {
+  special = 0;
+  const w = out(value, 0);
+  if (special === 1 || (typeof w === "object" && w !== null && Object.hasOwn(w, TAG))) return { [TAG]: "v", v: w };
+  return w;
+}
+function refuse(error) { return { [TAG]: "x", r: toRecord(error) }; }
+function callbackOf(f) {
+  let wrapper = callbacks.get(f);
+  if (wrapper) return wrapper;
+  wrapper = (wire) => {
+    if (ended) return refuse(new Error("The run has ended."));
+    try {
+      const args = answerOf(wire);
+      return Promise.resolve(f(...(Array.isArray(args) ? args : []))).then(reply, refuse);
+    } catch (error) {
+      return refuse(error);
+    }
+  };
+  callbacks.set(f, wrapper);
+  return wrapper;
 }
 
 function answerOf(answer) {

@@ -18,7 +18,7 @@ import type { ModuleRegistry } from "./module-registry";
 import { isReadOnly } from "./read-only";
 import { SignalMirrors } from "./signal-mirrors";
 import { type ArgumentReader, readArgs, writeResult } from "./values";
-import { type Answer, failure, tagged } from "./wire";
+import { type Answer, failure, tagged, tagOf } from "./wire";
 
 /** How one attempt of a run ended. */
 export type AttemptOutcome =
@@ -388,18 +388,49 @@ export class Run {
       callback: (stub: (...args: unknown[]) => unknown) => {
         call.callbacks ??= [];
         call.callbacks.push(stub);
-        return (...args: unknown[]): unknown => {
+        return (...args: unknown[]): Promise<unknown> => {
           // A callback lives exactly as long as the call it was passed to.
-          if (call.done) {
-            throw new BridgeError(
-              "bridge/callback-expired",
-              `A callback passed to ${callLabel(call)} (call ${call.key}) was used after that call returned; a callback is valid only during the call it is passed to. Use it before returning, or return an object the program can call instead.`,
+          if (call.done || !this.#active) {
+            return handledRejection(
+              new BridgeError(
+                "bridge/callback-expired",
+                `A callback passed to ${callLabel(call)} (call ${call.key}) was used after that call returned; a callback is valid only during the call it is passed to. Use it before returning, or return an object the program can call instead.`,
+              ),
             );
           }
-          return stub(...args);
+          return this.#callBack(call, stub, args);
         };
       },
     };
+  }
+
+  /**
+   * Host code calls a program callback passed to `call`: it counts toward `maxCalls`, its arguments
+   * cross exactly like a call's result (objects and functions registered in the run's handle table,
+   * so access, limits, context and disposal apply; errors and URLs as records; measured against
+   * `maxResponseBytes` and charged to `maxTotalBytes`), and what the callback returns or throws
+   * crosses back like a call's arguments (handles, signals and callbacks resolved; an error record
+   * rethrown as an Error).
+   */
+  async #callBack(
+    call: CallState,
+    stub: (...args: unknown[]) => unknown,
+    args: unknown[],
+  ): Promise<unknown> {
+    this.#budget.countCallback(() => `a callback passed to ${callLabel(call)}`);
+    const wire = this.#shape(args, call, "callback args");
+    const reply = await stub(wire);
+    if (typeof reply !== "object" || reply === null) return reply;
+    const tag = tagOf(reply);
+    if (tag === "x") {
+      const record = (reply as { r?: unknown }).r;
+      throw isErrorRecord(record) ? fromErrorRecord(record) : new Error("The callback failed.");
+    }
+    if (tag === "v") {
+      if (call.done || !this.#active) return undefined;
+      return readArgs([(reply as { v?: unknown }).v], this.#argumentReader(call))[0];
+    }
+    return reply;
   }
 
   /** A call ended: its callbacks' stubs are disposed and its mirrored signals dropped. */
@@ -430,12 +461,12 @@ export class Run {
    * @throws BridgeError `bridge/limit-response-bytes`, `bridge/limit-total-bytes`,
    * `bridge/limit-handles`, `bridge/unserializable`.
    */
-  #shape(value: unknown, call: CallState): Answer {
+  #shape(value: unknown, call: CallState, root = "result"): Answer {
     const table = this.#table;
     const budget = this.#budget;
     const max = this.#limits.maxResponseBytes;
     if ((typeof value !== "object" && typeof value !== "function") || value === null) {
-      const size = dataSize(value, max, "result", RESPONSE_LIMIT, "maxResponseBytes");
+      const size = dataSize(value, max, root, RESPONSE_LIMIT, "maxResponseBytes");
       budget.chargeResponse(size, () => callLabel(call));
       return value;
     }
@@ -443,9 +474,9 @@ export class Run {
     const specifier = handle.kind === "module" ? handle.module.specifier : handle.specifier;
     const fresh: number[] = [];
     try {
-      const outgoing = writeResult(value, table, specifier, call.key, fresh);
+      const outgoing = writeResult(value, table, specifier, call.key, fresh, root);
       const measured = outgoing.streams ? measurable(outgoing.wire) : outgoing.wire;
-      const size = dataSize(measured, max, "result", RESPONSE_LIMIT, "maxResponseBytes");
+      const size = dataSize(measured, max, root, RESPONSE_LIMIT, "maxResponseBytes");
       budget.chargeResponse(size, () => callLabel(call));
       return outgoing.special ? tagged(outgoing.wire) : outgoing.wire;
     } catch (error) {

@@ -96,6 +96,7 @@ export function writeResult(
   specifier: string,
   creatorKey: string,
   fresh: number[],
+  root = "result",
 ): OutgoingValue {
   const out: OutgoingValue = { wire: value, special: false, streams: false };
   const walk: Walk = (v, path, depth) => {
@@ -132,7 +133,7 @@ export function writeResult(
     }
     return mapItems(v, path, depth, walk);
   };
-  out.wire = walk(value, new WalkPath("result"), 0);
+  out.wire = walk(value, new WalkPath(root), 0);
   return out;
 }
 
