@@ -408,7 +408,7 @@ export class Executor implements AlarmPart {
           },
           (error: unknown) => isolateFailed("The program's isolate failed", error),
         );
-      outcome = await Promise.race([evaluation, run.stopped]);
+      outcome = await Promise.race([evaluation.then((o) => run.checkDeadline(o)), run.stopped]);
     } catch (error) {
       outcome = isolateFailed("The program's isolate could not start", error);
     } finally {

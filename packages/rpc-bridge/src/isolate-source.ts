@@ -179,8 +179,11 @@ function callbackOf(f) {
   return wrapper;
 }
 
+// Never settles: the run has ended and this isolate makes no more progress through the bridge.
+function halted() { return new Promise(() => {}); }
 function answerOf(answer) {
   if (typeof answer === "object" && answer !== null && Object.hasOwn(answer, TAG)) {
+    if (answer[TAG] === "halt") { ended = true; return halted(); }
     if (answer[TAG] === "x") throw fromRecord(answer.r);
     return revive(answer.v, 0);
   }
@@ -188,6 +191,7 @@ function answerOf(answer) {
 }
 
 export function call(id, method, args) {
+  if (ended) return halted();
   if (bridge === null) return Promise.reject(new Error("The bridge is not attached: host modules can be called only while the program runs."));
   let wire = args;
   let flag = 0;

@@ -18,7 +18,7 @@ import type { ModuleRegistry } from "./module-registry";
 import { isReadOnly } from "./read-only";
 import { SignalMirrors } from "./signal-mirrors";
 import { type ArgumentReader, readArgs, writeResult } from "./values";
-import { type Answer, failure, tagged, tagOf } from "./wire";
+import { type Answer, failure, HALT, tagged, tagOf } from "./wire";
 
 /** How one attempt of a run ended. */
 export type AttemptOutcome =
@@ -115,13 +115,29 @@ export class Run {
   }
 
   #timeOut(): void {
-    this.stop({
+    this.stop(this.#timedOut());
+  }
+
+  #timedOut(): AttemptOutcome {
+    return {
       kind: "failed",
       error: bridgeErrorRecord(
         "bridge/run-timeout",
         `The run took longer than ${this.#limits.runTimeoutMs} ms (runTimeoutMs) and was stopped.`,
       ),
-    });
+    };
+  }
+
+  /**
+   * The outcome of an attempt whose program ended on its own: a result or error that arrives after
+   * the run's deadline is a `bridge/run-timeout` (a CPU-bound program can hold the thread past its
+   * deadline so that no timer fires; in production `cpuMs` ends it, locally nothing does).
+   */
+  checkDeadline(outcome: AttemptOutcome): AttemptOutcome {
+    if (outcome.kind === "completed" || outcome.kind === "failed") {
+      if (Date.now() > this.deadline) return this.#timedOut();
+    }
+    return outcome;
   }
 
   /** Calls admitted so far. */
@@ -155,7 +171,9 @@ export class Run {
       "bridge/run-ended",
       "The run ended while this call was in flight.",
     );
-    for (const call of [...this.#budget.inflight]) this.#cutOff(call, ended);
+    // Host code sees its signal abort with `bridge/run-ended`; the isolate is answered HALT, so
+    // the program's pending calls never settle and it sends nothing more.
+    for (const call of [...this.#budget.inflight]) this.#cutOff(call, ended, HALT);
     this.#mirrors.abortAll(ended);
     return this.#table.disposeAll();
   }
@@ -198,7 +216,8 @@ export class Run {
       if (this.#emitEvent) {
         this.#emit(`${String(handleId)}.${String(method)}`, undefined, "refused", error, startedAt);
       }
-      return failure(toErrorRecord(error));
+      // After the run ended the isolate is halted: this is the last call the host sees from it.
+      return this.#active ? failure(toErrorRecord(error)) : HALT;
     }
     return this.#perform(call);
   }
@@ -281,12 +300,12 @@ export class Run {
   }
 
   /** Ends a call before its host code settled: its signal aborts and the program gets `reason`. */
-  #cutOff(call: CallState, reason: BridgeError): void {
+  #cutOff(call: CallState, reason: BridgeError, answer?: Answer): void {
     if (call.done) return;
     call.cutOff = reason;
     call.controller?.abort(reason);
-    const answer = this.#fail(call, reason);
-    call.resolve?.(answer);
+    const failed = this.#fail(call, reason);
+    call.resolve?.(answer ?? failed);
   }
 
   // ── Resolution ─────────────────────────────────────────────────────────────

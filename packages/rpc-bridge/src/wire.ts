@@ -18,7 +18,8 @@ import type { ErrorRecord } from "@durablekit/handle-journal";
  *
  * The answer of a call is the value itself when it is plain data (the common case costs Workers RPC
  * nothing extra), `{ [TAG]: "v", v }` when the value holds tagged records the isolate must revive,
- * or `{ [TAG]: "x", r: ErrorRecord }` for an error. A plain value cannot be mistaken for either:
+ * `{ [TAG]: "x", r: ErrorRecord }` for an error, or `{ [TAG]: "halt" }` once the run has ended (the
+ * isolate then stops: that call and every later one never settle, and nothing more is sent). A plain value cannot be mistaken for either:
  * the host refuses plain objects that use the tag key.
  */
 export const WIRE_VERSION = 1;
@@ -33,6 +34,13 @@ export type Answer = unknown;
 export function failure(record: ErrorRecord): Answer {
   return { [TAG]: "x", r: record };
 }
+
+/**
+ * The answer to a call of a run that has ended (or that ends while the call is in flight): the
+ * isolate stops there. That call and every later one never settle on the isolate side and nothing
+ * more is sent to the host, so a program left running after its run ended makes no progress.
+ */
+export const HALT: Answer = Object.freeze({ [TAG]: "halt" });
 
 /** The answer of a call whose value holds tagged records. */
 export function tagged(value: unknown): Answer {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { countersOf, freshFixture, run } from "./helpers";
+import { countersOf, freshFixture, inFixture, run } from "./helpers";
 
 describe("hardening against adversarial programs", () => {
   it("hands objects passed to program callbacks through the bridge: access, context and disposal apply", async () => {
@@ -39,5 +39,76 @@ describe("hardening against adversarial programs", () => {
        export default async function () { return callMany(async (n) => n, 5); }`,
     );
     expect(execution.result).toEqual([0, 1, 2, "bridge/limit-calls", "bridge/limit-calls"]);
+  });
+});
+
+describe("a run's isolate after the run ended", () => {
+  it("makes no more progress after a timeout: the host sees at most one refused call", async () => {
+    const stub = freshFixture();
+    await stub.configure({ runTimeoutMs: 300 });
+    const execution = await run(
+      stub,
+      `import { context } from "test:probe";
+       export default async function () {
+         (async () => {
+           for (;;) {
+             try { await context(); } catch {}
+             await new Promise((resolve) => setTimeout(resolve, 5));
+           }
+         })();
+         await new Promise(() => {});
+       }`,
+    );
+    expect(execution.error?.code).toBe("bridge/run-timeout");
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const refused = await inFixture(
+      stub,
+      (instance) =>
+        instance.events.filter((e) => e.type === "bridge:call" && e.outcome === "refused").length,
+    );
+    expect(refused).toBeLessThanOrEqual(1);
+  });
+
+  it("makes no more progress after a normal end with calls still looping", async () => {
+    const stub = freshFixture();
+    const execution = await run(
+      stub,
+      `import { context } from "test:probe";
+       export default async function () {
+         (async () => {
+           for (;;) {
+             try { await context(); } catch {}
+             await new Promise((resolve) => setTimeout(resolve, 5));
+           }
+         })();
+         await new Promise((resolve) => setTimeout(resolve, 20));
+         return "done";
+       }`,
+    );
+    expect(execution.result).toBe("done");
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const refused = await inFixture(
+      stub,
+      (instance) =>
+        instance.events.filter((e) => e.type === "bridge:call" && e.outcome === "refused").length,
+    );
+    expect(refused).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("run deadlines", () => {
+  it("reports a result that arrives after the run's deadline as bridge/run-timeout", async () => {
+    const stub = freshFixture();
+    await stub.configure({ runTimeoutMs: 300 });
+    const execution = await run(
+      stub,
+      `export default async function () {
+         let x = 0;
+         for (let i = 0; i < 80_000_000; i++) x = (x + i) | 0;
+         return x;
+       }`,
+    );
+    expect(execution.state).toBe("failed");
+    expect(execution.error?.code).toBe("bridge/run-timeout");
   });
 });
