@@ -112,11 +112,6 @@ export class Attempt implements StepEngine {
     return this.#cancel !== null;
   }
 
-  /** Settled step rows not yet written (for snapshots: `steps()` shows them). */
-  get pendingRows(): readonly StepRow[] {
-    return this.#writer.pending;
-  }
-
   now(): number {
     return this.#deps.now();
   }
@@ -177,10 +172,8 @@ export class Attempt implements StepEngine {
 
   // ── Steps in flight ──
 
-  startStep(name: string, seq: number, attempt: number, hasRow: boolean): void {
-    if (!this.#writer.markStarted(name, seq, attempt, hasRow, this.#deps.now())) {
-      throw this.#ended;
-    }
+  markInFlight(name: string, seq: number, attempt: number): boolean {
+    return this.#writer.markStarted(name, seq, attempt, this.#deps.now());
   }
 
   track(flight: Flight): void {
@@ -195,9 +188,9 @@ export class Attempt implements StepEngine {
     return encodeValue(value, this.#deps.maxValueBytes, path);
   }
 
-  hold(row: StepRow): void {
-    // Held, not written: the next boundary writes it (durable before any later callback runs).
-    this.#writer.hold(row);
+  record(row: StepRow): boolean {
+    // Written now, synchronously, before the step's promise resolves (see JournalWriter).
+    return this.#writer.write(row);
   }
 
   stepFailed(
@@ -229,15 +222,16 @@ export class Attempt implements StepEngine {
         retryAt,
         error: errorInfo(record),
       });
-      return this.#park("retry", retryAt, [
-        ...this.#writer.take(null),
+      return this.#park(
+        "retry",
+        retryAt,
         stepRow(name, seq, "do", this.#deps.now(), {
           state: "waiting",
           attempt,
           value: record,
           wake_at: retryAt,
         }),
-      ]);
+      );
     }
     if (isPlatformFailure(thrown)) return this.abandon();
     const failed = stepRow(name, seq, "do", this.#deps.now(), {
@@ -245,7 +239,7 @@ export class Attempt implements StepEngine {
       attempt,
       value: record,
     });
-    if (!this.#writer.write([...this.#writer.take(null), failed])) return this.end("superseded");
+    if (!this.#writer.write(failed)) return this.end("superseded");
     return rebuildError(record);
   }
 
@@ -262,7 +256,7 @@ export class Attempt implements StepEngine {
       value: record,
       event_type: eventType,
     });
-    if (!this.#writer.write([...this.#writer.take(null), row])) throw this.end("superseded");
+    if (!this.#writer.write(row)) throw this.end("superseded");
     return rebuildError(record);
   }
 
@@ -283,9 +277,8 @@ export class Attempt implements StepEngine {
       value: payload,
       event_type: eventType,
     });
-    const rows = [...this.#writer.take(name), row];
     // The step row and the deletion of the buffered event are one transaction: consumed exactly once.
-    const written = this.#writer.write(rows, () =>
+    const written = this.#writer.write(row, () =>
       this.#deps.store.events.deleteEvent(this.runId, eventSeq),
     );
     if (!written) throw this.end("superseded");
@@ -299,7 +292,7 @@ export class Attempt implements StepEngine {
     waitStep?: string,
     waitEvent?: string,
   ): AttemptEnded {
-    return this.#park(reason, wakeAt, this.#writer.take(null), waitStep ?? null, waitEvent ?? null);
+    return this.#park(reason, wakeAt, null, waitStep ?? null, waitEvent ?? null);
   }
 
   parkNew(
@@ -311,20 +304,20 @@ export class Attempt implements StepEngine {
     return this.#park(
       reason,
       wakeAt,
-      [...this.#writer.take(row.name), row],
+      row,
       waitEvent === undefined ? null : row.name,
       waitEvent ?? null,
     );
   }
 
   /**
-   * Parks the run: the run row, the pending rows and the step row that waits are one transaction.
+   * Parks the run: the run row and the step row that waits (if new) are one transaction.
    * Returns the end signal the step call throws.
    */
   #park(
     reason: TaskWaitReason,
     wakeAt: number | null,
-    rows: StepRow[],
+    row: StepRow | null,
     waitStep: string | null = null,
     waitEvent: string | null = null,
   ): AttemptEnded {
@@ -340,7 +333,7 @@ export class Attempt implements StepEngine {
         ) {
           throw new FenceLost(this.runId);
         }
-        for (const row of rows) store.steps.writeStep(this.runId, row);
+        if (row) store.steps.writeStep(this.runId, row);
       });
     } catch (error) {
       if (error instanceof FenceLost) return this.end("superseded");
@@ -389,8 +382,7 @@ export class Attempt implements StepEngine {
       settled = this.#settleHeld({ state: "completed", result });
     } else {
       const { store } = this.#deps;
-      // The pending rows go with the run: a run that is not retained keeps no journal.
-      this.#writer.take(null);
+      // A run that is not retained keeps no journal.
       settled = store.transaction(() => store.deleteSettledByAttempt(this.runId, this.generation));
     }
     if (!settled) {
@@ -456,19 +448,10 @@ export class Attempt implements StepEngine {
     this.#deps.onFailed(error, this.runId, this.definition);
   }
 
-  /**
-   * Settles the run the attempt holds and writes its pending rows, in one transaction. False when
-   * another attempt holds the run (nothing was written).
-   */
+  /** Settles the run the attempt holds. False when another attempt holds the run (nothing was written). */
   #settleHeld(settlement: Settlement): boolean {
     const { store, now } = this.#deps;
-    const rows = this.#writer.take(null);
-    let settled = false;
-    store.transaction(() => {
-      settled = store.runs.settle(this.runId, this.generation, settlement, now());
-      if (settled) for (const row of rows) store.steps.writeStep(this.runId, row);
-    });
-    return settled;
+    return store.runs.settle(this.runId, this.generation, settlement, now());
   }
 
   // ── Cancel and the end ──
@@ -493,8 +476,6 @@ export class Attempt implements StepEngine {
   end(how: AttemptEnded["how"]): AttemptEnded {
     if (this.#ended) return this.#ended;
     this.#ended = new AttemptEnded(how);
-    // Rows not written by now never will be: a later attempt replays those steps.
-    this.#writer.pending.length = 0;
     this.#deps.release(this);
     this.#watchdog.stop();
     this.#watchdog.failAll(new DOMException(`The attempt ended (${how}).`, "AbortError"));

@@ -24,18 +24,15 @@ export function stepRow(
 }
 
 /**
- * The journal writes of one attempt: chained to keep the hot path at one row per completed step,
- * and fenced on the attempt's generation.
+ * The journal writes of one attempt, fenced on the attempt's generation.
  *
- * A settled step's row is held in `pending` and written by the next boundary — the next step's
- * start (the row then carries `next_step`, the in-flight evidence of that step), a park or the
- * settle — always before any later step callback can run. So every result a step callback could
- * have observed is durable before that callback starts, and one row write both completes a step and
- * marks the next one in flight.
+ * Every row is written the moment its step settles, synchronously, before the step's promise
+ * resolves to the handler: a Durable Object commits the writes of a turn together and its output
+ * gate holds every outgoing message until they are durable, so no effect of code that saw a step's
+ * result can be observed before that result's row is. Nothing is ever held in memory, so nothing
+ * can be lost when an attempt ends (parked, abandoned, superseded) or the object dies.
  */
 export class JournalWriter {
-  /** Settled step rows not yet written. */
-  readonly pending: StepRow[] = [];
   readonly #store: TaskStore;
   readonly #runId: string;
   readonly #generation: string;
@@ -58,46 +55,24 @@ export class JournalWriter {
     this.#onFenceLost = onFenceLost;
   }
 
-  /** Holds a settled step's row until the next boundary writes it. */
-  hold(row: StepRow): void {
-    this.pending.push(row);
-  }
-
-  /** Takes the pending rows, the last one pointing at `nextStep`. */
-  take(nextStep: string | null): StepRow[] {
-    const rows = this.pending.splice(0);
-    const last = rows[rows.length - 1];
-    if (last && nextStep !== null) last.next_step = nextStep;
-    return rows;
-  }
-
   /**
-   * Writes rows, fenced: one row is one statement; more rows, or an `extra` statement, are one
-   * transaction. Returns false (after `onFenceLost`) when another attempt holds the run.
+   * Writes one row, fenced, with an optional `extra` statement in the same transaction. Returns
+   * false (after `onFenceLost`) when another attempt holds the run.
    */
-  write(rows: StepRow[], extra?: () => void): boolean {
+  write(row: StepRow, extra?: () => void): boolean {
     const store = this.#store;
-    const first = rows[0];
-    if (!first) return true;
+    const exists = this.#stored.has(row.name) || this.#journaled(row.name);
     try {
-      if (rows.length === 1 && !extra) {
-        if (
-          !store.steps.writeStepFenced(this.#runId, this.#generation, first, this.#exists(first))
-        ) {
+      const fenced = () => {
+        if (!store.steps.writeStepFenced(this.#runId, this.#generation, row, exists)) {
           throw new FenceLost(this.#runId);
         }
-      } else {
-        store.transaction(() => {
-          if (
-            !store.steps.writeStepFenced(this.#runId, this.#generation, first, this.#exists(first))
-          ) {
-            throw new FenceLost(this.#runId);
-          }
-          for (const row of rows.slice(1)) store.steps.writeStep(this.#runId, row);
-          extra?.();
-        });
-      }
-      for (const row of rows) this.#stored.add(row.name);
+        extra?.();
+      };
+      // One statement needs no transaction of its own: it is atomic.
+      if (extra) store.transaction(fenced);
+      else fenced();
+      this.#stored.add(row.name);
       return true;
     } catch (error) {
       if (error instanceof FenceLost) {
@@ -108,21 +83,13 @@ export class JournalWriter {
     }
   }
 
-  #exists(row: StepRow): boolean {
-    return this.#stored.has(row.name) || this.#journaled(row.name);
-  }
-
   /**
-   * Makes a step's start durable before its callback runs. A step without a row rides on the
-   * pending row of the step before it; with nothing pending (the first live step of an attempt, or
-   * parallel steps) it writes its own `running` row. A step that has a row (a retry, or a step a dead
-   * attempt left running) rewrites it as `running` with the new attempt number.
+   * Marks a step in flight (`running`, with its attempt number): the evidence a later attempt reads
+   * as `step.interrupted` and counts toward the step's retries. Written only for a callback that
+   * returned a promise, in the same turn it started: a callback that returns synchronously settles
+   * in that turn, and its completed row is the only one it needs.
    */
-  markStarted(name: string, seq: number, attempt: number, hasRow: boolean, now: number): boolean {
-    const rows =
-      !hasRow && this.pending.length > 0
-        ? this.take(name)
-        : [...this.take(null), stepRow(name, seq, "do", now, { state: "running", attempt })];
-    return this.write(rows);
+  markStarted(name: string, seq: number, attempt: number, now: number): boolean {
+    return this.write(stepRow(name, seq, "do", now, { state: "running", attempt }));
   }
 }

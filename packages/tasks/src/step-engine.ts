@@ -47,18 +47,21 @@ export interface StepEngine {
   goLive(): void;
 
   // ── step.do ──
-  /** Makes a step's start durable before its callback runs; throws the end signal when superseded. */
-  startStep(name: string, seq: number, attempt: number, hasRow: boolean): void;
+  /**
+   * Writes a `running` row for a step whose callback returned a promise, in the turn it started.
+   * False when superseded (the attempt has ended).
+   */
+  markInFlight(name: string, seq: number, attempt: number): boolean;
   /** Watches a callback in flight for its deadline, a cancel and the end of the attempt. */
   track(flight: Flight): void;
   untrack(flight: Flight): void;
   /** Encodes a value under `maxValueBytes` (`tasks/too-large`, `tasks/unserializable`, …). */
   encode(value: unknown, path: string): string;
   /**
-   * Holds a settled step's row (a completed `do` with its encoded result, a sleep already past)
-   * until the next boundary writes it, always before any later step callback runs.
+   * Writes a settled step's row (a completed `do` with its encoded result, a sleep already past)
+   * now, before the step's promise resolves. False when superseded (the attempt has ended).
    */
-  hold(row: StepRow): void;
+  record(row: StepRow): boolean;
   /**
    * Decides what a failed step attempt becomes — a retry park, a journaled failure, a cancel — and
    * returns what the step call rejects with: the rebuilt error, or the end signal.

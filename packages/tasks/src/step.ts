@@ -77,7 +77,6 @@ export class ReplayStep implements TaskStep {
       }
       // A retry that is due, or a step a dead attempt left running: the next attempt of it.
       const attempt = row.attempt + 1;
-      a.startStep(name, row.seq, attempt, true);
       return this.#execute(name, row.seq, attempt, policy, fn);
     }
     a.goLive();
@@ -85,13 +84,16 @@ export class ReplayStep implements TaskStep {
     const seq = a.journal.takeSeq();
     // The step a dead attempt left in flight without a row of its own: this is its next attempt.
     const attempt = this.interrupted?.name === name ? this.interrupted.attempt + 1 : 1;
-    a.startStep(name, seq, attempt, false);
     return this.#execute(name, seq, attempt, policy, fn);
   }
 
   /**
    * Runs one attempt of a step callback against its deadline: a callback that ignores its signal
-   * still loses at the timeout. A callback that returns synchronously completes without a tick.
+   * still loses at the timeout. A callback that returns synchronously completes without a tick and
+   * writes one row; one that returns a promise is first marked in flight, in the same turn.
+   *
+   * Invariant: the step's row is written (synchronously, fenced) before its promise resolves, so
+   * the handler never sees a result that is not durable with the same commit.
    */
   #execute<T>(
     name: string,
@@ -136,7 +138,10 @@ export class ReplayStep implements TaskStep {
             reject(a.stepFailed(name, seq, attempt, policy, error));
             return;
           }
-          a.hold(stepRow(name, seq, "do", a.now(), { attempt, value: text }));
+          if (!a.record(stepRow(name, seq, "do", a.now(), { attempt, value: text }))) {
+            reject(a.ended);
+            return;
+          }
           if (listening) a.emit({ type: "task:step:completed", ...ref });
           // Live and replayed calls return the same thing: the value as the journal gives it back
           // (a primitive decodes to itself, so only objects pay for the round trip).
@@ -160,6 +165,11 @@ export class ReplayStep implements TaskStep {
         result !== null &&
         typeof (result as PromiseLike<unknown> | undefined)?.then === "function"
       ) {
+        // In flight past this turn: its running row is the evidence a later attempt counts.
+        if (!flight.settled && !a.markInFlight(name, seq, attempt)) {
+          settle(false, a.ended);
+          return;
+        }
         (result as PromiseLike<unknown>).then(
           (value) => settle(true, value),
           (error: unknown) => settle(false, error),
@@ -203,7 +213,7 @@ export class ReplayStep implements TaskStep {
     const wakeAt = deadline();
     const now = a.now();
     if (wakeAt <= now) {
-      a.hold(stepRow(name, seq, "sleep", now, { wake_at: wakeAt }));
+      if (!a.record(stepRow(name, seq, "sleep", now, { wake_at: wakeAt }))) throw a.ended;
       return;
     }
     throw a.parkNew(

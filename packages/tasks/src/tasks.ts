@@ -283,17 +283,15 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
   }
 
   /**
-   * The run's journal in step order, including steps settled but not yet written; `null` when no
-   * such run exists (or it was deleted).
+   * The run's journal in step order, as stored (every settled step is written before its result
+   * reaches the handler); `null` when no such run exists (or it was deleted).
    *
    * @throws TasksError `tasks/invalid-argument` for a malformed run id.
    */
   steps(runId: string): TaskStepSnapshot[] | null {
     checkName(runId, "A run id", false);
     if (!this.#store.runs.getRun(runId)) return null;
-    const rows = this.#store.steps.listSteps(runId);
-    const active = this.#runner.active.get(runId);
-    return toStepSnapshots(active ? [...rows, ...active.pendingRows] : rows, this.#now());
+    return toStepSnapshots(this.#store.steps.listSteps(runId), this.#now());
   }
 
   /**

@@ -45,9 +45,10 @@ describe("storage cost (SQLite cursor counters, index writes included)", () => {
       const large = await liveRun(fixture, 110);
       // The marginal cost of a step is exactly one row written.
       expect((large.total - small.total) / 100).toBe(1);
-      // Journal rows: one per step, plus the in-flight marker of the attempt's first live step.
-      expect(small.journal).toBe(11);
-      expect(large.journal).toBe(111);
+      // Journal rows: exactly one per step. A callback that returns synchronously needs no
+      // in-flight marker: its completed row is written in the turn it started.
+      expect(small.journal).toBe(10);
+      expect(large.journal).toBe(110);
       // Run-row writes are per run (accept, claim, settle), the same for 10 and 110 steps.
       expect(large.runRowStatements).toBe(small.runRowStatements);
       expect(small.runRowStatements).toBe(3);
@@ -69,6 +70,60 @@ describe("storage cost (SQLite cursor counters, index writes included)", () => {
       );
       // Each step ran once, on the first attempt.
       expect(fixture.executions().s99).toBe(1);
+    });
+  });
+});
+
+/**
+ * Rows and commits of the journal for a run of `n` steps whose callbacks await I/O. Writes made in
+ * one turn (no await between them) are one implicit commit; the only turns this run starts after
+ * its first are the ones each callback's I/O resumes in, which the callback numbers. The distinct
+ * turns that wrote journal rows are the journal's commits.
+ */
+async function ioRun(fixture: Fixture, n: number) {
+  let turn = 0;
+  const turns: { turn: number; logAt: number }[] = [];
+  const tasks = fixture.build(
+    {
+      "io@v1": async (_input: undefined, step) => {
+        for (let i = 0; i < n; i++) {
+          await step.do(`io${i}`, async () => {
+            await sleep(2);
+            turn++;
+            return i;
+          });
+        }
+      },
+    },
+    {
+      now: () => {
+        turns.push({ turn, logAt: fixture.counter.log.length });
+        return Date.now();
+      },
+    },
+  );
+  const mark = fixture.counter.mark();
+  const { runId } = await tasks.run("io@v1");
+  await fixture.settled(runId, tasks);
+  const commits = new Set<number>();
+  fixture.counter.log.forEach((entry, index) => {
+    if (index < mark || !STEPS.test(entry.query) || entry.cursor.rowsWritten === 0) return;
+    const at = turns.filter((t) => t.logAt <= index).at(-1);
+    if (at) commits.add(at.turn);
+  });
+  return { journal: fixture.counter.counts(mark, STEPS).rowsWritten, commits: commits.size };
+}
+
+describe("storage cost of steps that await I/O", () => {
+  it("writes two journal rows per step (as agents does) and commits once per step boundary", async () => {
+    await inFixture(async (fixture) => {
+      const small = await ioRun(fixture, 5);
+      const large = await ioRun(fixture, 25);
+      // A running row when the callback starts awaiting, the completed row when it returns.
+      expect((large.journal - small.journal) / 20).toBe(2);
+      // One turn writes both a step's completed row and the next step's running row.
+      expect((large.commits - small.commits) / 20).toBe(1);
+      expect(small.commits).toBe(6);
     });
   });
 });
