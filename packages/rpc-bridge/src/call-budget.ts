@@ -79,6 +79,11 @@ export class CallBudget {
     this.bytes += size;
   }
 
+  /** Counts the bytes of an error answer (already bounded to what was left) toward `maxTotalBytes`. */
+  chargeError(bytes: number): void {
+    this.bytes += bytes;
+  }
+
   /**
    * Counts a response's bytes toward `maxTotalBytes`.
    * @throws BridgeError `bridge/limit-total-bytes` (nothing is counted then).

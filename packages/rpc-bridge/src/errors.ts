@@ -117,3 +117,64 @@ export function isBridgeError(value: unknown, code?: BridgeErrorCode): value is 
 export function bridgeErrorRecord(code: BridgeErrorCode, message: string): ErrorRecord {
   return toErrorRecord(new BridgeError(code, message));
 }
+
+/** Characters an over-limit error record keeps of its message (and of its name and code). */
+const KEPT_CHARS = 256;
+
+/**
+ * The error record of any thrown value; never throws. A value whose record cannot be built (a
+ * Proxy whose traps throw, a getter that throws) gets a fallback record saying so.
+ */
+export function safeErrorRecord(thrown: unknown): ErrorRecord {
+  try {
+    return toErrorRecord(thrown);
+  } catch {
+    return {
+      $error: {
+        name: "Error",
+        message: "The thrown value could not be read (its properties threw); it was replaced.",
+      },
+    };
+  }
+}
+
+function keptString(value: unknown): string | undefined {
+  return typeof value === "string" ? value.slice(0, KEPT_CHARS) : undefined;
+}
+
+/** An error record bounded by a byte limit, and the bytes it weighs. */
+export interface BoundedErrorRecord {
+  record: ErrorRecord;
+  bytes: number;
+}
+
+/**
+ * Measures an error record (UTF-8 bytes of its JSON) and, when it weighs more than `maxBytes`,
+ * replaces it by one keeping only `name`, `code`, `retryable` and the first 256 characters of the
+ * message, with `truncated: true` and a note in the message saying how large it was. Never throws.
+ */
+export function boundErrorRecord(
+  record: ErrorRecord,
+  maxBytes: number,
+  limitName: string,
+): BoundedErrorRecord {
+  let bytes = Number.POSITIVE_INFINITY;
+  try {
+    bytes = new TextEncoder().encode(JSON.stringify(record)).byteLength;
+  } catch {
+    // Unmeasurable (not JSON): replaced below.
+  }
+  if (bytes <= maxBytes) return { record, bytes };
+  const body = record.$error as Record<string, unknown>;
+  const size = Number.isFinite(bytes) ? `${bytes} bytes` : "an unmeasurable size";
+  const small: Record<string, unknown> = {
+    name: keptString(body.name) ?? "Error",
+    message: `${keptString(body.message) ?? ""}… (error truncated: it took ${size}, over ${limitName} ${maxBytes})`,
+  };
+  const code = keptString(body.code);
+  if (code !== undefined) small.code = code;
+  if (typeof body.retryable === "boolean") small.retryable = body.retryable;
+  small.truncated = true;
+  const bounded = { $error: small } as ErrorRecord;
+  return { record: bounded, bytes: new TextEncoder().encode(JSON.stringify(bounded)).byteLength };
+}

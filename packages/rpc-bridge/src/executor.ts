@@ -9,7 +9,7 @@ import {
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 import { encodeChecked } from "./data-size";
 import { BridgeEndpoint } from "./endpoint";
-import { BridgeError, type BridgeErrorCode, bridgeErrorRecord } from "./errors";
+import { BridgeError, type BridgeErrorCode, boundErrorRecord, bridgeErrorRecord } from "./errors";
 import type { BridgeEvent } from "./events";
 import type { Execution, ExecutionError, ExecutionRecord } from "./execution";
 import { ExecutionStore, type RunningExecution } from "./execution-store";
@@ -473,8 +473,15 @@ export class Executor implements AlarmPart {
           return { state: "failed", error: body };
         }
       }
-      case "failed":
-        return { state: "failed", error: outcome.error.$error as ExecutionError };
+      case "failed": {
+        // The program's own error is bounded like its result.
+        const { record } = boundErrorRecord(
+          outcome.error,
+          this.#limits.maxResultBytes,
+          "maxResultBytes",
+        );
+        return { state: "failed", error: record.$error as ExecutionError };
+      }
       case "interrupted":
         return {
           state: "failed",

@@ -3,14 +3,13 @@ import {
   fromErrorRecord,
   isErrorRecord,
   isUnsafeToRepeat,
-  toErrorRecord,
 } from "@durablekit/handle-journal";
 import { CallBudget } from "./call-budget";
 import { CallKeys, type CallState, callLabel, HostCallContext, labelOf } from "./call-state";
 import type { BridgeAccess, BridgeHostFunction } from "./context";
 import { dataSize, measurable } from "./data-size";
 import { Deadlines } from "./deadlines";
-import { BridgeError, bridgeErrorRecord } from "./errors";
+import { BridgeError, boundErrorRecord, bridgeErrorRecord, safeErrorRecord } from "./errors";
 import type { BridgeEvent } from "./events";
 import { disposeStray, HandleTable } from "./handle-table";
 import type { BridgeLimits } from "./limits";
@@ -217,7 +216,7 @@ export class Run {
         this.#emit(`${String(handleId)}.${String(method)}`, undefined, "refused", error, startedAt);
       }
       // After the run ended the isolate is halted: this is the last call the host sees from it.
-      return this.#active ? failure(toErrorRecord(error)) : HALT;
+      return this.#active ? failure(safeErrorRecord(error)) : HALT;
     }
     return this.#perform(call);
   }
@@ -286,7 +285,22 @@ export class Run {
 
   #fail(call: CallState, error: unknown): Answer {
     this.#finish(call, true, error);
-    return failure(toErrorRecord(error));
+    return failure(this.#errorRecord(error));
+  }
+
+  /**
+   * The record of an error a call answers with, measured and charged like a response: over
+   * `maxResponseBytes` (or what is left of `maxTotalBytes`) it keeps only name, code and a
+   * truncated message, and says so. Never throws.
+   */
+  #errorRecord(error: unknown): ErrorRecord {
+    const limits = this.#limits;
+    const left = Math.max(0, limits.maxTotalBytes - this.#budget.bytes);
+    const max = Math.min(limits.maxResponseBytes, left);
+    const limitName = max === left ? "maxTotalBytes (left)" : "maxResponseBytes";
+    const { record, bytes } = boundErrorRecord(safeErrorRecord(error), max, limitName);
+    this.#budget.chargeError(bytes);
+    return record;
   }
 
   /** The call is answered: it leaves the in-flight set and releases what it was passed. */

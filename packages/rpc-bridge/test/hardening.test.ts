@@ -112,3 +112,49 @@ describe("run deadlines", () => {
     expect(execution.error?.code).toBe("bridge/run-timeout");
   });
 });
+
+describe("error answers", () => {
+  it("measures and charges host errors: over maxResponseBytes they keep name, code and a truncated message", async () => {
+    const stub = freshFixture();
+    await stub.configure({ maxResponseBytes: 1024, maxTotalBytes: 8192 });
+    const execution = await run(
+      stub,
+      `import { failHuge } from "test:probe";
+       export default async function () {
+         const seen = [];
+         for (let i = 0; i < 3; i++) {
+           try { await failHuge(300_000); }
+           catch (e) { seen.push({ name: e.name, code: e.code, blob: e.blob === undefined ? null : e.blob.length, truncated: e.truncated, size: JSON.stringify({ ...e, message: e.message }).length }); }
+         }
+         return seen;
+       }`,
+    );
+    expect(execution.state).toBe("completed");
+    const seen = execution.result as Array<Record<string, unknown>>;
+    expect(seen).toHaveLength(3);
+    for (const item of seen) {
+      expect(item).toMatchObject({
+        name: "TypeError",
+        code: "E_HUGE",
+        blob: null,
+        truncated: true,
+      });
+      expect(item.size as number).toBeLessThan(1024);
+    }
+  });
+
+  it("bounds a program's own thrown error by maxResultBytes", async () => {
+    const stub = freshFixture();
+    await stub.configure({ maxResultBytes: 1024 });
+    const execution = await run(
+      stub,
+      `export default async function () {
+         throw Object.assign(new RangeError("m".repeat(300_000)), { code: "E_MINE", blob: "b".repeat(300_000) });
+       }`,
+    );
+    expect(execution.state).toBe("failed");
+    expect(execution.error).toMatchObject({ name: "RangeError", code: "E_MINE", truncated: true });
+    expect(execution.error?.blob).toBeUndefined();
+    expect(JSON.stringify(execution.error).length).toBeLessThan(1024);
+  });
+});
