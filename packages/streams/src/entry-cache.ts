@@ -94,9 +94,14 @@ export class EntryCache {
     }
   }
 
-  /** The epoch the stream holds for a producer, or null for one it has not seen. */
-  producerEpoch(entry: LiveEntry, producerId: string): number | null {
-    return this.producer(entry, producerId).state?.epoch ?? null;
+  /**
+   * Records that a producer opened with `epoch`, newer than any the stream holds for it: one row
+   * written, then every write of an older epoch is fenced (here and after a restart).
+   */
+  recordEpoch(entry: LiveEntry, producerId: string, epoch: number): void {
+    const memory = this.producer(entry, producerId);
+    memory.no = this.#store.fenceProducer(entry.key, producerId, memory.no, entry.cursor, epoch);
+    memory.state = { epoch, seq: -1 };
   }
 
   /** What this isolate knows of one producer of a stream, loaded from storage once per isolate and stream. */
@@ -117,6 +122,13 @@ export class EntryCache {
         row.closer_seq !== null
       ) {
         state = { epoch: row.closer_epoch, seq: row.closer_seq };
+      }
+      // An epoch `open` recorded before the producer wrote in it fences every older one.
+      if (
+        registered.fencedEpoch !== null &&
+        (state === null || registered.fencedEpoch > state.epoch)
+      ) {
+        state = { epoch: registered.fencedEpoch, seq: -1 };
       }
       memory = { no: registered.no, state };
     }

@@ -8,7 +8,7 @@ import { DurableKitError, isErrorOf } from "@durablekit/compose";
  * thing there; the producer and writer-sequence codes are this package's own.
  *
  * - `streams/not-found`: a read or `write` named a stream that does not exist (or expired).
- * - `streams/closed`: a write reached a settled or deleted stream; a plain `open` of a settled one.
+ * - `streams/closed`: a write reached a settled, deleted or expired stream; a plain `open` of a settled one.
  * - `streams/conflict`: `open` of a live stream with another tag, content type, encoding, TTL or expiry.
  * - `streams/unserializable`: a chunk or metadata value has no form in the stream's encoding.
  * - `streams/too-large`: a chunk is over `maxChunkBytes`.
@@ -78,19 +78,24 @@ export class StreamNotFoundError extends StreamsError {
 }
 
 /**
- * A write reached a stream that no longer accepts writes: it settled (`completed`/`errored`), or it
- * was deleted after the writer was made. `state` is `"deleted"` in the second case; `cursor` is the
- * stream's final cursor when it still exists.
+ * A write reached a stream that no longer accepts writes: it settled (`completed`/`errored`), it
+ * was deleted after the writer was made (`"deleted"`), or it expired (`"expired"`: its sliding TTL
+ * or `expiresAt` passed, whether or not the sweep has deleted it yet). `cursor` is the stream's
+ * final cursor when it settled.
  */
 export class StreamClosedError extends StreamsError {
-  readonly state: "completed" | "errored" | "deleted";
+  readonly state: "completed" | "errored" | "deleted" | "expired";
   readonly cursor: number | undefined;
 
-  constructor(streamId: string, state: "completed" | "errored" | "deleted", cursor?: number) {
+  constructor(
+    streamId: string,
+    state: "completed" | "errored" | "deleted" | "expired",
+    cursor?: number,
+  ) {
     super(
       "streams/closed",
-      state === "deleted"
-        ? `Stream "${streamId}" was deleted; open it again to start a new stream under this id.`
+      state === "deleted" || state === "expired"
+        ? `Stream "${streamId}" ${state === "deleted" ? "was deleted" : "has expired"}; open it again to start a new stream under this id.`
         : `Stream "${streamId}" is already settled as ${state}; it accepts no more writes. Read it, or delete it and open a new one.`,
       { streamId },
     );

@@ -1,7 +1,10 @@
 import { isWellFormedName } from "@durablekit/compose";
 import { StreamsArgumentError } from "./errors";
 
-/** What the stream holds for one producer: its epoch and the highest sequence number accepted in it. */
+/**
+ * What the stream holds for one producer: its epoch and the highest sequence number accepted in it
+ * (-1 when `open` recorded the epoch and nothing has been written in it yet).
+ */
 export interface ProducerState {
   epoch: number;
   seq: number;
@@ -19,7 +22,8 @@ export type ProducerVerdict =
  * Judges a write `(epoch, seq)` against the producer's state (null for a producer the stream has
  * not seen):
  * - an older epoch is fenced;
- * - a newer epoch is accepted only at seq 0 (it then becomes the producer's epoch);
+ * - a newer epoch is accepted only at seq 0 (it then becomes the producer's epoch), and so is the
+ *   first write of an epoch `open` recorded (`seq` -1);
  * - in the same epoch, a seq at or below the last accepted one is a duplicate, the next one is
  *   accepted, anything beyond is a gap;
  * - a new producer starts at seq 0, in any epoch.
@@ -34,6 +38,8 @@ export function judgeProducerWrite(
   if (epoch > state.epoch) return seq === 0 ? { kind: "accept" } : { kind: "epoch-seq" };
   if (seq <= state.seq) return { kind: "duplicate" };
   if (seq === state.seq + 1) return { kind: "accept" };
+  // An epoch `open` recorded, not yet written in: it starts at 0 like any new epoch.
+  if (state.seq < 0) return { kind: "epoch-seq" };
   return { kind: "gap", expected: state.seq + 1 };
 }
 

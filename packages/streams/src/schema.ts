@@ -78,8 +78,42 @@ const V1: readonly string[] = [
   ) WITHOUT ROWID`,
 ];
 
+/**
+ * Schema version 2.
+ *
+ * - `dk_streams_chunks_fence` also refuses a chunk row once the stream has expired at the row's
+ *   `at` (the append's clock): past `expires_at`, or `ttl_ms` after the later of the row's
+ *   `touched_at` and the previous chunk's `at`. It reads the same two rows as before (the stream
+ *   row and the previous chunk) and still writes nothing: an append stays
+ *   one row written, and an append after expiry writes nothing, so it can neither revive a stream
+ *   `status()` reported gone nor take a sequence number the sweep then deletes.
+ * - `dk_streams_producers.fenced_epoch`: the newest epoch `open` has seen for a producer before it
+ *   wrote in it (null when none was recorded). Writes of an older epoch are fenced from then on.
+ */
+const V2: readonly string[] = [
+  "DROP TRIGGER IF EXISTS dk_streams_chunks_fence",
+  // Sliding expiry is `max(touched_at, previous chunk's at) + ttl_ms`; written as an OR so the
+  // previous chunk is read for it only when `touched_at` alone has already run out (a join form
+  // measured slower per append).
+  `CREATE TRIGGER dk_streams_chunks_fence BEFORE INSERT ON dk_streams_chunks
+   BEGIN
+     SELECT RAISE(IGNORE)
+     WHERE NOT EXISTS (
+         SELECT 1 FROM dk_streams_streams
+         WHERE stream_key = NEW.stream_key AND state = 'streaming'
+           AND (expires_at IS NULL OR expires_at > NEW.at)
+           AND (ttl_ms IS NULL OR touched_at + ttl_ms > NEW.at
+             OR (SELECT at FROM dk_streams_chunks
+                 WHERE stream_key = NEW.stream_key AND seq = NEW.seq - 1) + ttl_ms > NEW.at))
+       OR (NEW.seq > 0 AND NOT EXISTS (
+         SELECT 1 FROM dk_streams_chunks
+         WHERE stream_key = NEW.stream_key AND seq = NEW.seq - 1));
+   END`,
+  "ALTER TABLE dk_streams_producers ADD COLUMN fenced_epoch INTEGER",
+];
+
 /** Migration steps: `STEPS[n - 1]` brings the schema to version n. */
-const STEPS = [V1] as const;
+const STEPS = [V1, V2] as const;
 
 /** The schema version these sources write. Add a step (never edit one) for any table change. */
 export const SCHEMA_VERSION = STEPS.length;

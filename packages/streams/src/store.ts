@@ -214,11 +214,15 @@ export class StreamStore {
     return written > 0;
   }
 
-  producer(key: number, producerId: string): { no: number; since: number } | null {
+  /** A producer's registry row: its number, the seq it registered at, the epoch `open` recorded. */
+  producer(
+    key: number,
+    producerId: string,
+  ): { no: number; since: number; fencedEpoch: number | null } | null {
     return (
       this.#sql
-        .exec<{ no: number; since: number }>(
-          "SELECT producer_no AS no, since_seq AS since FROM dk_streams_producers WHERE stream_key = ? AND producer_id = ?",
+        .exec<{ no: number; since: number; fencedEpoch: number | null }>(
+          "SELECT producer_no AS no, since_seq AS since, fenced_epoch AS fencedEpoch FROM dk_streams_producers WHERE stream_key = ? AND producer_id = ?",
           key,
           producerId,
         )
@@ -226,8 +230,34 @@ export class StreamStore {
     );
   }
 
+  /**
+   * Records the epoch a producer opened with (one row written): registers the producer when the
+   * stream has not seen it, and returns its number.
+   */
+  fenceProducer(
+    key: number,
+    producerId: string,
+    no: number | null,
+    since: number,
+    epoch: number,
+  ): number {
+    if (no === null) return this.registerProducer(key, producerId, since, epoch);
+    this.#sql.exec(
+      "UPDATE dk_streams_producers SET fenced_epoch = ? WHERE stream_key = ? AND producer_id = ?",
+      epoch,
+      key,
+      producerId,
+    );
+    return no;
+  }
+
   /** Registers a producer on a stream and returns its number (1, 2, … per stream). */
-  registerProducer(key: number, producerId: string, since: number): number {
+  registerProducer(
+    key: number,
+    producerId: string,
+    since: number,
+    fencedEpoch: number | null = null,
+  ): number {
     const next = this.#sql
       .exec<{ no: number }>(
         "SELECT COALESCE(MAX(producer_no), 0) + 1 AS no FROM dk_streams_producers WHERE stream_key = ?",
@@ -235,11 +265,12 @@ export class StreamStore {
       )
       .one().no;
     this.#sql.exec(
-      "INSERT INTO dk_streams_producers (stream_key, producer_id, producer_no, since_seq) VALUES (?, ?, ?, ?)",
+      "INSERT INTO dk_streams_producers (stream_key, producer_id, producer_no, since_seq, fenced_epoch) VALUES (?, ?, ?, ?, ?)",
       key,
       producerId,
       next,
       since,
+      fencedEpoch,
     );
     return next;
   }

@@ -70,12 +70,15 @@ type TransactionOutcome =
   | { kind: "written"; producer: ChunkProducer | null }
   /** The stream row is gone (deleted or expired and swept). */
   | { kind: "gone" }
+  /** The stream has expired (its TTL or `expiresAt` passed) and the sweep has not deleted it yet. */
+  | { kind: "expired" }
   /** The stream already settled as `state`. */
   | { kind: "settled"; state: "completed" | "errored" }
   /** The chunk log's tail is not at the entry's cursor (or moved during the inserts): try again. */
   | { kind: "moved" };
 
 const GONE: TransactionOutcome = { kind: "gone" };
+const EXPIRED: TransactionOutcome = { kind: "expired" };
 const MOVED: TransactionOutcome = { kind: "moved" };
 
 /** Thrown inside a write transaction to roll it back when storage is not where memory thought. */
@@ -232,14 +235,16 @@ export class Streams implements AlarmPart {
       const entry = this.#entries.entryFor(row);
       if (options.producer !== undefined) {
         // Fence a stale producer at open; every write checks again.
-        const current = this.#entries.producerEpoch(entry, options.producer.id);
-        if (current !== null && options.producer.epoch < current) {
-          throw new ProducerFencedError(
-            streamId,
-            options.producer.id,
-            current,
-            options.producer.epoch,
-          );
+        const { id, epoch } = options.producer;
+        const current = this.#entries.producer(entry, id).state?.epoch ?? null;
+        if (current !== null && epoch < current) {
+          throw new ProducerFencedError(streamId, id, current, epoch);
+        }
+        // A newer epoch fences the older ones from now, not from its first write: a zombie of an
+        // older epoch can neither append nor settle once this open returned. Epoch 0 of a producer
+        // the stream has not seen fences nothing, so it writes nothing.
+        if (row.state === "streaming" && epoch > (current ?? 0)) {
+          this.#entries.recordEpoch(entry, id, epoch);
         }
       }
       return new Writer(this.#path, entry, false, options.producer, this.#maxChunkBytes);
@@ -511,15 +516,18 @@ export class Streams implements AlarmPart {
       if (
         chunks.appendFenced(entry.key, first, now, bodies[0] as ChunkBody, written, writerSeq) === 0
       ) {
-        const state = store.stateOf(entry.key);
+        const state = this.#stateAt(entry.key, now);
         if (state === null) return { kind: "done", result: this.#gone(entry, request) };
+        if (state === "expired") throw this.#expired(entry);
         if (state !== "streaming" && fresh) throw this.#closed(entry, state);
         return RETRY;
       }
     } else {
       const outcome = this.#transaction((): TransactionOutcome => {
-        const state = store.stateOf(entry.key);
+        const state = this.#stateAt(entry.key, now);
         if (state === null) return GONE;
+        // Nothing is written to an expired stream, a settle included: it would revive it.
+        if (state === "expired") return EXPIRED;
         if (state !== "streaming") return { kind: "settled", state };
         if ((chunks.tail(entry.key)?.seq ?? -1) + 1 !== first) return MOVED;
         let producer: ChunkProducer | null = null;
@@ -555,6 +563,8 @@ export class Streams implements AlarmPart {
           return RETRY;
         case "gone":
           return { kind: "done", result: this.#gone(entry, request) };
+        case "expired":
+          throw this.#expired(entry);
         case "settled":
           // A bare settle of a settled stream is the documented no-op; anything else is judged
           // again from storage (the producer may be retrying a write that settled it) before it
@@ -627,6 +637,24 @@ export class Streams implements AlarmPart {
       return nothingWritten(entry.cursor, request.settle.state);
     }
     throw new StreamClosedError(entry.streamId, "deleted");
+  }
+
+  /**
+   * A stream's state as a write judges it at `now` from storage: null when the row is gone,
+   * `"expired"` when it is streaming past its expiry (the fence trigger refuses its chunks).
+   */
+  #stateAt(key: number, now: number): StreamState | "expired" | null {
+    const row = this.#store.byKey(key);
+    if (row === null) return null;
+    if (row.state === "streaming" && this.#expiredAt(row, now)) return "expired";
+    return row.state;
+  }
+
+  /** A write reached an expired stream: refused, and the isolate forgets it (the sweep deletes it). */
+  #expired(entry: LiveEntry): StreamClosedError {
+    this.#entries.forget(entry.streamId, entry.key);
+    entry.stale = true;
+    return new StreamClosedError(entry.streamId, "expired");
   }
 
   #alreadySettled(entry: LiveEntry, state: StreamState): StreamWriteResult {

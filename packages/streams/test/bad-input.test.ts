@@ -137,6 +137,9 @@ describe("bad input", () => {
 
   it("refuses tables written by a newer version with streams/schema-too-new", async () => {
     await inFixture(async (_fixture, state) => {
+      const version = state.storage.sql
+        .exec<{ value: number }>("SELECT value FROM dk_streams_meta WHERE name = 'schema_version'")
+        .one().value;
       state.storage.sql.exec("UPDATE dk_streams_meta SET value = 99 WHERE name = 'schema_version'");
       let caught: unknown;
       try {
@@ -147,7 +150,10 @@ describe("bad input", () => {
       expect(isStreamsError(caught, "streams/schema-too-new")).toBe(true);
       expect(caught).toBeInstanceOf(StreamsError);
       expect((caught as StreamsError).retryable).toBe(false);
-      state.storage.sql.exec("UPDATE dk_streams_meta SET value = 1 WHERE name = 'schema_version'");
+      state.storage.sql.exec(
+        "UPDATE dk_streams_meta SET value = ? WHERE name = 'schema_version'",
+        version,
+      );
     });
   });
 });

@@ -54,6 +54,59 @@ describe("producer fencing", () => {
     });
   });
 
+  it("fences an older epoch's appends and close as soon as a newer epoch opens, before it writes", async () => {
+    const stub = freshStub("epoch-open");
+    await inFixture((_fixture, state) => {
+      const counting = countingState(state);
+      const streams = new Streams(counting.state);
+      const zombie = streams.open("s", { producer: { id: "p", epoch: 0 } });
+      zombie.append("old session");
+      const mark = counting.mark();
+      streams.open("s", { producer: { id: "p", epoch: 1 } });
+      // Recording the newer epoch is one row written, once.
+      expect(counting.counts(mark).rowsWritten).toBe(1);
+      const again = counting.mark();
+      streams.open("s", { producer: { id: "p", epoch: 1 } });
+      expect(counting.counts(again).rowsWritten).toBe(0);
+
+      expect(() => zombie.append("late write")).toThrow(
+        expect.objectContaining({ code: "streams/fenced", currentEpoch: 1, receivedEpoch: 0 }),
+      );
+      expect(codeOf(() => zombie.appendMany(["a", "b"]))).toBe("streams/fenced");
+      expect(codeOf(() => zombie.close())).toBe("streams/fenced");
+      expect(streams.status("s")).toMatchObject({ state: "streaming", cursor: 1 });
+    }, stub);
+    await evictDurableObject(stub);
+    await inFixture(({ streams }) => {
+      // The recorded epoch survives a restart: the zombie's retry through write() is fenced too.
+      expect(
+        codeOf(() => streams.write("s", ["late"], { producer: { id: "p", epoch: 0, seq: 1 } })),
+      ).toBe("streams/fenced");
+      expect(
+        codeOf(() =>
+          streams.write("s", [], { producer: { id: "p", epoch: 0, seq: 1 }, settle: true }),
+        ),
+      ).toBe("streams/fenced");
+      expect(
+        codeOf(() => streams.write("s", ["x"], { producer: { id: "p", epoch: 1, seq: 3 } })),
+      ).toBe("streams/producer-epoch-seq");
+      const restarted = streams.open("s", { producer: { id: "p", epoch: 1 } });
+      expect(restarted.append("new session")).toBe(1);
+      expect(restarted.close()).toMatchObject({ settled: true, state: "completed", cursor: 2 });
+    }, stub);
+  });
+
+  it("fences a producer that never wrote once a newer epoch of it opens", async () => {
+    await inFixture(({ streams }) => {
+      streams.open("s");
+      const zombie = streams.open("s", { producer: { id: "p", epoch: 0 } });
+      streams.open("s", { producer: { id: "p", epoch: 1 } });
+      expect(codeOf(() => zombie.append("first write, too late"))).toBe("streams/fenced");
+      expect(codeOf(() => zombie.close())).toBe("streams/fenced");
+      expect(streams.status("s")).toMatchObject({ state: "streaming", cursor: 0 });
+    });
+  });
+
   it("refuses a sequence gap and a new epoch that does not start at 0", async () => {
     await inFixture(({ streams }) => {
       streams.open("s");

@@ -1,8 +1,10 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { countingState } from "@durablekit/test-kit";
+import { countingState, thrownCodeSync } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { isStreamsError, Streams } from "../src/index";
-import { collect, freshStub, inFixture, settle } from "./helpers";
+import { chunkRows, collect, freshStub, inFixture, settle } from "./helpers";
+
+const codeOf = (fn: () => unknown) => thrownCodeSync(fn, isStreamsError);
 
 describe("retention", () => {
   it("expires a stream ttlMs after its last append, through the host's alarm", async () => {
@@ -90,6 +92,85 @@ describe("retention", () => {
         "stream:opened",
       ]);
       expect(() => old.append("late")).toThrowError(/was deleted/);
+    });
+  });
+
+  it("refuses an append after a sliding TTL expired, so the stream status() reported gone stays gone", async () => {
+    await inFixture((fixture, state) => {
+      const { streams } = fixture;
+      const writer = streams.open("s", { ttlMs: 1000 });
+      writer.append("a");
+      fixture.clockOffset += 1001;
+      expect(streams.status("s")).toBeNull();
+      let caught: unknown;
+      try {
+        writer.append("late");
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).toMatchObject({ code: "streams/closed", state: "expired", streamId: "s" });
+      expect(codeOf(() => writer.appendMany(["x", "y"]))).toBe("streams/closed");
+      expect(codeOf(() => writer.close())).toBe("streams/closed");
+      expect(codeOf(() => writer.error("late"))).toBe("streams/closed");
+      // Nothing was written, so nothing revived the stream.
+      expect(streams.status("s")).toBeNull();
+      expect(chunkRows(state, "s").map((row) => row.seq)).toEqual([0]);
+      expect(state.storage.sql.exec("SELECT state FROM dk_streams_streams").toArray()).toEqual([
+        { state: "streaming" },
+      ]);
+    });
+  });
+
+  it("refuses an append after expiresAt instead of handing out a sequence number the sweep deletes", async () => {
+    const stub = freshStub("expires-at-append");
+    await inFixture((fixture) => {
+      const expiresAt = Date.now() + fixture.clockOffset + 5000;
+      const writer = fixture.streams.open("s", {
+        expiresAt: new Date(expiresAt),
+        producer: { id: "p", epoch: 0 },
+      });
+      expect(writer.append("in time")).toBe(0);
+      fixture.clockOffset += 5000;
+      expect(codeOf(() => writer.append("too late"))).toBe("streams/closed");
+      expect(codeOf(() => writer.append("too late", { producerSeq: 1 }))).toBe("streams/closed");
+      expect(codeOf(() => writer.close({ chunks: ["last"] }))).toBe("streams/closed");
+      const plain = fixture.streams.open("s");
+      expect(plain.created).toBe(true);
+    }, stub);
+  });
+
+  it("migrates version-1 tables so their streams refuse appends after expiry and keep their producers", async () => {
+    await inFixture((fixture, state) => {
+      const sql = state.storage.sql;
+      fixture.streams.open("s", { ttlMs: 1000, producer: { id: "p", epoch: 2 } }).append("v1");
+      // Back to the version-1 shape: the old trigger, no fenced_epoch column.
+      sql.exec("DROP TRIGGER dk_streams_chunks_fence");
+      sql.exec(`CREATE TRIGGER dk_streams_chunks_fence BEFORE INSERT ON dk_streams_chunks
+        BEGIN SELECT RAISE(IGNORE) WHERE NOT EXISTS (SELECT 1 FROM dk_streams_streams
+          WHERE stream_key = NEW.stream_key AND state = 'streaming'); END`);
+      sql.exec("ALTER TABLE dk_streams_producers DROP COLUMN fenced_epoch");
+      sql.exec("UPDATE dk_streams_meta SET value = 1 WHERE name = 'schema_version'");
+      const streams = new Streams(state, { now: () => Date.now() + fixture.clockOffset });
+      expect(
+        sql.exec("SELECT value FROM dk_streams_meta WHERE name = 'schema_version'").one().value,
+      ).toBe(2);
+      const writer = streams.open("s", { ttlMs: 1000, producer: { id: "p", epoch: 2 } });
+      expect(writer.append("v2")).toBe(1);
+      fixture.clockOffset += 1001;
+      expect(codeOf(() => writer.append("late"))).toBe("streams/closed");
+      expect(chunkRows(state, "s").map((row) => row.seq)).toEqual([0, 1]);
+    });
+  });
+
+  it("accepts an append until the moment a stream expires", async () => {
+    await inFixture((fixture) => {
+      const writer = fixture.streams.open("s", { ttlMs: 1000 });
+      fixture.clockOffset += 900;
+      expect(writer.append("just in time")).toBe(0);
+      fixture.clockOffset += 900;
+      expect(writer.append("slid")).toBe(1);
+      fixture.clockOffset += 1000;
+      expect(codeOf(() => writer.append("at expiry"))).toBe("streams/closed");
     });
   });
 
