@@ -15,7 +15,8 @@ const UNKNOWN_SIGNATURE = "(...args: unknown[]): Promise<unknown>";
 
 function comment(text: string | undefined, indent: string): string[] {
   if (!text) return [];
-  const lines = text.trim().split("\n");
+  // A description never ends its doc comment early: `*/` inside it is written `*\/`.
+  const lines = text.trim().replaceAll("*/", "*\\/").split("\n");
   if (lines.length === 1) return [`${indent}/** ${lines[0]} */`];
   return [`${indent}/**`, ...lines.map((line) => `${indent} * ${line}`), `${indent} */`];
 }

@@ -57,6 +57,9 @@ interface Evaluator {
 /** How long after a run's timeout the recovery alarm is asked for. */
 const ALARM_GRACE_MS = 1_000;
 
+/** The reason of an execution cancelled by its `execute()` signal. */
+const ABORTED = "the execute() signal aborted";
+
 /** The error body of a new `BridgeError`, as an execution's `error`. */
 function errorBody(code: BridgeErrorCode, message: string): ExecutionError {
   return bridgeErrorRecord(code, message).$error as ExecutionError;
@@ -187,10 +190,13 @@ export class Executor implements AlarmPart {
     this.#store.insert({ id, onInterrupt, access, source, input: inputText, now });
     this.#requestRecoveryWake(now);
     const signal = options.signal;
-    const onAbort = () => this.cancel(id, "the execute() signal aborted");
+    if (signal?.aborted) {
+      // Aborted before it started: recorded, and cancelled without running.
+      return this.#end(id, 1, 0, this.#settle({ kind: "cancelled", reason: ABORTED }));
+    }
+    const onAbort = () => this.cancel(id, ABORTED);
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      if (signal?.aborted) onAbort();
       return await this.#drive({ id, modules, input, access, onInterrupt, attempt: 1 });
     } finally {
       signal?.removeEventListener("abort", onAbort);

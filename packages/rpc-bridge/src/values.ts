@@ -1,5 +1,5 @@
 import { RpcTarget } from "cloudflare:workers";
-import { toErrorRecord } from "@durablekit/handle-journal";
+import { handle, toErrorRecord } from "@durablekit/handle-journal";
 import { MAX_DEPTH } from "./data-size";
 import { BridgeError } from "./errors";
 import type { HandleTable } from "./handle-table";
@@ -111,6 +111,15 @@ export function writeResult(
       return table.addTarget(v, specifier, creatorKey, fresh);
     }
     if (Array.isArray(v)) return mapItems(v, path, depth, walk);
+    if (typeof (v as { [handle.serialize]?: unknown })[handle.serialize] === "function") {
+      // A journal handle is not an RpcTarget: Workers RPC cannot carry it (refused before it crosses).
+      const where = path.toString();
+      throw new BridgeError(
+        "bridge/unserializable",
+        `The object at ${where} is a journal handle ([handle.serialize]), not an RpcTarget; return an RpcTarget or plain data.`,
+        { path: where },
+      );
+    }
     if (!isPlainObject(v)) {
       if (v instanceof ReadableStream) {
         out.streams = true;

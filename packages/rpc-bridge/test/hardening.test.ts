@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { describeModules, hostModule, readOnly } from "../src/index";
 import { countersOf, freshFixture, inFixture, run } from "./helpers";
 
 describe("hardening against adversarial programs", () => {
@@ -156,5 +157,55 @@ describe("error answers", () => {
     expect(execution.error).toMatchObject({ name: "RangeError", code: "E_MINE", truncated: true });
     expect(execution.error?.blob).toBeUndefined();
     expect(JSON.stringify(execution.error).length).toBeLessThan(1024);
+  });
+});
+
+describe("unserializable results", () => {
+  it("refuses a non-RpcTarget object with [handle.serialize] as bridge/unserializable naming its path", async () => {
+    const stub = freshFixture();
+    const execution = await run(
+      stub,
+      `import { serializable, context } from "test:probe";
+       export default async function () {
+         let refused;
+         try { await serializable(); refused = "crossed"; } catch (e) { refused = { code: e.code, path: e.path }; }
+         const after = await context();
+         return { refused, after: typeof after.key };
+       }`,
+    );
+    expect(execution.result).toEqual({
+      refused: { code: "bridge/unserializable", path: "result.inner" },
+      after: "string",
+    });
+  });
+});
+
+describe("execute signals", () => {
+  it("ends cancelled without running when the signal is aborted before execute", async () => {
+    const stub = freshFixture();
+    const execution = await inFixture(stub, (instance) =>
+      instance.executor.execute(
+        `import { write } from "test:probe";
+         export default async function () { await write(); return "ran"; }`,
+        undefined,
+        { signal: AbortSignal.abort() },
+      ),
+    );
+    expect(execution.state).toBe("cancelled");
+    expect(execution.error?.code).toBe("bridge/cancelled");
+    expect((await countersOf(stub)).writes).toBe(0);
+  });
+});
+
+describe("generated declarations", () => {
+  it("escapes */ in a module description so it cannot end the doc comment", () => {
+    const text = describeModules({
+      "test:evil": hostModule(
+        { f: readOnly(() => 1) },
+        { description: "Hello */ export declare const injected: 1; /*" },
+      ),
+    });
+    expect(text).not.toContain("*/ export declare const injected");
+    expect(text.match(/\*\//g)?.length).toBe(text.match(/\/\*\*/g)?.length);
   });
 });
