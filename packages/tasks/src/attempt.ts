@@ -75,6 +75,8 @@ export class Attempt implements StepEngine {
   /** Step names entered by this attempt: a name entered twice is a duplicate. */
   readonly #used = new Set<string>();
   #newSteps = 0;
+  /** The errors of steps that failed for good: rethrown by the handler, they fail the run. */
+  readonly #stepFailures = new WeakSet<object>();
   #lastStatus: string | undefined;
 
   constructor(deps: AttemptDeps, init: AttemptInit) {
@@ -233,14 +235,21 @@ export class Attempt implements StepEngine {
         }),
       );
     }
-    if (isPlatformFailure(thrown)) return this.abandon();
+    // Whatever its properties (`retryable` included), an error thrown by a step callback is the
+    // step's failure: it counted toward the step's retries above, and now fails the step.
     const failed = stepRow(name, seq, "do", this.#deps.now(), {
       state: "failed",
       attempt,
       value: record,
     });
     if (!this.#writer.write(failed)) return this.end("superseded");
-    return rebuildError(record);
+    return this.journaledFailure(record);
+  }
+
+  journaledFailure(record: string | null): Error {
+    const error = rebuildError(record);
+    this.#stepFailures.add(error);
+    return error;
   }
 
   failStep(
@@ -257,7 +266,7 @@ export class Attempt implements StepEngine {
       event_type: eventType,
     });
     if (!this.#writer.write(row)) throw this.end("superseded");
-    return rebuildError(record);
+    return this.journaledFailure(record);
   }
 
   // ── Event waits ──
@@ -411,7 +420,8 @@ export class Attempt implements StepEngine {
       this.settleCancelled();
       return;
     }
-    if (isPlatformFailure(thrown)) {
+    // A platform failure of the handler's own code (not a step's journaled failure rethrown).
+    if (isPlatformFailure(thrown) && !this.#stepFailures.has(thrown as object)) {
       this.abandon();
       return;
     }

@@ -1,8 +1,9 @@
 /**
  * Platform failures are failures of the runtime, not of the step: an isolate replaced by a deploy,
- * a memory-limit reset, a storage reset or a dropped connection to storage. They never settle a
- * run as failed: the attempt is abandoned and the claim deadline replays the run on a healthy
- * isolate. Classification follows the Durable Objects error-handling guidance (`retryable` /
+ * a memory-limit reset, a storage reset or a dropped connection to storage. Thrown by the handler's
+ * own code they never settle a run as failed: the attempt is abandoned and the claim deadline
+ * replays the run on a healthy isolate. An error thrown by a step callback is that step's failure
+ * whatever its properties; only a reset ({@link isPlatformReset}) abandons from inside a step. Classification follows the Durable Objects error-handling guidance (`retryable` /
  * `overloaded` properties) and the runtime's reset messages.
  */
 const RESET =

@@ -74,6 +74,12 @@ export interface StepEngine {
     thrown: unknown,
   ): Error | AttemptEnded;
 
+  /**
+   * The error of a step that failed for good (journaled now or on an earlier attempt), rebuilt from
+   * its record. Rethrown by the handler it fails the run, whatever its properties.
+   */
+  journaledFailure(record: string | null): Error;
+
   // ── Waits: sleeps, retries and event waits ──
   /** Parks on a step that already has its row; returns the end signal to throw. */
   parkAgain(

@@ -5,7 +5,7 @@ import { resolvePolicy, type StepPolicy, type TaskStepOptions } from "./policy";
 import type { TaskInterruptedStep } from "./rows";
 import type { StepEngine } from "./step-engine";
 import type { TaskStep, TaskStepAttemptContext, TaskWaitForEventOptions } from "./types";
-import { decodeValue, rebuildError } from "./values";
+import { decodeValue } from "./values";
 import { Flight } from "./watchdog";
 
 type StepFn<T> = (context: TaskStepAttemptContext) => T | Promise<T>;
@@ -63,7 +63,7 @@ export class ReplayStep implements TaskStep {
     if (row) {
       a.expect(row, "do");
       if (row.state === "completed") return Promise.resolve(decodeValue(row.value) as Awaited<T>);
-      if (row.state === "failed") throw rebuildError(row.value);
+      if (row.state === "failed") throw a.journaledFailure(row.value);
     }
     // Only a step that runs needs its policy: a journal hit stays as cheap as possible.
     const policy =
@@ -237,7 +237,7 @@ export class ReplayStep implements TaskStep {
     if (row) {
       a.expect(row, "event", type);
       if (row.state === "completed") return decodeValue(row.value) as T;
-      if (row.state === "failed") throw rebuildError(row.value);
+      if (row.state === "failed") throw a.journaledFailure(row.value);
     } else {
       a.countNewStep();
     }

@@ -29,6 +29,52 @@ describe("retries", () => {
     }, stub);
   });
 
+  it("counts an application error carrying retryable: true toward the step's retries and fails the run", async () => {
+    await inFixture(async (fixture) => {
+      let calls = 0;
+      const tasks = fixture.build({
+        "upstream@v1": async (_input: undefined, step) =>
+          step.do("call", { retries: { limit: 2, delayMs: 10, backoff: "constant" } }, () => {
+            calls++;
+            // AWS SDK errors and the bridge's own error records carry `retryable`.
+            throw Object.assign(new Error("upstream 503"), { retryable: true });
+          }),
+      });
+      const { runId } = await tasks.run("upstream@v1");
+      const done = await fixture.settled(runId, tasks);
+      expect(done).toMatchObject({ state: "failed", error: { message: "upstream 503" } });
+      expect(calls).toBe(2);
+      expect(fixture.errors.map((error) => error.message)).toEqual(["upstream 503"]);
+    });
+  });
+
+  it("fails the run when a replay rethrows a journaled step failure that carries retryable: true", async () => {
+    await inFixture(async (fixture) => {
+      const tasks = fixture.build({
+        "rethrow@v1": async (_input: undefined, step) => {
+          let failure: unknown;
+          try {
+            await step.do("call", { retries: { limit: 1 } }, () => {
+              throw Object.assign(new Error("upstream 503"), { retryable: true });
+            });
+          } catch (error) {
+            failure = error;
+          }
+          await step.sleep("nap", 10);
+          throw failure;
+        },
+      });
+      const { runId } = await tasks.run("rethrow@v1");
+      const done = await fixture.settled(runId, tasks);
+      expect(done).toMatchObject({
+        state: "failed",
+        attempt: 2,
+        error: { message: "upstream 503" },
+      });
+      expect(fixture.errors).toHaveLength(1);
+    });
+  });
+
   it("resumes a parked retry through runDurableObjectAlarm once it is due", async () => {
     const stub = freshFixture();
     const runId = await inFixture(async (fixture) => {
