@@ -5,6 +5,7 @@ export {
   type SseErrorCode,
   SseSchemaError,
 } from "./errors";
+export { type BoundedBody, readBoundedBody } from "./protocol/body";
 export { DurableStreamsHandler } from "./protocol/handler";
 export { formatOffset, type OffsetRequest, parseOffset } from "./protocol/offsets";
 export { SSE_SCHEMA_VERSION } from "./protocol/store";

@@ -1,4 +1,5 @@
 import type { StreamValue, StreamWriteOptions } from "@durablekit/streams";
+import { readWriteBody, tooManyMessages } from "./body";
 import { storedBytes, storedMessage, strictUtf8 } from "./codec";
 import { writeErrorResponse } from "./errors-map";
 import { closedFlag, H, isJsonMode, mediaType, parseProducer } from "./headers";
@@ -23,7 +24,8 @@ export async function handlePost(
   const producer = parseProducer(headers);
   if (!producer.ok) return problem(400, producer.reason);
   const writerSeq = headers.get(H.seq);
-  const body = new Uint8Array(await request.arrayBuffer());
+  const body = await readWriteBody(request);
+  if (body instanceof Response) return body;
   if (body.byteLength === 0 && !close) {
     return problem(400, "An append needs a body; to close the stream send Stream-Closed: true.");
   }
@@ -61,6 +63,8 @@ export async function handlePost(
       }
       const parsed = parseJsonBody(text, false);
       if (!parsed.ok) return problem(400, parsed.reason);
+      const tooMany = tooManyMessages(parsed.messages);
+      if (tooMany) return tooMany;
       for (const message of parsed.messages) values.push(storedMessage(status.encoding, message));
     } else {
       const value = storedBytes(status.encoding, body);

@@ -1,4 +1,5 @@
 import type { StreamOpenOptions, StreamValue } from "@durablekit/streams";
+import { readWriteBody, tooManyMessages } from "./body";
 import { PROTOCOL_ENCODING, storedMessage, strictUtf8 } from "./codec";
 import {
   type CreateRequest,
@@ -60,6 +61,8 @@ function initialValues(body: Uint8Array, json: boolean): StreamValue[] | Respons
   }
   const parsed = parseJsonBody(text, true);
   if (!parsed.ok) return problem(400, parsed.reason);
+  const tooMany = tooManyMessages(parsed.messages);
+  if (tooMany) return tooMany;
   return parsed.messages.map((message) => storedMessage(PROTOCOL_ENCODING, message));
 }
 
@@ -132,7 +135,8 @@ export async function handlePut(
 ): Promise<Response> {
   const create = readCreate(ctx, request);
   if (create instanceof Response) return create;
-  const body = new Uint8Array(await request.arrayBuffer());
+  const body = await readWriteBody(request);
+  if (body instanceof Response) return body;
   const view = await ctx.view(streamId);
   if (view.kind !== "absent") return existing(ctx, request, streamId, create);
   if (create.fork !== null)
