@@ -169,3 +169,18 @@ export function encodeChecked(
     throw codecFailure(error, maxBytes, path, limitCode, limitName);
   }
 }
+
+/** True when an array or plain object in `value` contains itself (walked to {@link MAX_DEPTH}). */
+export function isCyclic(value: unknown, ancestors: object[] = []): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (ancestors.includes(value)) return true;
+  if (ancestors.length > MAX_DEPTH) return false;
+  if (!Array.isArray(value) && !isPlainObject(value)) return false;
+  ancestors.push(value);
+  try {
+    for (const item of Object.values(value)) if (isCyclic(item, ancestors)) return true;
+    return false;
+  } finally {
+    ancestors.pop();
+  }
+}

@@ -42,7 +42,8 @@ import { type ErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
  * - `bridge/too-many-attempts`: a `"restart"` run was interrupted more than `maxAttempts` times.
  * - `bridge/limit-result-bytes`: the program's result encodes to more than `maxResultBytes`, or is not data.
  * - `bridge/unhandled-rejection`: the program left a rejected promise nobody handled.
- * - `bridge/isolate-failed`: the isolate itself failed (CPU limit, crash, broken connection).
+ * - `bridge/isolate-failed`: the isolate itself failed (CPU limit, crash, broken connection). Not
+ *   retryable: the same program usually fails the same way again.
  */
 export type BridgeErrorCode =
   | "bridge/limit-calls"
@@ -80,7 +81,6 @@ const RETRYABLE: ReadonlySet<BridgeErrorCode> = new Set<BridgeErrorCode>([
   "bridge/limit-concurrency",
   "bridge/call-timeout",
   "bridge/run-timeout",
-  "bridge/isolate-failed",
 ]);
 
 /** Options of a {@link BridgeError}. */

@@ -7,7 +7,7 @@ import {
   utf8ByteLength,
 } from "@durablekit/handle-journal";
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
-import { encodeChecked } from "./data-size";
+import { encodeChecked, isCyclic } from "./data-size";
 import { BridgeEndpoint } from "./endpoint";
 import { BridgeError, type BridgeErrorCode, boundErrorRecord, bridgeErrorRecord } from "./errors";
 import type { BridgeEvent } from "./events";
@@ -75,13 +75,23 @@ function isolateFailed(what: string, error: unknown): AttemptOutcome {
   return { kind: "failed", error: bridgeErrorRecord("bridge/isolate-failed", `${what}: ${why}`) };
 }
 
-/** Normalizes a record from the isolate (untrusted) through handle-journal's own round trip. */
+/**
+ * Normalizes a record from the isolate (untrusted) through handle-journal's own round trip. A
+ * `bridge/…` code in it was thrown by the program, not by the bridge: it moves to `programCode`, so
+ * an execution's `code` starting with `bridge/` is always the bridge's own.
+ */
 function normalize(record: ErrorRecord): ErrorRecord {
+  let normalized: ErrorRecord;
   try {
-    return toErrorRecord(fromErrorRecord(record));
+    normalized = toErrorRecord(fromErrorRecord(record));
   } catch {
     return toErrorRecord(new Error("The program failed with an unreadable error."));
   }
+  const { code, ...rest } = normalized.$error;
+  if (typeof code === "string" && code.startsWith("bridge/")) {
+    return { $error: { ...rest, programCode: code } };
+  }
+  return normalized;
 }
 
 function invalid(message: string): BridgeError {
@@ -472,7 +482,8 @@ export class Executor implements AlarmPart {
           return { state: "completed", result: outcome.value, resultText };
         } catch (error) {
           const body = thrownBody(error);
-          if (body.code === "bridge/unserializable") {
+          // A cyclic result stays `bridge/unserializable`; any other non-data result is over the limit of data.
+          if (body.code === "bridge/unserializable" && !isCyclic(outcome.value)) {
             body.code = code;
             body.message = `The program's result is not data: ${body.message}`;
           }

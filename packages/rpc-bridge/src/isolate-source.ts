@@ -66,7 +66,12 @@ function jsonProp(v, depth) {
   for (const k of Object.keys(v)) { const j = jsonProp(v[k], depth + 1); if (j !== undefined) define(out, k, j); }
   return out;
 }
+// Building an error record never throws: a value whose properties throw (a hostile Proxy) gets a fallback record.
 export function toRecord(thrown, depth = 0) {
+  try { return buildRecord(thrown, depth); }
+  catch { return { $error: { name: "Error", message: "The thrown value could not be read (its properties threw); it was replaced." } }; }
+}
+function buildRecord(thrown, depth) {
   if (!(thrown instanceof Error)) {
     const body = { name: "Error", message: typeof thrown === "string" ? thrown : String(thrown && typeof thrown.message === "string" ? thrown.message : thrown) };
     const kept = jsonProp(thrown, depth + 1);
@@ -238,6 +243,8 @@ export default class extends WorkerEntrypoint {
         return { e: { $error: { name: "TypeError", message: "The program's default export must be a function: export default async function (input) { … }." } } };
       }
       const value = await program.default(input);
+      // One macrotask turn: a rejection left unhandled just before return is reported by then.
+      await new Promise((resolve) => setTimeout(resolve, 0));
       if (unhandled.size > 0) return { e: toRecord(unhandled.values().next().value), u: 1 };
       return { v: value };
     } catch (error) {

@@ -529,7 +529,12 @@ export class Run {
     error: unknown,
     startedAt: number,
   ): void {
-    const code = (error as { code?: unknown } | undefined)?.code;
+    let code: unknown;
+    try {
+      code = (error as { code?: unknown } | undefined)?.code;
+    } catch {
+      // A hostile thrown value (a Proxy whose traps throw): the event has no code.
+    }
     // The executor's emitter reports a throwing listener; the call's answer does not change.
     this.#emitEvent?.({
       type: "bridge:call",

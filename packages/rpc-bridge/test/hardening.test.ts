@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeModules, hostModule, readOnly } from "../src/index";
+import { BridgeError, describeModules, hostModule, readOnly } from "../src/index";
 import { countersOf, freshFixture, inFixture, run } from "./helpers";
 
 describe("hardening against adversarial programs", () => {
@@ -207,5 +207,77 @@ describe("generated declarations", () => {
     });
     expect(text).not.toContain("*/ export declare const injected");
     expect(text.match(/\*\//g)?.length).toBe(text.match(/\/\*\*/g)?.length);
+  });
+});
+
+describe("hostile thrown values", () => {
+  it("answers a call whose host code throws a Proxy with trapping handlers with a fallback error record", async () => {
+    const stub = freshFixture();
+    await stub.configure({ runTimeoutMs: 5_000 });
+    const started = Date.now();
+    const execution = await run(
+      stub,
+      `import { failHostile } from "test:probe";
+       export default async function () {
+         try { await failHostile(); return "no error"; } catch (e) { return { name: e.name, message: e.message }; }
+       }`,
+    );
+    expect(execution.state).toBe("completed");
+    expect((execution.result as { message: string }).message).toContain("could not be read");
+    expect(Date.now() - started).toBeLessThan(4_000);
+  });
+
+  it("fails a program that throws a Proxy with trapping handlers with a fallback error record", async () => {
+    const stub = freshFixture();
+    const execution = await run(
+      stub,
+      `export default async function () {
+         const trap = () => { throw new Error("trap"); };
+         throw new Proxy(new Error("hostile"), { get: trap, getPrototypeOf: trap, ownKeys: trap, has: trap, getOwnPropertyDescriptor: trap });
+       }`,
+    );
+    expect(execution.state).toBe("failed");
+    expect(execution.error?.message).toContain("could not be read");
+  });
+});
+
+describe("program results", () => {
+  it("fails a cyclic program result with bridge/unserializable", async () => {
+    const stub = freshFixture();
+    const execution = await run(
+      stub,
+      `export default async function () { const a = { n: 1 }; a.self = a; return a; }`,
+    );
+    expect(execution.state).toBe("failed");
+    expect(execution.error?.code).toBe("bridge/unserializable");
+  });
+});
+
+describe("program failures", () => {
+  it("fails a run whose program left a rejection unhandled just before returning", async () => {
+    const stub = freshFixture();
+    const execution = await run(
+      stub,
+      `export default async function () { Promise.reject(new Error("late")); return "done"; }`,
+    );
+    expect(execution.state).toBe("failed");
+    expect(execution.error?.code).toBe("bridge/unhandled-rejection");
+  });
+
+  it("does not mark bridge/isolate-failed retryable (an isolate failure may recur every time)", () => {
+    expect(new BridgeError("bridge/isolate-failed", "x").retryable).toBe(false);
+  });
+
+  it("rewrites a bridge/* code a program throws so it cannot pass for the bridge's own", async () => {
+    const stub = freshFixture();
+    const execution = await run(
+      stub,
+      `export default async function () {
+         throw Object.assign(new Error("forged"), { name: "BridgeError", code: "bridge/run-timeout", retryable: true });
+       }`,
+    );
+    expect(execution.state).toBe("failed");
+    expect(execution.error?.code).not.toBe("bridge/run-timeout");
+    expect(execution.error?.programCode).toBe("bridge/run-timeout");
   });
 });
