@@ -27,6 +27,8 @@ import { DurableKitError, isErrorOf } from "@durablekit/compose";
  * - `tasks/duplicate-step`: one attempt used a step name twice.
  * - `tasks/diverged`: the journal holds a step of another kind (or event type) at a name.
  * - `tasks/step-limit`: the run journaled more steps than `maxStepsPerRun`.
+ * - `tasks/too-many-attempts`: `maxAttemptsWithoutProgress` attempts in a row ended (the object died or
+ *   was reset, or the attempt was abandoned) without journaling a step.
  * - `tasks/non-retryable`: a step threw a {@link NonRetryableError}.
  *
  * Thrown into the run's handler (the handler may catch them):
@@ -47,6 +49,7 @@ export type TasksErrorCode =
   | "tasks/duplicate-step"
   | "tasks/diverged"
   | "tasks/step-limit"
+  | "tasks/too-many-attempts"
   | "tasks/non-retryable"
   | "tasks/step-timeout"
   | "tasks/event-timeout";

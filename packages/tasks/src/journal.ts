@@ -29,6 +29,8 @@ export class Journal {
   /** Every other row, whole. */
   readonly #rows = new Map<string, StepRow>();
   #nextSeq: number;
+  /** Rows that record a settled step (all but the `running` in-flight markers): the breaker's progress. */
+  readonly settled: number;
 
   constructor(load: Pick<JournalLoad, "packed" | "rows">) {
     let max = 0;
@@ -38,10 +40,13 @@ export class Journal {
       }
       if (maxSeq > max) max = maxSeq;
     }
+    let running = 0;
     for (const row of load.rows) {
       this.#rows.set(row.name, row);
       if (row.seq > max) max = row.seq;
+      if (row.state === "running") running++;
     }
+    this.settled = this.size - running;
     this.#nextSeq = max + 1;
   }
 

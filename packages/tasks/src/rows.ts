@@ -57,6 +57,10 @@ export interface RunRow {
   error: string | null;
   cancel_requested: number;
   cancel_reason: string | null;
+  /** Settled journal rows when the run was last claimed (the breaker's progress mark). */
+  progress: number;
+  /** Consecutive attempts that ended without settling a journal row (died or abandoned). */
+  stalls: number;
   created_at: number;
   started_at: number | null;
   updated_at: number;

@@ -87,17 +87,20 @@ export class RunStore {
     generation: string,
     attempt: number,
     deadline: number,
+    breaker: { progress: number; stalls: number },
     now: number,
   ): boolean {
     return (
       this.#sql.exec(
         `UPDATE dk_tasks_runs SET state = 'running', generation = ?, attempt = ?, next_at = ?,
-           wait_reason = NULL, wait_step = NULL, wait_event = NULL,
+           wait_reason = NULL, wait_step = NULL, wait_event = NULL, progress = ?, stalls = ?,
            started_at = coalesce(started_at, ?), updated_at = ?
          WHERE run_id = ? AND generation IS ? AND state IN ${NON_TERMINAL} AND cancel_requested = 0`,
         generation,
         attempt,
         deadline,
+        breaker.progress,
+        breaker.stalls,
         now,
         now,
         runId,

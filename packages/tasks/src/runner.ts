@@ -1,10 +1,10 @@
 import { createEmitter, requestWake } from "@durablekit/compose";
 import { Attempt, type AttemptDeps } from "./attempt";
-import { MissingDefinitionError } from "./errors";
+import { MissingDefinitionError, TasksError } from "./errors";
 import type { TaskEvent } from "./events";
 import { Journal } from "./journal";
 import type { StepPolicy } from "./policy";
-import { TERMINAL_STATES } from "./rows";
+import { type RunRow, TERMINAL_STATES } from "./rows";
 import { ReplayStep } from "./step";
 import type { TaskStore } from "./store";
 import type { TaskDefinitions, TasksOptions } from "./types";
@@ -27,6 +27,8 @@ export interface RunnerConfig {
   claimTimeoutMs: number;
   maxValueBytes: number;
   maxSteps: number;
+  /** Consecutive attempts that may end without journal progress before the run fails. */
+  maxAttemptsWithoutProgress: number;
   now: () => number;
   hooks: Pick<TasksOptions<TaskDefinitions>, "onEvent" | "onError">;
 }
@@ -131,11 +133,27 @@ export class Runner {
     const load = this.#config.store.steps.loadJournal(runId, row.state === "running");
     const journal = new Journal(load);
     const interrupted = load.interrupted;
+    // The breaker: a reclaim (the last attempt died or was abandoned) that finds no more settled
+    // journal rows than the last claim did is one more attempt without progress.
+    const progress = journal.settled;
+    const stalls = row.state === "running" && progress <= row.progress ? row.stalls + 1 : 0;
+    if (stalls >= this.#config.maxAttemptsWithoutProgress) {
+      this.#failStalled(row, stalls, now);
+      return null;
+    }
     const generation = crypto.randomUUID();
     const number = row.attempt + 1;
     const deadline = now + this.#config.claimTimeoutMs;
-    if (!this.#config.store.runs.claim(runId, row.generation, generation, number, deadline, now))
-      return null;
+    const claimed = this.#config.store.runs.claim(
+      runId,
+      row.generation,
+      generation,
+      number,
+      deadline,
+      { progress, stalls },
+      now,
+    );
+    if (!claimed) return null;
     if (row.state === "running") {
       this.emit({
         type: "task:attempt:interrupted",
@@ -157,6 +175,24 @@ export class Runner {
     this.active.set(runId, attempt);
     this.emit({ type: "task:attempt:started", ...ref, attempt: number });
     return this.#drive(attempt, handler, row.input, new ReplayStep(attempt, interrupted));
+  }
+
+  /** Fails a run whose attempts keep ending without journal progress (`tasks/too-many-attempts`). */
+  #failStalled(row: RunRow, stalls: number, now: number): void {
+    const error = new TasksError(
+      "tasks/too-many-attempts",
+      `Run "${row.run_id}" failed: its last ${stalls} attempts ended (the object died or was reset, or the attempt was abandoned) without journaling a step; raise maxAttemptsWithoutProgress if that is expected.`,
+    );
+    const record = errorText(error);
+    if (this.#config.store.runs.settle(row.run_id, null, { state: "failed", error: record }, now)) {
+      this.emit({
+        type: "task:failed",
+        runId: row.run_id,
+        definition: row.definition,
+        error: errorInfo(record),
+      });
+      this.reportError(error, row.run_id, row.definition);
+    }
   }
 
   async #drive(attempt: Attempt, handler: Handler, input: string, step: ReplayStep): Promise<void> {

@@ -13,7 +13,7 @@ import { TasksError } from "./errors";
  */
 
 /** The schema version this code reads and writes (the number of migration steps). */
-export const TASKS_SCHEMA_VERSION = 1;
+export const TASKS_SCHEMA_VERSION = 2;
 
 /** `MIGRATIONS[n]` brings the tables from version n to n + 1. */
 const MIGRATIONS: ReadonlyArray<readonly string[]> = [
@@ -69,6 +69,13 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
       at INTEGER NOT NULL,
       PRIMARY KEY (run_id, seq)
     ) WITHOUT ROWID`,
+  ],
+  // v2: the breaker for attempts that die without progress. `progress` is how many journal rows
+  // were settled when the run was last claimed; `stalls` how many attempts in a row ended (died or
+  // were abandoned) without settling one more.
+  [
+    "ALTER TABLE dk_tasks_runs ADD COLUMN progress INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE dk_tasks_runs ADD COLUMN stalls INTEGER NOT NULL DEFAULT 0",
   ],
 ];
 

@@ -26,6 +26,8 @@ import { DEFAULT_MAX_VALUE_BYTES, encodeValue } from "./values";
 
 const DEFAULT_CLAIM_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_STEPS = 10_000;
+/** As `agents`' breaker: three consecutive resets without progress, then the run fails. */
+const DEFAULT_MAX_ATTEMPTS_WITHOUT_PROGRESS = 3;
 const DEFAULT_PAGE = 100;
 const MAX_PAGE = 1_000;
 const RUN_STATES: ReadonlySet<string> = new Set<TaskRunState>([
@@ -123,6 +125,12 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       1,
       Number.MAX_SAFE_INTEGER,
     );
+    const maxAttemptsWithoutProgress = checkCount(
+      options.maxAttemptsWithoutProgress ?? DEFAULT_MAX_ATTEMPTS_WITHOUT_PROGRESS,
+      "maxAttemptsWithoutProgress",
+      1,
+      Number.MAX_SAFE_INTEGER,
+    );
     this.#now = options.now ?? Date.now;
     migrate(ctx.storage);
     this.#store = new TaskStore(ctx.storage);
@@ -134,6 +142,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       claimTimeoutMs,
       maxValueBytes: this.#maxValueBytes,
       maxSteps,
+      maxAttemptsWithoutProgress,
       now: this.#now,
       hooks: { onEvent: options.onEvent, onError: options.onError },
     });

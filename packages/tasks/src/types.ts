@@ -116,6 +116,12 @@ export interface TasksOptions<Definitions extends TaskDefinitions> {
   maxValueBytes?: number;
   /** Most steps one run may journal (10,000). */
   maxStepsPerRun?: number;
+  /**
+   * Consecutive attempts of a run that may end without journaling a step — the object died (memory
+   * limit, reset loop, deploy) or the attempt was abandoned on a platform failure — before the run
+   * fails with `tasks/too-many-attempts` (3, as `agents`' memory-limit breaker).
+   */
+  maxAttemptsWithoutProgress?: number;
   /** Called with the error of every run that settles as failed. Errors it throws are ignored. */
   onError?: (error: Error, run: { runId: string; definition: string }) => void | Promise<void>;
   /**

@@ -255,7 +255,7 @@ describe("bad input", () => {
     await inFixture(async (fixture, state) => {
       state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 99 WHERE name = 'schema_version'");
       await expectCode("tasks/schema-too-new", () => fixture.build(fixture.definitions()));
-      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 1 WHERE name = 'schema_version'");
+      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 2 WHERE name = 'schema_version'");
     });
   });
 });

@@ -1,0 +1,66 @@
+import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { inFixture, sleep } from "./helpers";
+
+describe("the breaker for attempts without progress", () => {
+  it("fails a run whose object keeps dying inside the same step with tasks/too-many-attempts", async () => {
+    const name = `t-${crypto.randomUUID()}`;
+    const stub = () => env.FIXTURE.getByName(name);
+    const runId = await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("doomed@v1");
+      return runId;
+    }, stub());
+    for (let death = 1; death <= 3; death++) {
+      await inFixture(async (fixture) => {
+        for (let i = 0; i < 200 && (fixture.executions().dies ?? 0) < death; i++) await sleep(5);
+        expect(fixture.executions()).toEqual({ dies: death });
+      }, stub());
+      // The object dies in the middle of the step; its claim deadline replays the run.
+      await abortAllDurableObjects();
+      await sleep(350);
+      await runDurableObjectAlarm(stub());
+    }
+    await inFixture(async (fixture) => {
+      const done = await fixture.settled(runId);
+      expect(done).toMatchObject({
+        state: "failed",
+        attempt: 3,
+        error: { code: "tasks/too-many-attempts" },
+      });
+      // Three attempts ran the step; the fourth claim failed the run instead of running it again.
+      expect(fixture.executions()).toEqual({ dies: 3 });
+      expect(fixture.errors.map((error) => (error as { code?: string }).code)).toEqual([
+        "tasks/too-many-attempts",
+      ]);
+    }, stub());
+  }, 20_000);
+
+  it("fails a run whose attempts keep being abandoned, counting from the last journal progress", async () => {
+    await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("abandoned@v1");
+      const done = await fixture.settled(runId);
+      // Attempt 1 journaled "first" (progress); attempts 2, 3 and 4 journaled nothing.
+      expect(done).toMatchObject({
+        state: "failed",
+        attempt: 4,
+        error: { code: "tasks/too-many-attempts" },
+      });
+      expect(fixture.executions()).toEqual({ first: 1 });
+      expect(fixture.events.filter((event) => event.type === "task:failed")).toHaveLength(1);
+    });
+  });
+
+  it("takes maxAttemptsWithoutProgress from the options", async () => {
+    await inFixture(async (fixture) => {
+      const tasks = fixture.build(fixture.definitions(), { maxAttemptsWithoutProgress: 1 });
+      const { runId } = await tasks.run("abandoned@v1");
+      const done = await fixture.settled(runId, tasks);
+      expect(done).toMatchObject({
+        state: "failed",
+        attempt: 2,
+        error: { code: "tasks/too-many-attempts" },
+      });
+    });
+  });
+});
