@@ -22,6 +22,7 @@ export type {
   StreamDeleteOptions,
   StreamEncoding,
   StreamEvent,
+  StreamGoneReason,
   StreamJson,
   StreamList,
   StreamListOptions,

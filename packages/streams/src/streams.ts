@@ -43,6 +43,7 @@ import type {
   StreamChunk,
   StreamDeleteOptions,
   StreamEncoding,
+  StreamGoneReason,
   StreamList,
   StreamListOptions,
   StreamOpenOptions,
@@ -159,6 +160,8 @@ export class Streams implements AlarmPart {
   readonly #chunks: ChunkLog;
   readonly #entries: EntryCache;
   readonly #waits = new WaitRegistry();
+  /** Why recently purged streams (by key) went away, for readers that find them gone; bounded. */
+  readonly #purged = new Map<number, StreamGoneReason>();
   readonly #events: EventSink;
   /** The write path as its writers see it (see {@link WritePath}). */
   readonly #path: WritePath = {
@@ -350,6 +353,9 @@ export class Streams implements AlarmPart {
   /** After a stream's rows are gone: forget it, end its readers, report it. */
   #afterPurge(row: StreamRow, why: "deleted" | "forced" | "expired"): void {
     this.#entries.forget(row.stream_id, row.stream_key);
+    // Keys are never reused, so a reason can never be read for another stream; the oldest go first.
+    this.#purged.set(row.stream_key, why === "expired" ? "expired" : "deleted");
+    if (this.#purged.size > 1024) this.#purged.delete(this.#purged.keys().next().value as number);
     this.#waits.wake(row.stream_key, true);
     this.#events.emit(
       why === "expired"
@@ -708,6 +714,7 @@ export class Streams implements AlarmPart {
       readCount("batchSize", options.batchSize, 100),
       options.signal,
       options.onUpToDate,
+      options.onGone,
     ) as AsyncGenerator<StreamChunk<T>[], void, undefined>;
   }
 
@@ -746,7 +753,7 @@ export class Streams implements AlarmPart {
     from: number,
     signal: AbortSignal | undefined,
   ): AsyncGenerator<StreamChunk, void, undefined> {
-    for await (const batch of this.#batches(streamId, from, 256, signal, undefined)) {
+    for await (const batch of this.#batches(streamId, from, 256, signal, undefined, undefined)) {
       for (const chunk of batch) {
         if (signal?.aborted) throw abortReason(signal);
         yield chunk;
@@ -768,6 +775,7 @@ export class Streams implements AlarmPart {
     batchSize: number,
     signal: AbortSignal | undefined,
     onUpToDate: (() => void) | undefined,
+    onGone: ((reason: StreamGoneReason) => void) | undefined,
   ): AsyncGenerator<StreamChunk[], void, undefined> {
     const { key, encoding } = this.#readTarget(streamId, signal);
     const store = this.#store;
@@ -800,7 +808,10 @@ export class Streams implements AlarmPart {
         if (waits.version !== seen) continue;
         if (streamingAt !== waits.endings) {
           const state = store.stateOf(key);
-          if (state === null) return;
+          if (state === null) {
+            onGone?.(this.#purged.get(key) ?? "deleted");
+            return;
+          }
           if (state !== "streaming") {
             if (rows.length === 0) return;
             continue;

@@ -156,7 +156,16 @@ export interface StreamReadBatchesOptions extends StreamReadOptions {
    * is not the same as ended). A synchronous append made inside it is not missed.
    */
   onUpToDate?: () => void;
+  /**
+   * Called once, just before the read ends because the stream went away under it (rather than
+   * settled): `"expired"` when the retention sweep deleted it, `"deleted"` when `delete` did (or
+   * when this isolate cannot tell).
+   */
+  onGone?: (reason: StreamGoneReason) => void;
 }
+
+/** Why a stream went away under a reader (see {@link StreamReadBatchesOptions.onGone}). */
+export type StreamGoneReason = "deleted" | "expired";
 
 /** One synchronous page of a stream, for catch-up reads. */
 export interface StreamPage<T = unknown> {

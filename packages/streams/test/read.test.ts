@@ -104,6 +104,31 @@ describe("reading", () => {
     });
   });
 
+  it("tells a tailing reader whether its stream was deleted or expired under it", async () => {
+    await inFixture(async (fixture) => {
+      const { streams } = fixture;
+      streams.open("deleted").append("a");
+      streams.open("expired", { ttlMs: 1000 }).append("a");
+      streams.open("completed").append("a");
+      const ending = (id: string) => {
+        const reasons: string[] = [];
+        const done = collect(streams.readBatches(id, { onGone: (why) => reasons.push(why) }));
+        return done.then((batches) => ({ batches: batches.length, reasons }));
+      };
+      const deleted = ending("deleted");
+      const expired = ending("expired");
+      const completed = ending("completed");
+      await settle();
+      streams.delete("deleted", { force: true });
+      streams.open("completed").close();
+      fixture.clockOffset += 1001;
+      await streams.alarm();
+      expect(await deleted).toEqual({ batches: 1, reasons: ["deleted"] });
+      expect(await expired).toEqual({ batches: 1, reasons: ["expired"] });
+      expect(await completed).toEqual({ batches: 1, reasons: [] });
+    });
+  });
+
   it("throws not-found when reading a missing stream, and status probes null", async () => {
     await inFixture(async ({ streams }) => {
       await expect(collect(streams.read("missing"))).rejects.toSatisfy((error) =>
