@@ -14,9 +14,13 @@ function nonNegativeInteger(text: string | null | undefined): number | null {
  * non-empty, integer `Last-Event-ID` ≥ 0, plus one (the event after the last one the client saw);
  * a non-negative integer `?from=N`; otherwise 0. An absent or empty header is never read as 0 —
  * that would skip chunk 0 on every fresh connection.
+ *
+ * With `cursor` (the stream's cursor now), a `Last-Event-ID` at or beyond it names no event the
+ * stream has — it came from a previous incarnation of the id (deleted and opened again) or was
+ * made up — so the read starts again from 0 instead of waiting for a seq that may never come.
  * @throws {SseArgumentError} `sse/invalid-argument` when `from` is not a finite number or `request` not a `Request`.
  */
-export function resumeFrom(options: { request?: Request; from?: number }): number {
+export function resumeFrom(options: { request?: Request; from?: number }, cursor?: number): number {
   if (options === null || typeof options !== "object") {
     throw new SseArgumentError(`resumeFrom takes { request?, from? }; got ${String(options)}.`);
   }
@@ -32,6 +36,7 @@ export function resumeFrom(options: { request?: Request; from?: number }): numbe
   const request = options.request;
   if (request === undefined) return 0;
   const lastEventId = nonNegativeInteger(request.headers.get("last-event-id")?.trim());
-  if (lastEventId !== null) return lastEventId + 1;
+  if (lastEventId !== null)
+    return cursor !== undefined && lastEventId >= cursor ? 0 : lastEventId + 1;
   return nonNegativeInteger(new URL(request.url).searchParams.get("from")) ?? 0;
 }

@@ -1,5 +1,5 @@
 import { isWellFormedName } from "@durablekit/compose";
-import type { StreamEncoding, Streams } from "@durablekit/streams";
+import type { StreamEncoding, StreamGoneReason, Streams } from "@durablekit/streams";
 import { SseArgumentError } from "./errors";
 import { base64, chunkFrame, eventFrame, HEARTBEAT_FRAME, utf8 } from "./frames";
 import { resumeFrom } from "./resume";
@@ -72,12 +72,17 @@ class FrameSink {
  *   string for a `text` stream, a JSON string of the base64 bytes for a `binary` one. A replayed
  *   or live batch is written with one enqueue.
  * - `event: up-to-date` (`data: {}`) once, when the reader first reaches the stored tail; at the
- *   end `event: done` (`data: {}`), or `event: error` with `{"reason": …}` for an errored stream;
- *   `: heartbeat` comments every `heartbeatMs`.
+ *   end `event: done` (`data: {}`) for a completed stream, `event: error` with `{"reason": …}` for
+ *   an errored one, and `event: error` with `{"reason":"deleted","gone":true}` (or `"expired"`)
+ *   for a stream deleted or expired under the reader; `: heartbeat` comments every `heartbeatMs`.
  * - The start is `from`, else `Last-Event-ID` + 1, else `?from=N`, else 0 (see {@link resumeFrom}).
+ *   A `Last-Event-ID` at or beyond the stream's cursor names no event of this stream (a previous
+ *   incarnation under the same id, or a forged id): the response starts again from 0.
+ * - A stream id streams refuses (empty, over 256 characters, a lone surrogate) answers `400` with
+ *   the JSON body `{"error":{"code":"sse/invalid-argument","message":…}}`.
  * - A disconnect (`request.signal`, `signal`, or the body being cancelled) ends the tail quietly;
  *   an already-aborted signal ends the body at once.
- * @throws {SseArgumentError} `sse/invalid-argument` for a malformed `streams`, stream id, `heartbeatMs`, `batchSize`, `from`, `request` or `signal`.
+ * @throws {SseArgumentError} `sse/invalid-argument` for a malformed `streams`, `heartbeatMs`, `batchSize`, `from`, `request` or `signal` (the host's arguments; a bad stream id is answered, not thrown).
  */
 export function sseResponse(
   streams: Streams,
@@ -91,11 +96,6 @@ export function sseResponse(
     typeof streams.readBatches !== "function"
   ) {
     throw new SseArgumentError("sseResponse takes the object's Streams as its first argument.");
-  }
-  if (!isWellFormedName(streamId, 256)) {
-    throw new SseArgumentError(
-      "A stream id is a non-empty string of at most 256 characters without lone surrogates.",
-    );
   }
   if (options === null || typeof options !== "object") {
     throw new SseArgumentError(`sseResponse options must be an object; got ${String(options)}.`);
@@ -111,7 +111,22 @@ export function sseResponse(
   if (batchSize !== undefined && (!Number.isInteger(batchSize) || batchSize < 1)) {
     throw new SseArgumentError(`batchSize must be a positive integer; got ${batchSize}.`);
   }
-  const from = resumeFrom(options);
+  // Arguments are checked (and thrown) before anything is answered.
+  resumeFrom(options);
+  // The id usually comes from the client's URL: one streams refuses is the client's mistake, so it
+  // is answered (400), never thrown (a host would answer 500).
+  if (!isWellFormedName(streamId, 256)) {
+    return Response.json(
+      {
+        error: {
+          code: "sse/invalid-argument",
+          message:
+            "A stream id is a non-empty string of at most 256 characters without lone surrogates.",
+        },
+      },
+      { status: 400, headers: { "cache-control": "no-store" } },
+    );
+  }
   const status = streams.status(streamId);
   if (status === null) {
     return new Response(`Stream "${streamId}" does not exist`, {
@@ -119,6 +134,7 @@ export function sseResponse(
       headers: { "content-type": "text/plain; charset=utf-8" },
     });
   }
+  const from = resumeFrom(options, status.cursor);
   const encoding = status.encoding;
   const upstream = [options.signal, options.request?.signal].filter(
     (signal): signal is AbortSignal => signal !== undefined,
@@ -151,22 +167,30 @@ export function sseResponse(
     const heartbeat =
       heartbeatMs > 0 ? setInterval(() => frames.write(HEARTBEAT_FRAME), heartbeatMs) : undefined;
     try {
+      let gone: StreamGoneReason | null = null;
       const batches = streams.readBatches(streamId, {
         from,
         signal: abort.signal,
         ...(batchSize === undefined ? {} : { batchSize }),
         onUpToDate: () => frames.write(eventFrame("up-to-date", {})),
+        onGone: (reason) => {
+          gone = reason;
+        },
       });
       for await (const batch of batches) {
         let text = "";
         for (const { seq, chunk } of batch) text += chunkFrame(seq, chunkData(encoding, chunk));
         frames.write(text);
       }
-      const end = streams.status(streamId);
+      // `done` means completion only: a stream deleted or expired under the reader ends with an
+      // error that says so (`gone` tells it apart from an errored stream's own reason).
+      const end = gone === null ? streams.status(streamId) : null;
       frames.write(
-        end?.state === "errored"
-          ? eventFrame("error", { reason: end.error ?? null })
-          : eventFrame("done", {}),
+        gone !== null
+          ? eventFrame("error", { reason: gone, gone: true })
+          : end?.state === "errored"
+            ? eventFrame("error", { reason: end.error ?? null })
+            : eventFrame("done", {}),
       );
     } catch {
       // An abort (the client went away) or a stream that vanished before the first read: the body

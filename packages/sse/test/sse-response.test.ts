@@ -1,3 +1,5 @@
+import { Streams } from "@durablekit/streams";
+import { BAD_NAMES } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { isSseError, resumeFrom, sseResponse } from "../src/index";
 import { bodyText, inFixture, readChunks, sleep } from "./helpers";
@@ -115,6 +117,84 @@ describe("sseResponse", () => {
       expect(await bodyText(sseResponse(streams, "quiet", { heartbeatMs: 0 }))).toBe(
         `${UP_TO_DATE}event: error\ndata: {"reason":null}\n\n`,
       );
+    });
+  });
+
+  it("ends with an error event saying deleted, not done, when the stream is deleted under a reader", async () => {
+    await inFixture(async ({ streams }) => {
+      streams.open("s").append("a");
+      const reading = bodyText(sseResponse(streams, "s", { heartbeatMs: 0 }));
+      await sleep(20);
+      expect(streams.delete("s", { force: true })).toBe(true);
+      expect(await reading).toBe(
+        `id: 0\ndata: "a"\n\n${UP_TO_DATE}event: error\ndata: {"reason":"deleted","gone":true}\n\n`,
+      );
+    });
+  });
+
+  it("ends with an error event saying expired, not done, when the stream expires under a reader", async () => {
+    await inFixture(async (_fixture, state) => {
+      let offset = 0;
+      const streams = new Streams(state, { now: () => Date.now() + offset });
+      streams.open("s", { ttlMs: 1000 }).append("a");
+      const reading = bodyText(sseResponse(streams, "s", { heartbeatMs: 0 }));
+      await sleep(20);
+      offset += 1001;
+      await streams.alarm();
+      expect(await reading).toBe(
+        `id: 0\ndata: "a"\n\n${UP_TO_DATE}event: error\ndata: {"reason":"expired","gone":true}\n\n`,
+      );
+    });
+  });
+
+  it("restarts from the beginning for a Last-Event-ID beyond the cursor, as after a delete and reopen under the same id", async () => {
+    await inFixture(async ({ streams }) => {
+      const old = streams.open("s", { contentType: "text/plain" });
+      for (const text of ["a", "b", "c", "d"]) old.append(text);
+      streams.delete("s", { force: true });
+      const fresh = streams.open("s", { contentType: "text/plain" });
+      fresh.append("new 0");
+      fresh.append("new 1");
+      fresh.close();
+      const url = "https://example.com/s";
+      // The reconnecting EventSource last saw id 3 of the deleted stream: all of the new one comes.
+      expect(
+        await bodyText(
+          sseResponse(streams, "s", {
+            heartbeatMs: 0,
+            request: get(url, { "Last-Event-ID": "3" }),
+          }),
+        ),
+      ).toBe(`id: 0\ndata: "new 0"\n\nid: 1\ndata: "new 1"\n\n${UP_TO_DATE}${DONE}`);
+      // At the cursor (2) and beyond: nothing of this stream has that id either.
+      for (const id of ["2", "99"]) {
+        const text = await bodyText(
+          sseResponse(streams, "s", { heartbeatMs: 0, request: get(url, { "Last-Event-ID": id }) }),
+        );
+        expect(text.startsWith('id: 0\ndata: "new 0"\n\n')).toBe(true);
+      }
+      // The last event of this stream resumes at the tail, as before.
+      expect(
+        await bodyText(
+          sseResponse(streams, "s", {
+            heartbeatMs: 0,
+            request: get(url, { "Last-Event-ID": "1" }),
+          }),
+        ),
+      ).toBe(`${UP_TO_DATE}${DONE}`);
+    });
+  });
+
+  it("answers a coded 400 JSON, never a throw, for a stream id streams refuses", async () => {
+    await inFixture(async ({ streams }) => {
+      for (const name of BAD_NAMES) {
+        const response = sseResponse(streams, name as string);
+        expect(response.status).toBe(400);
+        expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+        expect(await response.json()).toMatchObject({
+          error: { code: "sse/invalid-argument", message: expect.stringContaining("stream id") },
+        });
+      }
     });
   });
 
