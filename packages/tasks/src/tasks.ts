@@ -152,11 +152,13 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
 
   /**
    * Accepts a run durably and starts its first attempt in this invocation, without waiting for it.
-   * The same `runId` or `idempotencyKey` joins the existing run (`accepted: false`).
+   * The same `runId` or `idempotencyKey` joins the existing run (`accepted: false`, `joinedBy` says
+   * which matched) — also a fresh `runId` with a known key: the receipt's `runId` is then the owning
+   * run's, not the one passed.
    *
    * @throws TasksError `tasks/unknown-definition`; `tasks/invalid-argument` (a bad definition name,
    *   run id, idempotency key or options); `tasks/conflict` (a key or id already used by another
-   *   definition, or a runId/key pair naming two runs); `tasks/unserializable`, `tasks/too-large`,
+   *   definition, a known run id with another key, or a runId/key pair naming two runs); `tasks/unserializable`, `tasks/too-large`,
    *   `tasks/too-deep` (input or metadata).
    */
   async run<Name extends keyof Definitions & string>(
@@ -197,16 +199,13 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
           `Run "${existing.run_id}" has ${existing.idempotency_key === null ? "no idempotency key" : `idempotency key "${existing.idempotency_key}"`}; it cannot be joined with key "${key}".`,
         );
       }
-      if (givenId !== undefined && existing.run_id !== givenId) {
-        throw new TasksError(
-          "tasks/conflict",
-          `Idempotency key "${key}" belongs to run "${existing.run_id}", not "${givenId}".`,
-        );
-      }
+      // A fresh run id with a known key joins the run that owns the key (a client retrying with a
+      // new id): the receipt names the owning run and says how it was joined.
       return {
         runId: existing.run_id,
         definition,
         accepted: false,
+        joinedBy: byId ? "runId" : "idempotencyKey",
         state: existing.state,
         createdAt: existing.created_at,
       };
@@ -233,7 +232,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     // The state as the warm start left it, before this method yields to the attempt.
     const state = this.#store.runs.getRun(runId)?.state ?? "pending";
     await this.#runner.flushWakes();
-    return { runId, definition, accepted: true, state, createdAt: now };
+    return { runId, definition, accepted: true, joinedBy: null, state, createdAt: now };
   }
 
   /**

@@ -151,6 +151,12 @@ export interface TaskReceipt {
   definition: string;
   /** False when an existing run matched the run id or idempotency key. */
   accepted: boolean;
+  /**
+   * How an existing run was joined: `"runId"` (the run id named it), `"idempotencyKey"` (the key
+   * did — with a fresh run id too, as a client retrying under a new id: `runId` is then the owning
+   * run's id, not the one passed), or `null` for a run this call accepted.
+   */
+  joinedBy: "runId" | "idempotencyKey" | null;
   state: TaskRunState;
   createdAt: number;
 }

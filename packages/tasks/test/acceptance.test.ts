@@ -31,6 +31,46 @@ describe("acceptance", () => {
     });
   });
 
+  it("joins the run that owns an idempotency key when a retry comes with a fresh run id", async () => {
+    await inFixture(async (fixture) => {
+      // The key first (the engine names the run), then a client retry with an id of its own.
+      const first = await fixture.tasks.run("sleepy@v1", { ms: 60_000 }, { idempotencyKey: "k" });
+      const retry = await fixture.tasks.run(
+        "sleepy@v1",
+        { ms: 1 },
+        { runId: "fresh", idempotencyKey: "k" },
+      );
+      expect(retry).toMatchObject({
+        runId: first.runId,
+        accepted: false,
+        joinedBy: "idempotencyKey",
+        createdAt: first.createdAt,
+      });
+      // A run id and key given together first, then the same key with another fresh id.
+      const owner = await fixture.tasks.run(
+        "sleepy@v1",
+        { ms: 60_000 },
+        { runId: "owner", idempotencyKey: "k2" },
+      );
+      expect(owner).toMatchObject({ runId: "owner", accepted: true, joinedBy: null });
+      const again = await fixture.tasks.run(
+        "sleepy@v1",
+        { ms: 1 },
+        { runId: "other", idempotencyKey: "k2" },
+      );
+      expect(again).toMatchObject({ runId: "owner", accepted: false, joinedBy: "idempotencyKey" });
+      expect(await fixture.tasks.run("sleepy@v1", { ms: 1 }, { runId: "owner" })).toMatchObject({
+        runId: "owner",
+        accepted: false,
+        joinedBy: "runId",
+      });
+      // No run was created under the fresh ids.
+      expect(fixture.tasks.get("fresh")).toBeNull();
+      expect(fixture.tasks.get("other")).toBeNull();
+      expect(fixture.tasks.list().items).toHaveLength(2);
+    });
+  });
+
   it("refuses a key or run id reused under another definition and a pair naming two runs", async () => {
     await inFixture(async (fixture) => {
       await fixture.tasks.run("sleepy@v1", { ms: 60_000 }, { runId: "a", idempotencyKey: "ka" });
@@ -39,7 +79,6 @@ describe("acceptance", () => {
         fixture.tasks.run("steps@v1", { n: 1 }, { runId: "a" }),
         fixture.tasks.run("steps@v1", { n: 1 }, { idempotencyKey: "ka" }),
         fixture.tasks.run("sleepy@v1", { ms: 1 }, { runId: "a", idempotencyKey: "kb" }),
-        fixture.tasks.run("sleepy@v1", { ms: 1 }, { runId: "c", idempotencyKey: "ka" }),
         fixture.tasks.run("sleepy@v1", { ms: 1 }, { runId: "a", idempotencyKey: "new-key" }),
       ];
       for (const refusal of refusals) {
