@@ -329,6 +329,17 @@ export class Executor implements AlarmPart {
     }
     const refusal = this.#restartRefusal(row.unsafeCall, row.attempt);
     if (refusal) return { action: "fail", error: refusal };
+    if (row.attempt >= 2) {
+      // Bounds the damage of a program that hangs or kills the runtime (locally nothing enforces
+      // cpuMs): a run its object died under is restarted automatically once, never again.
+      return {
+        action: "fail",
+        error: errorBody(
+          "bridge/too-many-attempts",
+          `The run's Durable Object restarted under attempt ${row.attempt}; a run is restarted after its object restarted at most once, so a program that hangs or exhausts the runtime is not run again.`,
+        ),
+      };
+    }
     try {
       return {
         action: "restart",

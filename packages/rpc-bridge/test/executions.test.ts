@@ -89,6 +89,27 @@ describe("executions", () => {
     expect(after.attempts).toEqual([2]);
   });
 
+  it("restarts a run its object died under at most once: a second death fails it without running again", async () => {
+    const first = await startAndRestart(
+      freshFixture(),
+      HANG_ON_FIRST_ATTEMPT,
+      "twice-dead",
+      "restart",
+    );
+    // As if the automatic restart (attempt 2) had hung the runtime and died too.
+    await inFixture(first, (_instance, state) => {
+      state.storage.sql.exec("UPDATE dk_bridge_executions SET attempt = 2 WHERE id = 'twice-dead'");
+    });
+    expect(await runDurableObjectAlarm(first)).toBe(true);
+    const after = await inFixture(first, (instance) => ({
+      record: instance.executor.get("twice-dead"),
+      attempts: instance.counters.attempts,
+    }));
+    expect(after.record).toMatchObject({ state: "failed", attempt: 2 });
+    expect(after.record?.error?.code).toBe("bridge/too-many-attempts");
+    expect(after.attempts).toEqual([]);
+  });
+
   it("does not restart a run after a call marked unsafeToRepeat ran", async () => {
     const source = `
       import { charge, hangFirst } from "test:probe";

@@ -105,7 +105,7 @@ describe("run deadlines", () => {
       stub,
       `export default async function () {
          let x = 0;
-         for (let i = 0; i < 80_000_000; i++) x = (x + i) | 0;
+         for (let i = 0; i < 150_000_000; i++) x = (x * 31 + i) % 1_000_003;
          return x;
        }`,
     );
