@@ -1,3 +1,4 @@
+import { isWellFormedName } from "@durablekit/compose";
 import type { Streams } from "@durablekit/streams";
 import { isTasksError, type TaskStep } from "@durablekit/tasks";
 
@@ -7,13 +8,13 @@ export interface CountInput {
   steps: number;
   /** How long each step waits, 0–60,000 ms. */
   stepMs?: number;
-  /** A stream of the same object that each step appends `{ "i": i }` to, exactly once. */
+  /** A stream of the same object that each step appends `{ "i": i }` to, exactly once (a stream id: 1–256 characters, no lone surrogate). */
   stream?: string;
 }
 
 /** Input of `demo.approval@v1`. */
 export interface ApprovalInput {
-  /** How long to wait for the `approve` event; without it, the run waits until approved or cancelled. */
+  /** How long to wait for the `approve` event, 1 ms–30 days; without it, the run waits until approved or cancelled. */
   timeoutMs?: number;
 }
 
@@ -83,19 +84,33 @@ function isCount(input: unknown): input is CountInput {
     (steps as number) <= 1000 &&
     (stepMs === undefined ||
       (Number.isInteger(stepMs) && (stepMs as number) >= 0 && (stepMs as number) <= 60_000)) &&
-    (stream === undefined || (typeof stream === "string" && stream.length > 0))
+    (stream === undefined || isWellFormedName(stream, MAX_STREAM_ID))
   );
 }
+
+/** The longest stream id (the streams package's limit), checked when a run starts, not at its first step. */
+const MAX_STREAM_ID = 256;
+
+/** The longest approval wait: 30 days. */
+export const MAX_APPROVAL_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** The longest cancel reason the demo stores. */
+export const MAX_REASON_LENGTH = 1_000;
 
 /** A message saying what is wrong with a definition's input, or null when it is acceptable. */
 export function checkInput(definition: string, input: unknown): string | null {
   if (definition === "demo.count@v1" && !isCount(input)) {
-    return 'demo.count@v1 takes { "steps": 0–1000, "stepMs"?: 0–60000, "stream"?: "<stream id>" }.';
+    return 'demo.count@v1 takes { "steps": 0–1000, "stepMs"?: 0–60000, "stream"?: "<stream id, 1–256 characters>" }.';
   }
   if (definition === "demo.approval@v1" && input !== undefined && input !== null) {
     const { timeoutMs } = input as Record<string, unknown>;
-    if (typeof input !== "object" || (timeoutMs !== undefined && !Number.isInteger(timeoutMs))) {
-      return 'demo.approval@v1 takes nothing or { "timeoutMs": <integer> }.';
+    const badTimeout =
+      timeoutMs !== undefined &&
+      (!Number.isInteger(timeoutMs) ||
+        (timeoutMs as number) < 1 ||
+        (timeoutMs as number) > MAX_APPROVAL_MS);
+    if (typeof input !== "object" || Array.isArray(input) || badTimeout) {
+      return `demo.approval@v1 takes nothing or { "timeoutMs": 1–${MAX_APPROVAL_MS} }.`;
     }
   }
   return null;

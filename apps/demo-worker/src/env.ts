@@ -2,7 +2,7 @@ import type { Programs } from "./programs";
 import type { ProtocolStream } from "./protocol-stream";
 import type { Workspace } from "./workspace";
 
-/** Bindings of the demo Worker, as declared in `wrangler.jsonc`. */
+/** Bindings and config vars of the demo Worker, as declared in `wrangler.jsonc`. */
 export interface Env {
   WORKSPACE: DurableObjectNamespace<Workspace>;
   LOADER: WorkerLoader;
@@ -11,4 +11,10 @@ export interface Env {
   PROTOCOL_STREAMS: DurableObjectNamespace<ProtocolStream>;
   /** Optional `--var`: the protocol's long-poll timeout in ms (default 20000). */
   DS_LONG_POLL_MS?: string;
+  /** `on` enables the `/debug/*` routes (off by default: they expose chunks and counters). */
+  DEMO_DEBUG?: string;
+  /** Comma-separated hosts the demo answers (`name` or `name:port`); default loopback on any port. */
+  DEMO_ALLOWED_HOSTS?: string;
+  /** Comma-separated origins (besides the server's own) allowed to send mutating requests. */
+  DEMO_ALLOWED_ORIGINS?: string;
 }

@@ -1,3 +1,6 @@
+import { DEFAULT_MAX_DEPTH } from "@durablekit/handle-journal";
+import { readBoundedBody } from "@durablekit/sse";
+
 /** A JSON response with the given status. */
 export function json(body: unknown, status = 200, headers?: HeadersInit): Response {
   const response = Response.json(body, { status, headers });
@@ -12,17 +15,60 @@ export function errorResponse(status: number, code: string, message: string): Re
 /** The largest request body a demo route reads. */
 export const MAX_BODY_BYTES = 1_048_576;
 
+/** The deepest JSON body a demo route accepts (handle-journal's default codec depth). */
+export const MAX_BODY_DEPTH = DEFAULT_MAX_DEPTH;
+
+/** How deep a parsed JSON value nests (a scalar is 0), walked without recursion. */
+function depthOf(value: unknown): number {
+  let deepest = 0;
+  const pending: Array<[unknown, number]> = [[value, 0]];
+  while (pending.length > 0) {
+    const [node, depth] = pending.pop() as [unknown, number];
+    if (typeof node !== "object" || node === null) continue;
+    const inner = depth + 1;
+    if (inner > deepest) deepest = inner;
+    // Stop early: only "deeper than the limit" matters.
+    if (deepest > MAX_BODY_DEPTH) return deepest;
+    for (const child of Object.values(node)) pending.push([child, inner]);
+  }
+  return deepest;
+}
+
+/** True when a `Content-Type` names JSON (`application/json`, any parameters). */
+function isJsonType(contentType: string | null): boolean {
+  return contentType?.split(";")[0]?.trim().toLowerCase() === "application/json";
+}
+
 /**
- * Reads a request's JSON body, or the coded 4xx response to answer instead: `demo/body-too-large`
- * (413) past {@link MAX_BODY_BYTES}, `demo/bad-json` (400) for text that is not JSON. An empty body
- * reads as `undefined` when `allowEmpty`, else as bad JSON.
+ * Reads a request's JSON body, or the coded 4xx response to answer instead:
+ * - `demo/unsupported-media-type` (415): a body, or any `Content-Type`, that is not `application/json`
+ *   (a cross-site HTML form can only send form or text types);
+ * - `demo/body-too-large` (413): past {@link MAX_BODY_BYTES}, refused from `Content-Length` before
+ *   reading, else counted as it streams and cut at the limit;
+ * - `demo/bad-json` (400): text that is not UTF-8 JSON;
+ * - `demo/too-deep` (400): nested deeper than {@link MAX_BODY_DEPTH}, checked here before it
+ *   crosses to a Durable Object.
+ * An empty body without a `Content-Type` reads as `undefined` when `allowEmpty`, else as bad JSON.
  */
 export async function readJsonBody(
   request: Request,
   { allowEmpty = false }: { allowEmpty?: boolean } = {},
 ): Promise<{ body: unknown } | { error: Response }> {
-  const text = await request.text();
-  if (new TextEncoder().encode(text).byteLength > MAX_BODY_BYTES) {
+  const contentType = request.headers.get("content-type");
+  const declared = request.headers.get("content-length");
+  const bodyless = request.body === null || declared === "0";
+  if (!(allowEmpty && bodyless && contentType === null) && !isJsonType(contentType)) {
+    await request.body?.cancel().catch(() => {});
+    return {
+      error: errorResponse(
+        415,
+        "demo/unsupported-media-type",
+        "JSON routes take a body with Content-Type: application/json.",
+      ),
+    };
+  }
+  const read = await readBoundedBody(request, MAX_BODY_BYTES);
+  if (!read.ok) {
     return {
       error: errorResponse(
         413,
@@ -31,10 +77,27 @@ export async function readJsonBody(
       ),
     };
   }
-  if (allowEmpty && text.trim() === "") return { body: undefined };
+  let text: string;
   try {
-    return { body: JSON.parse(text) };
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(read.bytes);
+  } catch {
+    return { error: errorResponse(400, "demo/bad-json", "The request body is not UTF-8 text.") };
+  }
+  if (allowEmpty && text.trim() === "") return { body: undefined };
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
   } catch {
     return { error: errorResponse(400, "demo/bad-json", "The request body is not valid JSON.") };
   }
+  if (depthOf(body) > MAX_BODY_DEPTH) {
+    return {
+      error: errorResponse(
+        400,
+        "demo/too-deep",
+        `The request body nests deeper than ${MAX_BODY_DEPTH} levels.`,
+      ),
+    };
+  }
+  return { body };
 }

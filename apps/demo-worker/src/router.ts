@@ -1,5 +1,6 @@
 import type { Env } from "./env";
 import { errorResponse } from "./http";
+import { RequestPolicy } from "./request-policy";
 
 /** A route's handler: the request, the Worker's bindings and the named groups of its pattern. */
 export type RouteHandler = (
@@ -13,6 +14,10 @@ export interface Route {
   method: string;
   path: string;
   handle: RouteHandler;
+  /** An inspection route: it exists only when the dev config sets `DEMO_DEBUG=on`. */
+  debug?: boolean;
+  /** A Durable Streams protocol route: its CORS rules stand, so no Origin check. */
+  protocol?: boolean;
 }
 
 interface CompiledRoute extends Route {
@@ -31,27 +36,52 @@ function compile(route: Route): CompiledRoute {
   return { ...route, regex: new RegExp(`^${source}$`) };
 }
 
+/** The decoded path parameters of a match, or null when one is not valid percent-encoded UTF-8. */
+function decodeParams(match: RegExpExecArray): Record<string, string> | null {
+  const params: Record<string, string> = {};
+  for (const [key, value] of Object.entries(match.groups ?? {})) {
+    try {
+      params[key] = decodeURIComponent(value);
+    } catch {
+      return null;
+    }
+  }
+  return params;
+}
+
 /**
- * Dispatches a request to the first route whose method and path match. A path that matches with
- * another method answers 405; no match answers 404. Both carry a coded JSON error body.
+ * Dispatches a request to the first route whose method and path match, after the
+ * {@link RequestPolicy} (Host, Origin, debug routes). A path that matches with another method answers
+ * 405; no match answers 404; a path parameter that is not valid percent-encoding answers 400
+ * `demo/bad-path`. Each carries a coded JSON error body.
  */
 export function createRouter(routes: Route[]): (request: Request, env: Env) => Promise<Response> {
   const compiled = routes.map(compile);
   return async (request, env) => {
     const url = new URL(request.url);
+    const policy = new RequestPolicy(env);
     let pathMatched = false;
     for (const route of compiled) {
+      if (route.debug && !policy.debug) continue;
       const match = route.regex.exec(url.pathname);
       if (!match) continue;
       pathMatched = true;
       if (route.method !== request.method && !(route.method === "GET" && request.method === "HEAD"))
         continue;
-      const params: Record<string, string> = {};
-      for (const [key, value] of Object.entries(match.groups ?? {})) {
-        params[key] = decodeURIComponent(value);
+      const refused = policy.refusal(request, { checkOrigin: !route.protocol });
+      if (refused) return refused;
+      const params = decodeParams(match);
+      if (params === null) {
+        return errorResponse(
+          400,
+          "demo/bad-path",
+          `The path ${url.pathname} is not valid percent-encoded UTF-8.`,
+        );
       }
       return route.handle(request, env, params);
     }
+    const refused = policy.refusal(request, { checkOrigin: false });
+    if (refused) return refused;
     if (pathMatched) {
       return errorResponse(
         405,

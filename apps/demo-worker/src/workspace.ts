@@ -20,6 +20,7 @@ import {
   taskCall,
 } from "./demo-tasks";
 import type { Env } from "./env";
+import { errorResponse } from "./http";
 
 /** The name of the one workspace object that answers workspace-wide routes. */
 export const WORKSPACE_NAME = "default";
@@ -109,8 +110,9 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
     return taskCall(async () => ({ result: await this.tasks.sendEvent(runId, type, payload) }));
   }
 
-  /** Real executions per step of a run (`GET /debug/executions/:runId`). */
-  taskExecutions(runId: string): Record<string, number> {
+  /** Real executions per step of a run (`GET /debug/executions/:runId`), or null for no such run. */
+  taskExecutions(runId: string): Record<string, number> | null {
+    if (!this.tasks.get(runId)) return null;
     const out: Record<string, number> = {};
     for (const row of this.ctx.storage.sql.exec<{ step: string; n: number }>(
       "SELECT step, n FROM demo_task_executions WHERE run_id = ?",
@@ -126,6 +128,9 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
    * `Last-Event-ID` (+1) or `?from=N`, tailing until the stream settles.
    */
   streamSse(streamId: string, request: Request): Response {
+    if (!this.streams.status(streamId)) {
+      return errorResponse(404, "demo/stream-not-found", `No stream "${streamId}" exists.`);
+    }
     return sseResponse(this.streams, streamId, { request });
   }
 

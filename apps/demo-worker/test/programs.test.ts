@@ -14,6 +14,7 @@ export default async function () {
 function post(body: unknown): Promise<Response> {
   return exports.default.fetch("http://demo/programs", {
     method: "POST",
+    headers: { "Content-Type": "application/json" },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
 }

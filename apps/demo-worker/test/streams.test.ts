@@ -100,6 +100,8 @@ describe("GET /streams/:id/sse", () => {
     );
     const missing = await exports.default.fetch(`${base}/streams/nope-${id}/sse`);
     expect(missing.status).toBe(404);
-    expect(await missing.text()).toBe(`Stream "nope-${id}" does not exist`);
+    expect(await missing.json()).toEqual({
+      error: { code: "demo/stream-not-found", message: `No stream "nope-${id}" exists.` },
+    });
   });
 });

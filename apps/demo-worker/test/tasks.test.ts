@@ -6,6 +6,7 @@ const base = "http://demo";
 async function call(method: string, path: string, body?: unknown, raw?: string) {
   const response = await exports.default.fetch(`${base}${path}`, {
     method,
+    ...(method === "POST" ? { headers: { "Content-Type": "application/json" } } : {}),
     ...(raw !== undefined
       ? { body: raw }
       : body === undefined

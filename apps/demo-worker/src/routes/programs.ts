@@ -1,3 +1,4 @@
+import { isWellFormedName } from "@durablekit/compose";
 import type { Env } from "../env";
 import { errorResponse, json, readJsonBody } from "../http";
 import { PROGRAMS_NAME, type ProgramCall } from "../programs";
@@ -5,6 +6,9 @@ import type { Route } from "../router";
 
 const INTERRUPT_POLICIES = new Set(["fail", "restart", "replay"]);
 const ACCESS = new Set(["read", "read-write"]);
+
+/** The longest execution id (the executor's limit). */
+const MAX_ID_LENGTH = 256;
 
 function programs(env: Env) {
   return env.PROGRAMS.getByName(PROGRAMS_NAME);
@@ -27,11 +31,27 @@ export const programRoutes: Route[] = [
       if ("error" in read) return read.error;
       const body = read.body;
       const usage =
-        'POST /programs takes { "code": "<ES module source>", "onInterrupt"?: "fail" | "restart", "access"?: "read" | "read-write" }.';
+        'POST /programs takes { "code": "<ES module source>", "onInterrupt"?: "fail" | "restart", "access"?: "read" | "read-write", "id"?: "<execution id>" } (or the id as an Idempotency-Key header).';
       if (typeof body !== "object" || body === null || Array.isArray(body)) {
         return errorResponse(400, "demo/bad-request", usage);
       }
-      const { code, onInterrupt, access } = body as Record<string, unknown>;
+      const { code, onInterrupt, access, id: bodyId } = body as Record<string, unknown>;
+      const headerId = request.headers.get("idempotency-key");
+      if (headerId !== null && bodyId !== undefined && headerId !== bodyId) {
+        return errorResponse(
+          400,
+          "demo/bad-request",
+          'The Idempotency-Key header and "id" name different executions.',
+        );
+      }
+      const id = bodyId ?? headerId ?? undefined;
+      if (id !== undefined && !isWellFormedName(id, MAX_ID_LENGTH)) {
+        return errorResponse(
+          400,
+          "demo/bad-request",
+          `An execution id ("id" or Idempotency-Key) is 1–${MAX_ID_LENGTH} characters with no lone surrogate.`,
+        );
+      }
       if (typeof code !== "string" || code.length === 0) {
         return errorResponse(
           400,
@@ -48,6 +68,7 @@ export const programRoutes: Route[] = [
       const call = await programs(env).runProgram(code, {
         ...(onInterrupt === undefined ? {} : { onInterrupt: onInterrupt as "fail" | "restart" }),
         ...(access === undefined ? {} : { access: access as "read" | "read-write" }),
+        ...(id === undefined ? {} : { id }),
       });
       return answer(call as ProgramCall<unknown>);
     },
@@ -66,6 +87,7 @@ export const programRoutes: Route[] = [
   {
     method: "GET",
     path: "/debug/jobs",
+    debug: true,
     async handle(_request, env) {
       return json(await programs(env).jobCounters());
     },

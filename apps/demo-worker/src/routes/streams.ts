@@ -19,7 +19,12 @@ const toStreamObject: RouteHandler = (request, env, { rest }) => {
  */
 export const streamRoutes: Route[] = [
   ...["GET", "PUT", "POST", "DELETE", "OPTIONS"].map(
-    (method): Route => ({ method, path: `${PROTOCOL_BASE_PATH}/*`, handle: toStreamObject }),
+    (method): Route => ({
+      method,
+      path: `${PROTOCOL_BASE_PATH}/*`,
+      handle: toStreamObject,
+      protocol: true,
+    }),
   ),
   {
     method: "GET",

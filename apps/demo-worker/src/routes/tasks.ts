@@ -1,4 +1,4 @@
-import type { TaskCall } from "../demo-tasks";
+import { MAX_REASON_LENGTH, type TaskCall } from "../demo-tasks";
 import { errorResponse, json, readJsonBody } from "../http";
 import type { Route } from "../router";
 import { WORKSPACE_NAME } from "../workspace";
@@ -53,12 +53,22 @@ export const taskRoutes: Route[] = [
     async handle(request, env, { runId }) {
       const read = await readJsonBody(request, { allowEmpty: true });
       if ("error" in read) return read.error;
-      const reason = (read.body as { reason?: unknown } | undefined)?.reason;
+      const body = read.body ?? {};
+      const reason = (body as { reason?: unknown }).reason;
+      if (
+        typeof body !== "object" ||
+        body === null ||
+        Array.isArray(body) ||
+        (reason !== undefined && (typeof reason !== "string" || reason.length > MAX_REASON_LENGTH))
+      ) {
+        return errorResponse(
+          400,
+          "demo/bad-request",
+          `POST /tasks/:runId/cancel takes { "reason"?: "<at most ${MAX_REASON_LENGTH} characters>" }.`,
+        );
+      }
       return answer(
-        await env.WORKSPACE.getByName(WORKSPACE_NAME).cancelTask(
-          runId as string,
-          typeof reason === "string" ? reason : undefined,
-        ),
+        await env.WORKSPACE.getByName(WORKSPACE_NAME).cancelTask(runId as string, reason),
       );
     },
   },

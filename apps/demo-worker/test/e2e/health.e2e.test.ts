@@ -19,6 +19,14 @@ describe("demo under wrangler dev", () => {
     expect(await response.json()).toEqual({ ok: true });
   });
 
+  it("keeps the /debug/* routes off (404) unless the dev config sets DEMO_DEBUG=on", async () => {
+    for (const path of ["/debug/jobs", "/debug/executions/any", "/debug/streams/any"]) {
+      const response = await fetch(`${dev.url}${path}`);
+      expect(response.status).toBe(404);
+      expect(await response.json()).toMatchObject({ error: { code: "demo/not-found" } });
+    }
+  });
+
   it("keeps Durable Object state across a SIGKILL and restart", async () => {
     const before = Number((await fetch(`${dev.url}/health`)).headers.get("dk-health-checks"));
     expect(before).toBeGreaterThan(0);

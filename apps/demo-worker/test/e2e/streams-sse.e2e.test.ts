@@ -10,6 +10,7 @@ const demoDir = fileURLToPath(new URL("../..", import.meta.url));
 async function produce(dev: WranglerDev, stream: string, steps: number, stepMs: number) {
   const response = await fetch(`${dev.url}/tasks/demo.count@v1`, {
     method: "POST",
+    headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ input: { steps, stepMs, stream } }),
   });
   expect(response.status).toBe(202);
@@ -53,7 +54,7 @@ function cutAfter(response: Response, events: number): Response {
 describe("GET /streams/:id/sse with a real reconnecting EventSource under wrangler dev", () => {
   let dev: WranglerDev;
   beforeAll(async () => {
-    dev = await startWranglerDev({ cwd: demoDir });
+    dev = await startWranglerDev({ cwd: demoDir, vars: { DEMO_DEBUG: "on" } });
   });
   afterAll(async () => {
     await dev?.dispose();

@@ -13,7 +13,7 @@ async function getJson(dev: WranglerDev, path: string): Promise<Record<string, u
 describe("tasks under wrangler dev", () => {
   let dev: WranglerDev;
   beforeAll(async () => {
-    dev = await startWranglerDev({ cwd: demoDir });
+    dev = await startWranglerDev({ cwd: demoDir, vars: { DEMO_DEBUG: "on" } });
   });
   afterAll(async () => {
     await dev?.dispose();
@@ -23,6 +23,7 @@ describe("tasks under wrangler dev", () => {
     const steps = 8;
     const response = await fetch(`${dev.url}/tasks/demo.count@v1`, {
       method: "POST",
+      headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ input: { steps, stepMs: 400, stream: "e2e-count" } }),
     });
     expect(response.status).toBe(202);
