@@ -135,3 +135,96 @@ describe("replay safety", () => {
     });
   });
 });
+
+describe("maxStepsPerRun", () => {
+  it("fails the run with tasks/step-limit before running the step over the limit, even if caught", async () => {
+    await inFixture(async (fixture) => {
+      const ran: string[] = [];
+      const tasks = fixture.build(
+        {
+          "many@v1": async (_input: undefined, step) => {
+            for (let i = 0; i < 5; i++) {
+              try {
+                await step.do(`s${i}`, () => ran.push(`s${i}`));
+              } catch {
+                // Swallowing the limit does not save the run.
+              }
+            }
+            return "swallowed";
+          },
+        },
+        { maxStepsPerRun: 3 },
+      );
+      const { runId } = await tasks.run("many@v1");
+      const done = await fixture.settled(runId, tasks);
+      expect(done).toMatchObject({ state: "failed", error: { code: "tasks/step-limit" } });
+      expect(ran).toEqual(["s0", "s1", "s2"]);
+      expect(tasks.steps(runId)?.map((step) => step.name)).toEqual(["s0", "s1", "s2"]);
+    });
+  });
+
+  it("counts journaled steps of earlier attempts toward maxStepsPerRun", async () => {
+    await inFixture(async (fixture) => {
+      const ran: string[] = [];
+      const tasks = fixture.build(
+        {
+          "split@v1": async (_input: undefined, step) => {
+            await step.do("a", () => ran.push("a"));
+            await step.sleep("nap", 10);
+            await step.do("b", () => ran.push("b"));
+            await step.do("c", () => ran.push("c"));
+          },
+        },
+        { maxStepsPerRun: 3 },
+      );
+      const { runId } = await tasks.run("split@v1");
+      const done = await fixture.settled(runId, tasks);
+      // a, nap and b fill the limit across two attempts; c is the fourth step.
+      expect(done).toMatchObject({
+        state: "failed",
+        attempt: 2,
+        error: { code: "tasks/step-limit" },
+      });
+      expect(ran).toEqual(["a", "b"]);
+    });
+  });
+});
+
+describe("event-type divergence", () => {
+  for (const journaled of ["waiting", "completed"] as const) {
+    it(`fails with tasks/diverged when a replay waits for another event type at a ${journaled} wait`, async () => {
+      await inFixture(async (fixture, state) => {
+        const v1 = fixture.build({
+          "gate@v1": async (_input: undefined, step) => {
+            await step.waitForEvent("gate", { type: "approve" });
+            await step.sleep("after", 60_000);
+          },
+        });
+        const { runId } = await v1.run("gate@v1");
+        await fixture.until(runId, (s) => s === "waiting");
+        if (journaled === "completed") {
+          await v1.sendEvent(runId, "approve", { by: "ada" });
+          for (let i = 0; i < 100 && v1.get(runId)?.state !== "waiting"; i++) await sleep(5);
+          await sleep(10);
+          expect(v1.steps(runId)?.map((step) => [step.name, step.state])).toEqual([
+            ["gate", "completed"],
+            ["after", "waiting"],
+          ]);
+        }
+        // A deploy changes the event type the handler waits for at the same name.
+        const v2 = fixture.build({
+          "gate@v1": async (_input: undefined, step) => {
+            await step.waitForEvent("gate", { type: "reject" });
+          },
+        });
+        makeDue(state, runId);
+        await fixture.alarm();
+        const done = await fixture.settled(runId, v2);
+        expect(done).toMatchObject({ state: "failed", error: { code: "tasks/diverged" } });
+        if (done.state === "failed") {
+          expect(done.error.message).toMatch(/journaled waiting for "approve"/);
+        }
+      });
+    });
+  }
+});
