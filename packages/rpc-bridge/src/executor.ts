@@ -51,6 +51,7 @@ interface Evaluator {
   evaluate(
     input: unknown,
     bridge: BridgeEndpoint,
+    options: { maxRequestBytes: number },
   ): Promise<{ v?: unknown; e?: ErrorRecord; u?: 1 }>;
 }
 
@@ -417,7 +418,9 @@ export class Executor implements AlarmPart {
       });
       entrypoint = worker.getEntrypoint(undefined, { limits: { cpuMs } });
       const evaluation = (entrypoint as unknown as Evaluator)
-        .evaluate(drive.input, new BridgeEndpoint(run))
+        .evaluate(drive.input, new BridgeEndpoint(run), {
+          maxRequestBytes: this.#limits.maxRequestBytes,
+        })
         .then(
           (answer): AttemptOutcome => {
             if (answer.e !== undefined) {

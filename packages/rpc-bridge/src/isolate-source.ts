@@ -27,7 +27,26 @@ let special = 0;
 const BUILT_IN = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
 const RESERVED = new Set(["name", "message", "stack", "cause", "errors"]);
 
-export function attach(stub) { bridge = stub; }
+// What the arguments of the call being sent weigh at least (string lengths, bytes as base64): a
+// call over maxRequestBytes is refused here, before anything crosses.
+let maxRequest = Infinity;
+let weight = 0;
+export function attach(stub, options) {
+  bridge = stub;
+  if (options && typeof options.maxRequestBytes === "number") maxRequest = options.maxRequestBytes;
+}
+function weigh(n) { weight += n; }
+function bytesWeight(n) { return Math.floor(n / 3) * 4; }
+function tooLarge() {
+  return fromRecord({ $error: { name: "BridgeError", message: "The call's arguments take more than " + maxRequest + " bytes (maxRequestBytes); it was not sent. Send less per call.", code: "bridge/limit-request-bytes", retryable: false, path: "args" } });
+}
+// A view crosses as its own bytes only, never with the rest of its buffer.
+function ownBytes(v) {
+  weigh(bytesWeight(v.byteLength));
+  if (v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) return v;
+  if (v instanceof DataView) return new DataView(v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength));
+  return v.slice();
+}
 export function end() { ended = true; }
 
 function define(target, key, value) {
@@ -141,7 +160,10 @@ function signalRecord(s) {
 }
 function out(v, depth) {
   if (typeof v === "function") { special = 1; const id = ids.get(v); return id === undefined ? callbackOf(v) : { [TAG]: "h", id }; }
+  if (typeof v === "string") { weigh(v.length); return v; }
   if (typeof v !== "object" || v === null || depth > 100) return v;
+  if (ArrayBuffer.isView(v)) return ownBytes(v);
+  if (v instanceof ArrayBuffer) { weigh(bytesWeight(v.byteLength)); return v; }
   const id = ids.get(v);
   if (id !== undefined) { special = 1; return { [TAG]: "h", id }; }
   if (v instanceof AbortSignal) { special = 1; return signalRecord(v); }
@@ -200,15 +222,20 @@ export function call(id, method, args) {
   if (bridge === null) return Promise.reject(new Error("The bridge is not attached: host modules can be called only while the program runs."));
   let wire = args;
   let flag = 0;
+  let strings = 0;
   for (let i = 0; i < args.length; i++) {
     const v = args[i];
-    if ((typeof v === "object" && v !== null) || typeof v === "function") {
+    if (typeof v === "string") strings += v.length;
+    else if ((typeof v === "object" && v !== null) || typeof v === "function") {
       special = 0;
+      weight = 0;
       wire = out(args, 0);
       flag = special;
+      strings = weight;
       break;
     }
   }
+  if (strings > maxRequest) return Promise.reject(tooLarge());
   try {
     return bridge.invoke(id, method, wire, flag).then(answerOf);
   } catch (error) {
@@ -235,8 +262,8 @@ addEventListener("unhandledrejection", (event) => { unhandled.set(event.promise,
 addEventListener("rejectionhandled", (event) => { unhandled.delete(event.promise); });
 
 export default class extends WorkerEntrypoint {
-  async evaluate(input, bridge) {
-    attach(bridge);
+  async evaluate(input, bridge, options) {
+    attach(bridge, options);
     try {
       const program = await import("./__dk_program.js");
       if (typeof program.default !== "function") {

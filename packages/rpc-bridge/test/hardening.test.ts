@@ -281,3 +281,44 @@ describe("program failures", () => {
     expect(execution.error?.programCode).toBe("bridge/run-timeout");
   });
 });
+
+describe("request sizes", () => {
+  it("sends a view over a larger buffer as its own bytes only", async () => {
+    const stub = freshFixture();
+    const execution = await run(
+      stub,
+      `import { bufferSize } from "test:probe";
+       export default async function () {
+         const view = new Uint8Array(new ArrayBuffer(8 * 1024 * 1024), 16, 4);
+         return bufferSize(view);
+       }`,
+    );
+    expect(execution.result).toEqual({ length: 4, buffer: 4 });
+  });
+
+  it("refuses arguments over maxRequestBytes in the isolate, before they cross", async () => {
+    const stub = freshFixture();
+    await stub.configure({ maxRequestBytes: 1024 });
+    const execution = await run(
+      stub,
+      `import { bufferSize, counters } from "test:probe";
+       export default async function () {
+         const out = [];
+         for (const arg of [new Uint8Array(4096), "s".repeat(4096)]) {
+           try { await bufferSize(arg); out.push("crossed"); } catch (e) { out.push([e.name, e.code, e.retryable]); }
+         }
+         return out;
+       }`,
+    );
+    expect(execution.result).toEqual([
+      ["BridgeError", "bridge/limit-request-bytes", false],
+      ["BridgeError", "bridge/limit-request-bytes", false],
+    ]);
+    const refused = await inFixture(
+      stub,
+      (instance) => instance.events.filter((e) => e.type === "bridge:call").length,
+    );
+    // Refused in the isolate: the host never saw either call.
+    expect(refused).toBe(0);
+  });
+});
