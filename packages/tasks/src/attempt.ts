@@ -461,7 +461,7 @@ export class Attempt implements StepEngine {
   /** Settles the run the attempt holds. False when another attempt holds the run (nothing was written). */
   #settleHeld(settlement: Settlement): boolean {
     const { store, now } = this.#deps;
-    return store.runs.settle(this.runId, this.generation, settlement, now());
+    return store.settle(this.runId, this.generation, settlement, now());
   }
 
   // ── Cancel and the end ──

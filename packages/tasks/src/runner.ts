@@ -108,7 +108,7 @@ export class Runner {
     const row = this.#config.store.runs.getRun(runId);
     if (!row || TERMINAL_STATES.has(row.state)) return null;
     if (row.cancel_requested === 1) {
-      if (this.#config.store.runs.settle(runId, null, { state: "cancelled" }, now)) {
+      if (this.#config.store.settle(runId, null, { state: "cancelled" }, now)) {
         this.emit({
           type: "task:cancelled",
           runId,
@@ -123,7 +123,7 @@ export class Runner {
     if (!Object.hasOwn(this.#config.definitions, row.definition)) {
       const error = new MissingDefinitionError(row.definition);
       const record = errorText(error);
-      if (this.#config.store.runs.settle(runId, null, { state: "failed", error: record }, now)) {
+      if (this.#config.store.settle(runId, null, { state: "failed", error: record }, now)) {
         this.emit({ type: "task:failed", ...ref, error: errorInfo(record) });
         this.reportError(error, runId, row.definition);
       }
@@ -184,7 +184,7 @@ export class Runner {
       `Run "${row.run_id}" failed: its last ${stalls} attempts ended (the object died or was reset, or the attempt was abandoned) without journaling a step; raise maxAttemptsWithoutProgress if that is expected.`,
     );
     const record = errorText(error);
-    if (this.#config.store.runs.settle(row.run_id, null, { state: "failed", error: record }, now)) {
+    if (this.#config.store.settle(row.run_id, null, { state: "failed", error: record }, now)) {
       this.emit({
         type: "task:failed",
         runId: row.run_id,

@@ -1,5 +1,5 @@
 import { EventBuffer } from "./event-buffer";
-import { RunStore } from "./run-store";
+import { RunStore, type Settlement } from "./run-store";
 import { StepStore } from "./step-store";
 
 /** Raised inside a transaction when a fenced write finds another attempt holding the run. */
@@ -34,6 +34,19 @@ export class TaskStore {
   /** Runs `fn` as one SQLite transaction: it commits when `fn` returns and rolls back if it throws. */
   transaction<T>(fn: () => T): T {
     return this.#storage.transactionSync(fn);
+  }
+
+  /**
+   * Settles a run (fenced on `generation` when given, see {@link RunStore.settle}) and deletes the
+   * events still buffered for it in the same transaction: no wait can consume them any more. False
+   * (nothing written) when the run was not settled.
+   */
+  settle(runId: string, generation: string | null, settlement: Settlement, now: number): boolean {
+    return this.transaction(() => {
+      if (!this.runs.settle(runId, generation, settlement, now)) return false;
+      this.events.deleteRun(runId);
+      return true;
+    });
   }
 
   /** Deletes a completed run of an attempt that holds it (fenced), with its journal and events. */

@@ -378,12 +378,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       return true;
     }
     if (
-      !this.#store.runs.settle(
-        runId,
-        null,
-        { state: "cancelled", cancelReason: reason ?? null },
-        now,
-      )
+      !this.#store.settle(runId, null, { state: "cancelled", cancelReason: reason ?? null }, now)
     ) {
       return false;
     }

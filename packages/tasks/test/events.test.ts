@@ -79,3 +79,50 @@ describe("external events", () => {
     });
   });
 });
+
+describe("buffered events of settled runs", () => {
+  /** Rows the event buffer holds for a run. */
+  const buffered = (state: DurableObjectState, runId: string) =>
+    state.storage.sql
+      .exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_events WHERE run_id = ?", runId)
+      .one().n;
+
+  it("deletes a run's buffered events when it completes", async () => {
+    await inFixture(async (fixture, state) => {
+      const { runId } = await fixture.tasks.run("sleepy@v1", { ms: 100 });
+      await fixture.until(runId, (s) => s === "waiting");
+      const big = "x".repeat(60_000);
+      for (let i = 0; i < 200; i++) {
+        expect(await fixture.tasks.sendEvent(runId, "unwaited", { i, big })).toBe("buffered");
+      }
+      expect(buffered(state, runId)).toBe(200);
+      expect(await fixture.settled(runId)).toMatchObject({ state: "completed" });
+      expect(buffered(state, runId)).toBe(0);
+    });
+  }, 20_000);
+
+  it("deletes a run's buffered events when it fails or is cancelled", async () => {
+    await inFixture(async (fixture, state) => {
+      const tasks = fixture.build({
+        "fails@v1": async (_input: undefined, step) => {
+          await step.sleep("nap", 50);
+          throw new Error("boom");
+        },
+        "parks@v1": async (_input: undefined, step) => {
+          await step.sleep("nap", 60_000);
+        },
+      });
+      const failing = await tasks.run("fails@v1");
+      const parked = await tasks.run("parks@v1");
+      for (const { runId } of [failing, parked]) {
+        await tasks.sendEvent(runId, "unwaited", 1);
+        await tasks.sendEvent(runId, "unwaited", 2);
+        expect(buffered(state, runId)).toBe(2);
+      }
+      expect(await fixture.settled(failing.runId, tasks)).toMatchObject({ state: "failed" });
+      expect(buffered(state, failing.runId)).toBe(0);
+      expect(await tasks.cancel(parked.runId, "no longer needed")).toBe(true);
+      expect(buffered(state, parked.runId)).toBe(0);
+    });
+  });
+});
