@@ -79,6 +79,9 @@ describe("bad input", () => {
         { maxValueBytes: 0 },
         { maxValueBytes: 1.5 },
         { maxStepsPerRun: -1 },
+        { maxAttemptsWithoutProgress: 0 },
+        { maxAttemptsWithoutProgress: 2.5 },
+        { maxAttemptsWithoutProgress: "3" },
         { onEvent: "log" },
         { onError: 42 },
         { now: 1234 },
@@ -247,6 +250,27 @@ describe("bad input", () => {
         "waitForEvent: no options": INVALID,
         "waitForEvent: empty type": INVALID,
         "waitForEvent: bad timeoutMs": INVALID,
+      });
+    });
+  });
+
+  it("migrates schema version 1 tables in place, keeping their runs", async () => {
+    await inFixture(async (fixture, state) => {
+      const { runId } = await fixture.tasks.run("sleepy@v1", { ms: 50 });
+      await fixture.until(runId, (s) => s === "waiting");
+      // The tables as version 1 left them: no breaker columns.
+      state.storage.sql.exec("ALTER TABLE dk_tasks_runs DROP COLUMN progress");
+      state.storage.sql.exec("ALTER TABLE dk_tasks_runs DROP COLUMN stalls");
+      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 1 WHERE name = 'schema_version'");
+      const tasks = fixture.build(fixture.definitions());
+      expect(
+        state.storage.sql
+          .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE name = 'schema_version'")
+          .one().value,
+      ).toBe(2);
+      expect(await fixture.settled(runId, tasks)).toMatchObject({
+        state: "completed",
+        result: "woke",
       });
     });
   });
