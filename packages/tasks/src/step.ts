@@ -167,6 +167,8 @@ export class ReplayStep implements TaskStep {
       ) {
         // In flight past this turn: its running row is the evidence a later attempt counts.
         if (!flight.settled && !a.markInFlight(name, seq, attempt)) {
+          // Superseded: the callback's outcome no longer matters (nor may it surface unhandled).
+          (result as PromiseLike<unknown>).then(undefined, () => {});
           settle(false, a.ended);
           return;
         }
