@@ -75,23 +75,29 @@ describe("storage cost (SQLite cursor counters, index writes included)", () => {
 });
 
 /**
- * Rows and commits of the journal for a run of `n` steps whose callbacks await I/O. Writes made in
+ * Rows and commits of the journal for a run of `n` steps whose callbacks await I/O (or, with `io`
+ * false, return synchronously). Writes made in
  * one turn (no await between them) are one implicit commit; the only turns this run starts after
  * its first are the ones each callback's I/O resumes in, which the callback numbers. The distinct
  * turns that wrote journal rows are the journal's commits.
  */
-async function ioRun(fixture: Fixture, n: number) {
+async function ioRun(fixture: Fixture, n: number, io = true) {
   let turn = 0;
   const turns: { turn: number; logAt: number }[] = [];
   const tasks = fixture.build(
     {
       "io@v1": async (_input: undefined, step) => {
         for (let i = 0; i < n; i++) {
-          await step.do(`io${i}`, async () => {
-            await sleep(2);
-            turn++;
-            return i;
-          });
+          await step.do(
+            `io${i}`,
+            io
+              ? async () => {
+                  await sleep(2);
+                  turn++;
+                  return i;
+                }
+              : () => i,
+          );
         }
       },
     },
@@ -124,6 +130,15 @@ describe("storage cost of steps that await I/O", () => {
       // One turn writes both a step's completed row and the next step's running row.
       expect((large.commits - small.commits) / 20).toBe(1);
       expect(small.commits).toBe(6);
+    });
+  });
+
+  it("commits a run of synchronous steps with the turn that runs them: one row per step, no commit of its own", async () => {
+    await inFixture(async (fixture) => {
+      const small = await ioRun(fixture, 5, false);
+      const large = await ioRun(fixture, 25, false);
+      expect((large.journal - small.journal) / 20).toBe(1);
+      expect(large.commits).toBe(1);
     });
   });
 });
