@@ -124,6 +124,20 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
   }
 
   /**
+   * How many events are buffered for a run (`GET /debug/executions/:runId/buffered-events`), read
+   * from the tasks package's `dk_tasks_events` table (see its DESIGN.md), or null for no such run.
+   */
+  bufferedEvents(runId: string): { count: number; bytes: number } | null {
+    if (!this.tasks.get(runId)) return null;
+    return this.ctx.storage.sql
+      .exec<{ count: number; bytes: number }>(
+        "SELECT COUNT(*) AS count, COALESCE(SUM(LENGTH(payload)), 0) AS bytes FROM dk_tasks_events WHERE run_id = ?",
+        runId,
+      )
+      .one();
+  }
+
+  /**
    * `GET /streams/:id/sse`: a stream of this object as Server-Sent Events, from the request's
    * `Last-Event-ID` (+1) or `?from=N`, tailing until the stream settles.
    */

@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { poll } from "./poll.ts";
 import { expectCoded, postJson, rawRequest, sendLargeBody, workerdRss } from "./requests.ts";
 
 const demoDir = fileURLToPath(new URL("../..", import.meta.url));
@@ -138,6 +139,36 @@ describe("the demo's HTTP surface refuses bad input under wrangler dev", () => {
     expect((await postJson(dev, `/tasks/${waiting}/cancel`, { reason: "done" })).status).toBe(200);
   });
 
+  it("deletes a run's buffered events when it settles: 200 events of 60 KB, then approval, leave nothing", async () => {
+    const runId = `buffered-${crypto.randomUUID()}`;
+    expect((await postJson(dev, "/tasks/demo.approval@v1", { runId })).status).toBe(202);
+    const payload = { blob: "x".repeat(60_000) };
+    for (let i = 0; i < 200; i++) {
+      const sent = await postJson(dev, `/tasks/${runId}/events/noise`, payload);
+      expect(await sent.json()).toEqual({ result: "buffered" });
+    }
+    const buffered = await get(`/debug/executions/${runId}/buffered-events`);
+    expect(((await buffered.json()) as { count: number }).count).toBe(200);
+
+    expect(await (await postJson(dev, `/tasks/${runId}/events/approve`, { ok: 1 })).json()).toEqual(
+      {
+        result: "delivered",
+      },
+    );
+    await poll(
+      async () => {
+        const run = (await (await get(`/tasks/${runId}`)).json()) as { state: string };
+        return run.state === "completed" ? true : undefined;
+      },
+      30_000,
+      "the approved run to complete",
+    );
+    expect(await (await get(`/debug/executions/${runId}/buffered-events`)).json()).toEqual({
+      count: 0,
+      bytes: 0,
+    });
+  });
+
   it("answers the demo's own 404s as coded JSON: unknown runs on /debug/executions, unknown streams on /streams/:id/sse", async () => {
     await expectCoded(await get("/debug/executions/unknown"), 404, "tasks/not-found");
     await expectCoded(await get("/streams/unknown/sse"), 404, "demo/stream-not-found");
@@ -150,6 +181,7 @@ describe("the demo's HTTP surface refuses bad input under wrangler dev", () => {
         .status,
     ).toBe(201);
     const before = workerdRss(dev);
+    const answers: string[] = [];
     const cases = [
       { method: "POST", path: "/tasks/demo.approval@v1", contentType: "application/json" },
       { method: "POST", path: "/programs", contentType: "application/json" },
@@ -158,19 +190,29 @@ describe("the demo's HTTP surface refuses bad input under wrangler dev", () => {
     ];
     for (const target of cases) {
       for (const declareLength of [true, false]) {
-        const status = await sendLargeBody(dev, {
+        const { status, body } = await sendLargeBody(dev, {
           ...target,
           totalBytes: 100 * 1_048_576,
           declareLength,
         });
-        // 413, or the connection cut once the answer went out (the client was still sending).
-        expect([413, 0]).toContain(status);
+        // The server stops reading at the limit and answers 413. Under `wrangler dev`, miniflare's
+        // entry worker, still forwarding the rest of the upload, may instead cut the connection (0)
+        // or answer its own 500 ("Network connection lost" from miniflare's entry.worker.js); the
+        // demo's Worker never answers 500.
+        const proxyFailed =
+          status === 500 && body.includes("Network connection lost") && body.includes("miniflare");
+        answers.push(proxyFailed ? "dev-proxy-500" : String(status));
+        if (status !== 413) {
+          expect({ ...target, declareLength, status, proxyFailed }).toMatchObject({
+            status: proxyFailed ? 500 : 0,
+          });
+        }
       }
     }
     const after = workerdRss(dev);
     const grownMb = (after - before) / 1_048_576;
     console.log(
-      `workerd RSS before ${(before / 1_048_576).toFixed(1)} MB, after 8 × 100 MB bodies ${(after / 1_048_576).toFixed(1)} MB (+${grownMb.toFixed(1)} MB)`,
+      `workerd RSS before ${(before / 1_048_576).toFixed(1)} MB, after 8 × 100 MB bodies ${(after / 1_048_576).toFixed(1)} MB (+${grownMb.toFixed(1)} MB); answers ${answers.join(" ")}`,
     );
     expect(before).toBeGreaterThan(0);
     expect(grownMb).toBeLessThan(64);

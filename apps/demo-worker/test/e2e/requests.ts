@@ -65,9 +65,9 @@ export function workerdRss(dev: WranglerDev): number {
 }
 
 /**
- * Streams a body of `totalBytes` (1 MiB chunks of `[`-free filler) to `path`, with a declared
+ * Streams a body of `totalBytes` (1 MiB chunks of spaces) to `path`, with a declared
  * `Content-Length` or chunked, and stops writing as soon as the server answers. Resolves the
- * status, or 0 when the server closed the connection before answering.
+ * status and body text, or status 0 when the connection broke before an answer.
  */
 export function sendLargeBody(
   dev: WranglerDev,
@@ -78,7 +78,7 @@ export function sendLargeBody(
     declareLength: boolean;
     contentType: string;
   },
-): Promise<number> {
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
     let answered = false;
     const headers: Record<string, string> = { "Content-Type": options.contentType };
@@ -87,12 +87,17 @@ export function sendLargeBody(
       { host: "127.0.0.1", port: dev.port, method: options.method, path: options.path, headers },
       (res) => {
         answered = true;
-        res.resume();
-        res.on("end", () => resolve(res.statusCode ?? 0));
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          body += chunk;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on("error", () => resolve({ status: res.statusCode ?? 0, body }));
       },
     );
     req.on("error", () => {
-      if (!answered) resolve(0);
+      if (!answered) resolve({ status: 0, body: "" });
     });
     const chunk = Buffer.alloc(1_048_576, 0x20);
     let sent = 0;
