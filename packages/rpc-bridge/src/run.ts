@@ -208,6 +208,8 @@ export class Run {
     special: unknown,
   ): Answer | Promise<Answer> {
     const startedAt = Date.now();
+    // A program looping on calls can starve the run's timer: every call also checks the deadline.
+    if (startedAt >= this.deadline) this.#timeOut();
     let call: CallState;
     try {
       call = this.#admit(handleId, method, args, special === 1, startedAt);

@@ -1,7 +1,7 @@
 import type { ErrorRecord } from "@durablekit/handle-journal";
 
 /**
- * The bridge's wire format between the isolate and the host, version 1 (see DESIGN.md). Values
+ * The bridge's wire format between the isolate and the host, version 2 (see DESIGN.md; 2 added the halt answer, callback wrappers and the isolate-side request limit). Values
  * cross as Workers RPC structured clones; the few things the bridge must intercept cross as small
  * tagged records, marked by an own property named {@link TAG} that ordinary data cannot have.
  *
@@ -22,7 +22,7 @@ import type { ErrorRecord } from "@durablekit/handle-journal";
  * isolate then stops: that call and every later one never settle, and nothing more is sent). A plain value cannot be mistaken for either:
  * the host refuses plain objects that use the tag key.
  */
-export const WIRE_VERSION = 1;
+export const WIRE_VERSION = 2;
 
 /** The reserved property name of tagged records. */
 export const TAG = "\u0000dk";
