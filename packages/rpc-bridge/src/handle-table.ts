@@ -1,4 +1,5 @@
 import { RpcTarget } from "cloudflare:workers";
+import { MAX_DEPTH } from "./data-size";
 import { BridgeError } from "./errors";
 import type { HostModuleEntry } from "./module-registry";
 import { type FunctionDescriptor, TAG, type TargetDescriptor } from "./wire";
@@ -223,7 +224,7 @@ export class HandleTable {
  * result), except those `held` says the program still holds from earlier calls.
  */
 export function disposeStray(value: unknown, held: (value: object) => boolean, depth = 0): void {
-  if (typeof value !== "object" || value === null || depth > 32) return;
+  if (typeof value !== "object" || value === null || depth > MAX_DEPTH) return;
   if (value instanceof RpcTarget) {
     if (!held(value)) disposeQuietly(value);
     return;

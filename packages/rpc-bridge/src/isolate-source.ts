@@ -1,3 +1,4 @@
+import { MAX_DEPTH } from "./data-size";
 import { TAG } from "./wire";
 
 /**
@@ -17,6 +18,7 @@ const tag = JSON.stringify(TAG);
  */
 export const RUNTIME_SOURCE = `
 const TAG = ${tag};
+const MAX_DEPTH = ${MAX_DEPTH};
 let bridge = null;
 let ended = false;
 const ids = new WeakMap();
@@ -132,7 +134,7 @@ function func(d) {
   return fn;
 }
 function revive(v, depth) {
-  if (typeof v !== "object" || v === null || depth > 100) return v;
+  if (typeof v !== "object" || v === null || depth > MAX_DEPTH) return v;
   if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) v[i] = revive(v[i], depth + 1); return v; }
   if (!plain(v)) return v;
   if (Object.hasOwn(v, TAG)) {
@@ -161,7 +163,7 @@ function signalRecord(s) {
 function out(v, depth) {
   if (typeof v === "function") { special = 1; const id = ids.get(v); return id === undefined ? callbackOf(v) : { [TAG]: "h", id }; }
   if (typeof v === "string") { weigh(v.length); return v; }
-  if (typeof v !== "object" || v === null || depth > 100) return v;
+  if (typeof v !== "object" || v === null || depth > MAX_DEPTH) return v;
   if (ArrayBuffer.isView(v)) return ownBytes(v);
   if (v instanceof ArrayBuffer) { weigh(bytesWeight(v.byteLength)); return v; }
   const id = ids.get(v);

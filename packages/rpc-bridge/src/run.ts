@@ -144,6 +144,11 @@ export class Run {
     return this.#budget.calls;
   }
 
+  /** Signals mirrored now (for tests: a refused or ended call leaves none behind). */
+  get mirrored(): number {
+    return this.#mirrors.size;
+  }
+
   /** Objects and functions held now. */
   get held(): number {
     return this.#table.held;
@@ -238,7 +243,13 @@ export class Run {
     const call = this.#resolve(handleId, method, args, startedAt, deadline);
     const size = this.#budget.check(call, special);
     if (special) {
-      call.args = readArgs(call.args, this.#argumentReader(call));
+      try {
+        call.args = readArgs(call.args, this.#argumentReader(call));
+      } catch (error) {
+        // A refused call releases the signal mirrors and callbacks it registered before the refusal.
+        this.#releaseArguments(call);
+        throw error;
+      }
     }
     if (this.#onUnsafeCall && isUnsafeToRepeat(call.fn)) this.#onUnsafeCall(callLabel(call));
     this.#budget.admit(size);

@@ -8,6 +8,11 @@ import { fromErrorRecord, isErrorRecord } from "@durablekit/handle-journal";
 export class SignalMirrors {
   readonly #byId = new Map<number, AbortController[]>();
 
+  /** How many program signals are mirrored now. */
+  get size(): number {
+    return this.#byId.size;
+  }
+
   add(id: number, controller: AbortController): void {
     const list = this.#byId.get(id);
     if (list) list.push(controller);

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { BridgeError, describeModules, hostModule, readOnly } from "../src/index";
+import { DEFAULT_LIMITS } from "../src/limits";
+import { ModuleRegistry } from "../src/module-registry";
+import { Run } from "../src/run";
+import { TAG } from "../src/wire";
+import { Counters, probeModule } from "./fixtures/modules";
 import { countersOf, freshFixture, inFixture, run } from "./helpers";
 
 describe("hardening against adversarial programs", () => {
@@ -320,5 +325,31 @@ describe("request sizes", () => {
     );
     // Refused in the isolate: the host never saw either call.
     expect(refused).toBe(0);
+  });
+});
+
+describe("refused calls", () => {
+  it("releases the signal mirrors a refused call registered before its refusal", () => {
+    const run = new Run({
+      executionId: "refused-1",
+      attempt: 1,
+      access: "read-write",
+      limits: DEFAULT_LIMITS,
+      registry: new ModuleRegistry({ "test:probe": probeModule(new Counters()) }),
+    });
+    const answer = run.invoke(
+      1,
+      "signalled",
+      [
+        { [TAG]: "s", id: 7, aborted: false },
+        { [TAG]: "h", id: 999 },
+      ],
+      1,
+    );
+    expect((answer as { [TAG]: string; r: { $error: { code: string } } }).r.$error.code).toBe(
+      "bridge/handle-disposed",
+    );
+    expect(run.mirrored).toBe(0);
+    run.end();
   });
 });
