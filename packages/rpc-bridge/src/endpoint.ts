@@ -3,7 +3,7 @@ import type { Run } from "./run";
 import type { Answer } from "./wire";
 
 /**
- * The RpcTarget the isolate holds: exactly three methods, and no state of its own. Workers RPC
+ * The RpcTarget the isolate holds: exactly four methods, and no state of its own. Workers RPC
  * exposes every method of an RpcTarget's class, so everything else lives in the private run.
  */
 export class BridgeEndpoint extends RpcTarget {
@@ -27,6 +27,11 @@ export class BridgeEndpoint extends RpcTarget {
   /** Releases a handle the program disposed. */
   dispose(handleId: unknown): void {
     this.#run.release(handleId);
+  }
+
+  /** How a host stream the program read to its end ended: its error record, or null. */
+  streamEnd(streamId: unknown): unknown {
+    return this.#run.streamEnd(streamId);
   }
 
   /** Mirrors the abort of a signal the program passed as an argument. */

@@ -133,6 +133,21 @@ function func(d) {
   byId.set(id, fn);
   return fn;
 }
+// A host stream: read through; at its end the host says whether it ended by an error, and the
+// program's read rejects with that error (one round trip per stream, none per chunk).
+function hostStream(id, inner) {
+  const reader = inner.getReader();
+  return new ReadableStream({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (!done) { controller.enqueue(value); return; }
+      let record = null;
+      if (!ended && bridge !== null) record = await bridge.streamEnd(id);
+      if (record) controller.error(fromRecord(record)); else controller.close();
+    },
+    cancel(reason) { return reader.cancel(reason); },
+  }, { highWaterMark: 0 });
+}
 function revive(v, depth) {
   if (typeof v !== "object" || v === null || depth > MAX_DEPTH) return v;
   if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) v[i] = revive(v[i], depth + 1); return v; }
@@ -143,6 +158,7 @@ function revive(v, depth) {
     if (t === "f") return func(v);
     if (t === "e") return fromRecord(v.r);
     if (t === "u") return new URL(v.href);
+    if (t === "r") return hostStream(v.id, v.s);
   }
   for (const k of Object.keys(v)) define(v, k, revive(v[k], depth + 1));
   return v;

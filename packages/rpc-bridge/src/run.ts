@@ -17,7 +17,7 @@ import type { ModuleRegistry } from "./module-registry";
 import { isReadOnly } from "./read-only";
 import { SignalMirrors } from "./signal-mirrors";
 import { type ArgumentReader, readArgs, writeResult } from "./values";
-import { type Answer, failure, HALT, tagged, tagOf } from "./wire";
+import { type Answer, failure, HALT, TAG, tagged, tagOf } from "./wire";
 
 /** How one attempt of a run ended. */
 export type AttemptOutcome =
@@ -520,7 +520,9 @@ export class Run {
     const specifier = handle.kind === "module" ? handle.module.specifier : handle.specifier;
     const fresh: number[] = [];
     try {
-      const outgoing = writeResult(value, table, specifier, call.key, fresh, root);
+      const outgoing = writeResult(value, table, specifier, call.key, fresh, root, (stream) =>
+        this.#wrapStream(stream),
+      );
       const measured = outgoing.streams ? measurable(outgoing.wire) : outgoing.wire;
       const size = dataSize(measured, max, root, RESPONSE_LIMIT, "maxResponseBytes");
       budget.chargeResponse(size, () => callLabel(call));
@@ -531,6 +533,47 @@ export class Run {
       disposeStray(value, (v) => table.holds(v));
       throw error;
     }
+  }
+
+  // ── Streams ────────────────────────────────────────────────────────────────
+
+  readonly #streamErrors = new Map<number, ErrorRecord>();
+  #nextStream = 1;
+
+  /**
+   * A host ReadableStream crosses wrapped: the wrapper pulls one chunk per pull (backpressure
+   * kept) and, when the host stream errors, keeps the error's record and closes instead of erroring
+   * (an errored RPC stream reaches the isolate as "disconnected prematurely" and logs in the host).
+   * The isolate asks {@link streamEnd} once when the stream ends, and errors its own stream with it.
+   */
+  #wrapStream(source: ReadableStream): unknown {
+    const id = this.#nextStream++;
+    const reader = source.getReader();
+    const wrapped = new ReadableStream(
+      {
+        pull: async (controller) => {
+          try {
+            const { done, value } = await reader.read();
+            if (done) controller.close();
+            else controller.enqueue(value);
+          } catch (error) {
+            this.#streamErrors.set(id, safeErrorRecord(error));
+            controller.close();
+          }
+        },
+        cancel: (reason) => reader.cancel(reason).catch(() => {}),
+      },
+      { highWaterMark: 0 },
+    );
+    return { [TAG]: "r", id, s: wrapped };
+  }
+
+  /** How host stream `id` ended: the record of its error, or null when it closed normally. */
+  streamEnd(id: unknown): ErrorRecord | null {
+    if (typeof id !== "number") return null;
+    const record = this.#streamErrors.get(id) ?? null;
+    this.#streamErrors.delete(id);
+    return record;
   }
 
   // ── Events ─────────────────────────────────────────────────────────────────

@@ -97,6 +97,7 @@ export function writeResult(
   creatorKey: string,
   fresh: number[],
   root = "result",
+  wrapStream?: (stream: ReadableStream) => unknown,
 ): OutgoingValue {
   const out: OutgoingValue = { wire: value, special: false, streams: false };
   const walk: Walk = (v, path, depth) => {
@@ -123,6 +124,10 @@ export function writeResult(
     if (!isPlainObject(v)) {
       if (v instanceof ReadableStream) {
         out.streams = true;
+        if (wrapStream) {
+          out.special = true;
+          return wrapStream(v);
+        }
       } else if (v instanceof Error) {
         out.special = true;
         return { [TAG]: "e", r: toErrorRecord(v) };

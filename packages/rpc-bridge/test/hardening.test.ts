@@ -353,3 +353,25 @@ describe("refused calls", () => {
     run.end();
   });
 });
+
+describe("host streams", () => {
+  it("rejects the program's read with the host's error when a host stream errors midway", async () => {
+    const stub = freshFixture();
+    const execution = await run(
+      stub,
+      `import { brokenStream } from "test:probe";
+       export default async function () {
+         const reader = (await brokenStream()).getReader();
+         const first = await reader.read();
+         try { await reader.read(); return "no error"; }
+         catch (e) { return { bytes: first.value.byteLength, name: e.name, code: e.code, message: e.message }; }
+       }`,
+    );
+    expect(execution.result).toEqual({
+      bytes: 3,
+      name: "TypeError",
+      code: "E_BROKEN",
+      message: "disk gone",
+    });
+  });
+});
