@@ -168,11 +168,15 @@ export function sseResponse(
       heartbeatMs > 0 ? setInterval(() => frames.write(HEARTBEAT_FRAME), heartbeatMs) : undefined;
     try {
       let gone: StreamGoneReason | null = null;
+      let live = false;
       const batches = streams.readBatches(streamId, {
         from,
         signal: abort.signal,
         ...(batchSize === undefined ? {} : { batchSize }),
-        onUpToDate: () => frames.write(eventFrame("up-to-date", {})),
+        onUpToDate: () => {
+          live = true;
+          frames.write(eventFrame("up-to-date", {}));
+        },
         onGone: (reason) => {
           gone = reason;
         },
@@ -181,6 +185,10 @@ export function sseResponse(
         let text = "";
         for (const { seq, chunk } of batch) text += chunkFrame(seq, chunkData(encoding, chunk));
         frames.write(text);
+        // Tailing, yield one macrotask before the next read: the appends that arrive meanwhile
+        // commit and come back as one batch (one read, one enqueue) instead of one wake, read and
+        // event each, which at fan-out starves the appends themselves. Replay does not wait.
+        if (live) await new Promise<void>((resume) => setTimeout(resume, 0));
       }
       // `done` means completion only: a stream deleted or expired under the reader ends with an
       // error that says so (`gone` tells it apart from an errored stream's own reason).

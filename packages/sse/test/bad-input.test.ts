@@ -37,6 +37,13 @@ describe("bad input", () => {
         () => new DurableStreamsHandler(state, { streams, maxReadBytes: Number.NaN }),
         () => new DurableStreamsHandler(state, { streams, maxForkBytes: "1" as never }),
         () => new DurableStreamsHandler(state, { streams, cursorIntervalMs: 0 }),
+        () => new DurableStreamsHandler(state, { streams, maxWriteBytes: 0 }),
+        () => new DurableStreamsHandler(state, { streams, maxWriteBytes: 1.5 }),
+        () =>
+          new DurableStreamsHandler(state, { streams, maxWriteBytes: Number.POSITIVE_INFINITY }),
+        () => new DurableStreamsHandler(state, { streams, maxWriteMessages: -1 }),
+        () => new DurableStreamsHandler(state, { streams, maxWriteMessages: Number.NaN }),
+        () => new DurableStreamsHandler(state, { streams, maxWriteMessages: "10" as never }),
         () => new DurableStreamsHandler(state, { streams, now: 5 as never }),
         () => new DurableStreamsHandler(state, { streams, peer: {} as never }),
         () => new DurableStreamsHandler(state, { streams, onEvent: "log" as never }),

@@ -24,7 +24,7 @@ export async function handlePost(
   const producer = parseProducer(headers);
   if (!producer.ok) return problem(400, producer.reason);
   const writerSeq = headers.get(H.seq);
-  const body = await readWriteBody(request);
+  const body = await readWriteBody(request, ctx.maxWriteBytes);
   if (body instanceof Response) return body;
   if (body.byteLength === 0 && !close) {
     return problem(400, "An append needs a body; to close the stream send Stream-Closed: true.");
@@ -63,7 +63,7 @@ export async function handlePost(
       }
       const parsed = parseJsonBody(text, false);
       if (!parsed.ok) return problem(400, parsed.reason);
-      const tooMany = tooManyMessages(parsed.messages);
+      const tooMany = tooManyMessages(parsed.messages, ctx.maxWriteMessages);
       if (tooMany) return tooMany;
       for (const message of parsed.messages) values.push(storedMessage(status.encoding, message));
     } else {

@@ -61,30 +61,34 @@ export async function readBoundedBody(request: Request, maxBytes: number): Promi
   return { ok: true, bytes };
 }
 
-/** Most bytes one PUT or POST body may carry; a longer body is answered 413 unread. */
-export const MAX_WRITE_BODY_BYTES = 8 * 1_048_576;
+/** Default of `maxWriteBytes`: most bytes one PUT or POST body may carry (a longer one is answered 413 unread). */
+export const DEFAULT_MAX_WRITE_BYTES = 8 * 1_048_576;
 
 /**
- * Most messages one JSON-mode PUT or POST may append: every message is a row written in the
- * request's one transaction, so this bounds the work (and the time the stream is blocked) per write.
+ * Default of `maxWriteMessages`: most messages one JSON-mode PUT or POST may append. Every message
+ * is a row written in the request's one transaction, so this bounds the work (and the time the
+ * stream is blocked) per write.
  */
-export const MAX_WRITE_MESSAGES = 10_000;
+export const DEFAULT_MAX_WRITE_MESSAGES = 10_000;
 
 /**
- * A PUT or POST body, read up to {@link MAX_WRITE_BODY_BYTES}, or the 413 to answer (protocol
- * status table: the body is too large).
+ * A PUT or POST body, read up to `maxBytes`, or the 413 to answer (protocol status table: the body
+ * is too large).
  */
-export async function readWriteBody(request: Request): Promise<Uint8Array | Response> {
-  const read = await readBoundedBody(request, MAX_WRITE_BODY_BYTES);
+export async function readWriteBody(
+  request: Request,
+  maxBytes: number,
+): Promise<Uint8Array | Response> {
+  const read = await readBoundedBody(request, maxBytes);
   if (read.ok) return read.bytes;
   return problem(413, `A request body may carry at most ${read.limit} bytes; split the write.`);
 }
 
-/** The 413 for a JSON write of more than {@link MAX_WRITE_MESSAGES} messages, or null when within. */
-export function tooManyMessages(messages: readonly string[]): Response | null {
-  if (messages.length <= MAX_WRITE_MESSAGES) return null;
+/** The 413 for a JSON write of more than `maxMessages` messages, or null when within. */
+export function tooManyMessages(messages: readonly string[], maxMessages: number): Response | null {
+  if (messages.length <= maxMessages) return null;
   return problem(
     413,
-    `A JSON write may carry at most ${MAX_WRITE_MESSAGES} messages; this one has ${messages.length}. Split it.`,
+    `A JSON write may carry at most ${maxMessages} messages; this one has ${messages.length}. Split it.`,
   );
 }

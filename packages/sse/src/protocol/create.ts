@@ -50,7 +50,11 @@ function readCreate(ctx: ProtocolContext, request: Request): CreateRequest | Res
 }
 
 /** The values a PUT body appends after any inherited data, or the 400 to answer. */
-function initialValues(body: Uint8Array, json: boolean): StreamValue[] | Response {
+function initialValues(
+  body: Uint8Array,
+  json: boolean,
+  maxMessages: number,
+): StreamValue[] | Response {
   if (body.byteLength === 0) return [];
   if (!json) return [body];
   let text: string;
@@ -61,7 +65,7 @@ function initialValues(body: Uint8Array, json: boolean): StreamValue[] | Respons
   }
   const parsed = parseJsonBody(text, true);
   if (!parsed.ok) return problem(400, parsed.reason);
-  const tooMany = tooManyMessages(parsed.messages);
+  const tooMany = tooManyMessages(parsed.messages, maxMessages);
   if (tooMany) return tooMany;
   return parsed.messages.map((message) => storedMessage(PROTOCOL_ENCODING, message));
 }
@@ -135,7 +139,7 @@ export async function handlePut(
 ): Promise<Response> {
   const create = readCreate(ctx, request);
   if (create instanceof Response) return create;
-  const body = await readWriteBody(request);
+  const body = await readWriteBody(request, ctx.maxWriteBytes);
   if (body instanceof Response) return body;
   const view = await ctx.view(streamId);
   if (view.kind !== "absent") return existing(ctx, request, streamId, create);
@@ -143,7 +147,7 @@ export async function handlePut(
     return createFork(ctx, ledger, request, streamId, create, create.fork, body);
 
   const contentType = create.contentType ?? DEFAULT_CONTENT_TYPE;
-  const values = initialValues(body, isJsonMode(contentType));
+  const values = initialValues(body, isJsonMode(contentType), ctx.maxWriteMessages);
   if (values instanceof Response) return values;
   const { ttlSeconds, expiresAt } = create.expiry;
   try {
@@ -240,7 +244,7 @@ async function createFork(
   }
   const contentType = create.contentType ?? first.contentType;
   const json = isJsonMode(contentType);
-  const values = initialValues(body, json);
+  const values = initialValues(body, json, ctx.maxWriteMessages);
   if (values instanceof Response) {
     await releaseNow();
     return values;

@@ -1,8 +1,10 @@
 import { type AlarmPart, createEmitter, isWellFormedName, requestWake } from "@durablekit/compose";
 import { SseArgumentError } from "../errors";
 import { handlePost } from "./append";
+import { DEFAULT_MAX_WRITE_BYTES, DEFAULT_MAX_WRITE_MESSAGES } from "./body";
 import { handlePut } from "./create";
 import { ForkLedger } from "./forks";
+import { LiveTails } from "./live-tail";
 import { handleGet, handleHead } from "./read";
 import { baseHeaders, preflight, problem } from "./responses";
 import { ProtocolStore } from "./store";
@@ -23,6 +25,14 @@ function positive(name: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
     throw new SseArgumentError(`${name} must be a positive number; got ${String(value)}.`);
+  }
+  return value;
+}
+
+function positiveInteger(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    throw new SseArgumentError(`${name} must be a positive integer; got ${String(value)}.`);
   }
   return value;
 }
@@ -100,6 +110,16 @@ export class DurableStreamsHandler implements AlarmPart {
     const sseConnectionMs = positive("sseConnectionMs", options.sseConnectionMs, 60_000);
     const maxReadBytes = positive("maxReadBytes", options.maxReadBytes, 1_048_576);
     const maxForkBytes = positive("maxForkBytes", options.maxForkBytes, 64 * 1_048_576);
+    const maxWriteBytes = positiveInteger(
+      "maxWriteBytes",
+      options.maxWriteBytes,
+      DEFAULT_MAX_WRITE_BYTES,
+    );
+    const maxWriteMessages = positiveInteger(
+      "maxWriteMessages",
+      options.maxWriteMessages,
+      DEFAULT_MAX_WRITE_MESSAGES,
+    );
     const cursorIntervalMs = positive("cursorIntervalMs", options.cursorIntervalMs, 20_000);
     const store = new ProtocolStore(ctx.storage);
     const now = options.now ?? Date.now;
@@ -126,6 +146,9 @@ export class DurableStreamsHandler implements AlarmPart {
       sseConnectionMs,
       maxReadBytes,
       maxForkBytes,
+      maxWriteBytes,
+      maxWriteMessages,
+      tails: new LiveTails(streams),
       cursorIntervalMs,
       now,
       emit,

@@ -7,7 +7,6 @@ import { formatOffset } from "./offsets";
 import { baseHeaders } from "./responses";
 import { readSlice, type Slice } from "./slice";
 import type { ProtocolContext } from "./types";
-import { waitForData } from "./wait";
 
 /** How the `data` events of one connection carry the stream's content. */
 type Payload = (slice: Slice) => string;
@@ -64,12 +63,19 @@ export function handleSse(
         const deadline = ctx.now() + ctx.sseConnectionMs;
         let next = start;
         let first = true;
+        // A read made right after a wake (see LiveTails), to send before reading again.
+        let woken: Slice | null = null;
         while (open && !abort.signal.aborted) {
           let slice: Slice;
-          try {
-            slice = readSlice(ctx.streams, status, next, ctx.maxReadBytes);
-          } catch {
-            return; // The stream was deleted: end the connection.
+          if (woken !== null) {
+            slice = woken;
+            woken = null;
+          } else {
+            try {
+              slice = readSlice(ctx.streams, status, next, ctx.maxReadBytes);
+            } catch {
+              return; // The stream was deleted: end the connection.
+            }
           }
           const closedAtTail = slice.state !== "streaming" && slice.next === slice.cursor;
           next = slice.next;
@@ -91,24 +97,28 @@ export function handleSse(
           if (!slice.upToDate) continue;
           const remaining = deadline - ctx.now();
           if (remaining <= 0) return;
-          const outcome = await waitForData(
-            ctx.streams,
-            streamId,
+          // Readers parked at this offset share one wait; a wake yields once, so the appends
+          // queued behind it commit first and one read (shared by readers at this offset) and one
+          // event carry them all.
+          const outcome = await ctx.tails.next(
+            status,
             next,
+            ctx.maxReadBytes,
             Math.min(ctx.longPollTimeoutMs, remaining),
             abort.signal,
           );
-          if (outcome === "aborted") return;
-          if (outcome === "timeout") {
-            if (ctx.now() >= deadline) return;
-            ctx.streams.touch(streamId);
-            control({
-              streamNextOffset: formatOffset(next),
-              streamCursor: cursor(),
-              upToDate: true,
-            });
+          if (outcome.kind === "aborted" || outcome.kind === "gone") return;
+          if (outcome.kind === "read") {
+            woken = outcome.slice;
+            continue;
           }
-          // "data" and "ended" loop back: the next read shows the new chunks or the closure.
+          if (ctx.now() >= deadline) return;
+          ctx.streams.touch(streamId);
+          control({
+            streamNextOffset: formatOffset(next),
+            streamCursor: cursor(),
+            upToDate: true,
+          });
         }
       };
       void run()

@@ -1,4 +1,5 @@
 import type { StreamStatus, Streams } from "@durablekit/streams";
+import type { LiveTails } from "./live-tail";
 import type { ProtocolStore } from "./store";
 
 /**
@@ -88,6 +89,18 @@ export interface DurableStreamsHandlerOptions {
   maxReadBytes?: number;
   /** Most bytes a fork may copy from its source. Default 64 MiB. */
   maxForkBytes?: number;
+  /**
+   * Most bytes one PUT or POST body may carry; a longer body is answered 413 (a `Content-Length`
+   * over it before a byte is read, a chunked body as soon as the count passes it). Default 8 MiB.
+   */
+  maxWriteBytes?: number;
+  /**
+   * Most messages one JSON-mode PUT or POST may append (a JSON array is flattened one level); more
+   * is answered 413 and nothing is stored. Every message is a row written in the request's one
+   * transaction, so with `maxWriteBytes` this bounds the work — and how long the stream's other
+   * requests wait — per write. Default 10000.
+   */
+  maxWriteMessages?: number;
   /** Length of a `Stream-Cursor` interval, in ms. Default 20000. */
   cursorIntervalMs?: number;
   /** The handler holding another stream (fork sources). Default: this handler. */
@@ -114,6 +127,10 @@ export interface ProtocolContext {
   readonly sseConnectionMs: number;
   readonly maxReadBytes: number;
   readonly maxForkBytes: number;
+  readonly maxWriteBytes: number;
+  readonly maxWriteMessages: number;
+  /** The live SSE readers of this handler: shared waits and coalesced reads after a wake. */
+  readonly tails: LiveTails;
   readonly cursorIntervalMs: number;
   now(): number;
   emit(event: SseEvent): void;
