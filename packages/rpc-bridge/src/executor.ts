@@ -52,7 +52,7 @@ interface Evaluator {
     input: unknown,
     bridge: BridgeEndpoint,
     options: { maxRequestBytes: number },
-  ): Promise<{ v?: unknown; e?: ErrorRecord; u?: 1 }>;
+  ): Promise<{ v?: unknown; e?: ErrorRecord; u?: 1 | 2 }>;
 }
 
 /** How long after a run's timeout the recovery alarm is asked for. */
@@ -425,11 +425,15 @@ export class Executor implements AlarmPart {
           (answer): AttemptOutcome => {
             if (answer.e !== undefined) {
               const error = normalize(answer.e);
-              if (answer.u === 1) {
+              if (answer.u !== undefined) {
+                const what =
+                  answer.u === 2
+                    ? "The program threw inside a timer callback"
+                    : "The program left a rejected promise unhandled";
                 error.$error = {
                   ...error.$error,
                   code: "bridge/unhandled-rejection",
-                  message: `The program left a rejected promise unhandled: ${error.$error.message}`,
+                  message: `${what}: ${error.$error.message}`,
                 };
               }
               return { kind: "failed", error };

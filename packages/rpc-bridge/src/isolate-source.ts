@@ -278,6 +278,16 @@ import { attach, end, toRecord } from "./__dk_runtime.js";
 const unhandled = new Map();
 addEventListener("unhandledrejection", (event) => { unhandled.set(event.promise, event.reason); event.preventDefault(); });
 addEventListener("rejectionhandled", (event) => { unhandled.delete(event.promise); });
+// What a program throws inside a timer callback is kept (and fails the run), not lost.
+const thrownInTimers = [];
+function guard(callback) {
+  if (typeof callback !== "function") return callback;
+  return function (...args) { try { return callback.apply(this, args); } catch (error) { thrownInTimers.push(error); } };
+}
+const realSetTimeout = globalThis.setTimeout;
+const realSetInterval = globalThis.setInterval;
+globalThis.setTimeout = (callback, ms, ...args) => realSetTimeout(guard(callback), ms, ...args);
+globalThis.setInterval = (callback, ms, ...args) => realSetInterval(guard(callback), ms, ...args);
 
 export default class extends WorkerEntrypoint {
   async evaluate(input, bridge, options) {
@@ -291,6 +301,7 @@ export default class extends WorkerEntrypoint {
       // One macrotask turn: a rejection left unhandled just before return is reported by then.
       await new Promise((resolve) => setTimeout(resolve, 0));
       if (unhandled.size > 0) return { e: toRecord(unhandled.values().next().value), u: 1 };
+      if (thrownInTimers.length > 0) return { e: toRecord(thrownInTimers[0]), u: 2 };
       return { v: value };
     } catch (error) {
       return { e: toRecord(error) };

@@ -269,6 +269,20 @@ describe("program failures", () => {
     expect(execution.error?.code).toBe("bridge/unhandled-rejection");
   });
 
+  it("fails a run whose program threw inside a timer", async () => {
+    const stub = freshFixture();
+    const execution = await run(
+      stub,
+      `export default async function () {
+         setTimeout(() => { throw new Error("in timer"); }, 0);
+         await new Promise((resolve) => setTimeout(resolve, 20));
+         return "done";
+       }`,
+    );
+    expect(execution.state).toBe("failed");
+    expect(execution.error?.message).toContain("in timer");
+  });
+
   it("does not mark bridge/isolate-failed retryable (an isolate failure may recur every time)", () => {
     expect(new BridgeError("bridge/isolate-failed", "x").retryable).toBe(false);
   });
