@@ -3,11 +3,12 @@ import { arch, cpus, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
 import { startWranglerDev } from "@durablekit/wrangler-harness";
 import { entryFor, type ResultEntry, renderTable } from "./node/report.ts";
-import { median } from "./node/stats.ts";
+import { spread } from "./node/stats.ts";
 import type { Figures, WorkloadInfo } from "./workload.ts";
 
 // `pnpm bench [filter…] [--rounds N]`: runs every workload whose name contains a filter, each side in
-// a fresh Durable Object per round, alternating which side goes first, and prints medians.
+// a fresh Durable Object per round, alternating which side goes first, and prints each side's
+// min/median/max over the rounds (comparisons use the medians, never the best round).
 const args = process.argv.slice(2).filter((a) => a !== "--");
 let rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 const filters: string[] = [];
@@ -16,6 +17,8 @@ for (let i = 0; i < args.length; i++) {
   else filters.push(args[i]!);
 }
 if (!Number.isInteger(rounds) || rounds < 1) throw new Error("--rounds takes a positive integer");
+if (rounds < 3)
+  console.warn(`only ${rounds} round(s): min/median/max need at least 3 to mean much`);
 
 const benchDir = fileURLToPath(new URL("..", import.meta.url));
 const dev = await startWranglerDev({ cwd: benchDir, readyPath: "/workloads" });
@@ -29,7 +32,7 @@ try {
   }
   const results: ResultEntry[] = [];
   console.log(
-    `durablekit bench — ${rounds} rounds, medians; ${cpus().length} cores, ${arch()}, node ${process.version}\n`,
+    `durablekit bench — ${rounds} interleaved rounds, min/median/max; ${cpus().length} cores, ${arch()}, node ${process.version}\n`,
   );
   for (const info of chosen) {
     const sides: Array<"ours" | "anchor"> = info.anchor ? ["ours", "anchor"] : ["ours"];
@@ -50,7 +53,7 @@ try {
       }
     }
     const entries = info.metrics.map((metric) => {
-      const pick = (list: Figures[]) => median(list.map((f) => f[metric.key] ?? Number.NaN));
+      const pick = (list: Figures[]) => spread(list.map((f) => f[metric.key] ?? Number.NaN));
       const anchor = info.anchor ? pick(samples.anchor) : null;
       return entryFor(info, metric, pick(samples.ours), anchor, rounds);
     });

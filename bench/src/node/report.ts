@@ -1,37 +1,48 @@
 import type { Better, WorkloadInfo } from "../workload.ts";
-import { formatFigure } from "./stats.ts";
+import { formatFigure, type Spread } from "./stats.ts";
 
-/** One row of `bench/results.json`: a workload's metric, ours against the anchor's. */
+/**
+ * One row of `bench/results.json`: a workload's metric, ours against the anchor's. `ours` and
+ * `anchor` are medians over the rounds, and `ratio`/`advantage` compare the medians; `min` and `max`
+ * hold each side's lowest and highest round.
+ */
 export interface ResultEntry {
   workload: string;
   metric: string;
   label: string;
   unit: string;
   better: Better;
+  /** Our median over the rounds. */
   ours: number;
   oursName: string;
+  /** The anchor's median over the rounds, or null without an anchor. */
   anchor: number | null;
   anchorName: string | null;
-  /** ours ÷ anchor, or null without an anchor. */
+  /** ours ÷ anchor (medians), or null without an anchor. */
   ratio: number | null;
-  /** How many times better ours is (below 1: worse), whichever direction is better. */
+  /** How many times better our median is (below 1: worse), whichever direction is better. */
   advantage: number | null;
+  /** Each side's lowest round. */
+  min: { ours: number; anchor: number | null };
+  /** Each side's highest round. */
+  max: { ours: number; anchor: number | null };
   rounds: number;
 }
 
-/** Builds the entry of one metric from the two medians. */
+/** Builds the entry of one metric from each side's spread over the rounds. */
 export function entryFor(
   info: WorkloadInfo,
   metric: WorkloadInfo["metrics"][number],
-  ours: number,
-  anchor: number | null,
+  ours: Spread,
+  anchorSpread: Spread | null,
   rounds: number,
 ): ResultEntry {
-  const ratio = anchor === null || anchor === 0 ? null : ours / anchor;
+  const anchor = anchorSpread?.median ?? null;
+  const ratio = anchor === null || anchor === 0 ? null : ours.median / anchor;
   let advantage: number | null = null;
-  if (anchor !== null && ours !== 0 && anchor !== 0) {
-    advantage = metric.better === "higher" ? ours / anchor : anchor / ours;
-  } else if (anchor !== null && ours === anchor) {
+  if (anchor !== null && ours.median !== 0 && anchor !== 0) {
+    advantage = metric.better === "higher" ? ours.median / anchor : anchor / ours.median;
+  } else if (anchor !== null && ours.median === anchor) {
     advantage = 1;
   }
   return {
@@ -40,24 +51,33 @@ export function entryFor(
     label: metric.label,
     unit: metric.unit,
     better: metric.better,
-    ours,
+    ours: ours.median,
     oursName: info.ours,
     anchor,
     anchorName: info.anchor,
     ratio,
     advantage,
+    min: { ours: ours.min, anchor: anchorSpread?.min ?? null },
+    max: { ours: ours.max, anchor: anchorSpread?.max ?? null },
     rounds,
   };
 }
 
-/** Renders a workload's entries as a Markdown table (pasteable into notes). */
+function range(min: number | null, max: number | null): string {
+  return min === null || max === null ? "—" : `${formatFigure(min)}–${formatFigure(max)}`;
+}
+
+/**
+ * Renders a workload's entries as a Markdown table (pasteable into notes): each side's median and
+ * its min–max over the rounds, and the comparison of the medians.
+ */
 export function renderTable(info: WorkloadInfo, entries: ResultEntry[]): string {
   const anchorHead = info.anchor ?? "anchor";
   const lines = [
     `### ${info.name}: ${info.title}`,
     "",
-    `| metric | unit | ${info.ours} | ${anchorHead} | ratio (ours/anchor) | ours is |`,
-    "|---|---|---:|---:|---:|---|",
+    `| metric | unit | ${info.ours} median | min–max | ${anchorHead} median | min–max | ratio of medians (ours/anchor) | ours is (medians) |`,
+    "|---|---|---:|---:|---:|---:|---:|---|",
   ];
   for (const e of entries) {
     const verdict =
@@ -67,7 +87,7 @@ export function renderTable(info: WorkloadInfo, entries: ResultEntry[]): string 
           ? `${formatFigure(e.advantage)}× better`
           : `${formatFigure(1 / e.advantage)}× worse`;
     lines.push(
-      `| ${e.label} | ${e.unit} | ${formatFigure(e.ours)} | ${formatFigure(e.anchor)} | ${e.ratio === null ? "—" : formatFigure(e.ratio)} | ${verdict} |`,
+      `| ${e.label} | ${e.unit} | ${formatFigure(e.ours)} | ${range(e.min.ours, e.max.ours)} | ${formatFigure(e.anchor)} | ${range(e.min.anchor, e.max.anchor)} | ${e.ratio === null ? "—" : formatFigure(e.ratio)} | ${verdict} |`,
     );
   }
   return lines.join("\n");

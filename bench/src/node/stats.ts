@@ -14,3 +14,16 @@ export function formatFigure(value: number | null): string {
   if (abs >= 0.01 || abs === 0) return value.toFixed(2);
   return value.toPrecision(2);
 }
+
+/** The lowest, median and highest of one figure over the rounds. */
+export interface Spread {
+  min: number;
+  median: number;
+  max: number;
+}
+
+/** The {@link Spread} of a non-empty list of numbers (NaN throughout when any is NaN). */
+export function spread(values: number[]): Spread {
+  if (values.some(Number.isNaN)) return { min: Number.NaN, median: Number.NaN, max: Number.NaN };
+  return { min: Math.min(...values), median: median(values), max: Math.max(...values) };
+}

@@ -1,7 +1,7 @@
 import type { Workload } from "../workload";
 import { tasksJournal } from "./tasks-journal";
-import { tasksRun } from "./tasks-run";
+import { tasksRunWorkloads } from "./tasks-run";
 import { tasksWorkflows } from "./tasks-workflows";
 
 /** The @durablekit/tasks workloads, in print order. */
-export const tasksWorkloads: Workload[] = [tasksRun, tasksJournal, tasksWorkflows];
+export const tasksWorkloads: Workload[] = [...tasksRunWorkloads, tasksJournal, tasksWorkflows];
