@@ -15,6 +15,8 @@ export interface LiveEntry {
   readonly streamId: string;
   readonly encoding: StreamEncoding;
   readonly ttlMs: number | null;
+  /** The time to live once settled (null: `ttlMs` goes on applying). */
+  readonly settledTtlMs: number | null;
   readonly expiresAt: number | null;
   /** Next seq; equals the tail + 1 whenever the entry is coherent. */
   cursor: number;
@@ -61,6 +63,7 @@ export class EntryCache {
       streamId: row.stream_id,
       encoding: row.encoding,
       ttlMs: row.ttl_ms,
+      settledTtlMs: row.settled_ttl_ms,
       expiresAt: row.expires_at,
       cursor: row.state === "streaming" ? (tail?.seq ?? -1) + 1 : (row.final_cursor ?? 0),
       lastAppendAt: tail?.at ?? null,

@@ -23,6 +23,8 @@ export type {
   StreamEncoding,
   StreamEvent,
   StreamGoneReason,
+  StreamImportChunk,
+  StreamImportOptions,
   StreamJson,
   StreamList,
   StreamListOptions,

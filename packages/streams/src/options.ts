@@ -85,7 +85,56 @@ function describe(value: unknown): string {
 export interface OpenConfig {
   metadata: string | null;
   ttlMs: number | null;
+  settledTtlMs: number | null;
   expiresAt: number | null;
+}
+
+/** A time-to-live option (`ttlMs`, `settledTtlMs`): a positive integer, or null when absent. */
+export function readTtl(name: string, value: unknown, streamId?: string): number | null {
+  if (value === undefined) return null;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    throw new StreamsArgumentError(
+      `${name} must be a positive integer; got ${describe(value)}.`,
+      streamId,
+    );
+  }
+  return value;
+}
+
+/** An absolute expiry option (`expiresAt`) as epoch milliseconds, or null when absent. */
+export function readExpiresAt(value: unknown, streamId?: string): number | null {
+  if (value === undefined) return null;
+  const at = value instanceof Date ? value.getTime() : value;
+  if (typeof at !== "number" || !Number.isFinite(at)) {
+    throw new StreamsArgumentError("expiresAt must be a Date or epoch milliseconds.", streamId);
+  }
+  return at;
+}
+
+/** A time option (epoch milliseconds), or its default. */
+export function readTime(
+  name: string,
+  value: unknown,
+  fallback: number,
+  streamId?: string,
+): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw new StreamsArgumentError(
+      `${name} must be epoch milliseconds; got ${describe(value)}.`,
+      streamId,
+    );
+  }
+  return value;
+}
+
+/** A metadata option in its stored form (JSON text); null when absent. */
+export function readMetadata(value: unknown, streamId: string): string | null {
+  if (value === undefined) return null;
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new StreamsArgumentError("metadata must be a JSON object.", streamId);
+  }
+  return stringifyJson(value, "metadata", streamId);
 }
 
 /** Validates `open`'s options and returns their stored form. */
@@ -102,35 +151,11 @@ export function readOpenOptions(streamId: string, options: StreamOpenOptions): O
     readObject(options.producer, "producer", streamId);
     assertProducer(options.producer, streamId);
   }
-  let ttlMs: number | null = null;
-  if (options.ttlMs !== undefined) {
-    if (!Number.isSafeInteger(options.ttlMs) || options.ttlMs <= 0) {
-      throw new StreamsArgumentError(
-        `ttlMs must be a positive integer; got ${options.ttlMs}.`,
-        streamId,
-      );
-    }
-    ttlMs = options.ttlMs;
-  }
-  let expiresAt: number | null = null;
-  if (options.expiresAt !== undefined) {
-    expiresAt = options.expiresAt instanceof Date ? options.expiresAt.getTime() : options.expiresAt;
-    if (!Number.isFinite(expiresAt)) {
-      throw new StreamsArgumentError("expiresAt must be a Date or epoch milliseconds.", streamId);
-    }
-  }
-  let metadata: string | null = null;
-  if (options.metadata !== undefined) {
-    if (
-      options.metadata === null ||
-      typeof options.metadata !== "object" ||
-      Array.isArray(options.metadata)
-    ) {
-      throw new StreamsArgumentError("metadata must be a JSON object.", streamId);
-    }
-    metadata = stringifyJson(options.metadata, "metadata", streamId);
-  }
-  return { metadata, ttlMs, expiresAt };
+  const ttlMs = readTtl("ttlMs", options.ttlMs, streamId);
+  const settledTtlMs = readTtl("settledTtlMs", options.settledTtlMs, streamId);
+  const expiresAt = readExpiresAt(options.expiresAt, streamId);
+  const metadata = readMetadata(options.metadata, streamId);
+  return { metadata, ttlMs, settledTtlMs, expiresAt };
 }
 
 /** Refuses a reopen whose given configuration differs from the stream's. */
@@ -150,6 +175,14 @@ export function checkConfig(row: StreamRow, options: StreamOpenOptions, config: 
   }
   if (options.ttlMs !== undefined && config.ttlMs !== row.ttl_ms) {
     throw new StreamConfigConflictError(id, "ttlMs", row.ttl_ms, options.ttlMs);
+  }
+  if (options.settledTtlMs !== undefined && config.settledTtlMs !== row.settled_ttl_ms) {
+    throw new StreamConfigConflictError(
+      id,
+      "settledTtlMs",
+      row.settled_ttl_ms,
+      options.settledTtlMs,
+    );
   }
   if (options.expiresAt !== undefined && config.expiresAt !== row.expires_at) {
     throw new StreamConfigConflictError(id, "expiresAt", row.expires_at, config.expiresAt);

@@ -112,8 +112,17 @@ const V2: readonly string[] = [
   "ALTER TABLE dk_streams_producers ADD COLUMN fenced_epoch INTEGER",
 ];
 
+/**
+ * Schema version 3.
+ *
+ * - `dk_streams_streams.settled_ttl_ms`: the time to live of the stream once it has settled (null:
+ *   `ttl_ms` applies after settlement too). It counts from the settlement (`touched_at`, which a
+ *   settle and a touch set); the fence trigger only concerns streaming rows, so it is unchanged.
+ */
+const V3: readonly string[] = ["ALTER TABLE dk_streams_streams ADD COLUMN settled_ttl_ms INTEGER"];
+
 /** Migration steps: `STEPS[n - 1]` brings the schema to version n. */
-const STEPS = [V1, V2] as const;
+const STEPS = [V1, V2, V3] as const;
 
 /** The schema version these sources write. Add a step (never edit one) for any table change. */
 export const SCHEMA_VERSION = STEPS.length;

@@ -21,6 +21,7 @@ export interface StreamRow {
   closer_epoch: number | null;
   closer_seq: number | null;
   wake_at: number | null;
+  settled_ttl_ms: number | null;
 }
 
 /** The part of a stream row that reads, expiry checks and one-shot writes use. */
@@ -31,6 +32,7 @@ export type StreamHead = Pick<
   | "state"
   | "encoding"
   | "ttl_ms"
+  | "settled_ttl_ms"
   | "expires_at"
   | "touched_at"
   | "final_cursor"
@@ -44,8 +46,22 @@ export interface NewStream {
   tag: string | null;
   metadata: string | null;
   ttlMs: number | null;
+  settledTtlMs: number | null;
   expiresAt: number | null;
   now: number;
+  wakeAt: number | null;
+}
+
+/** The columns an imported stream ends with (see {@link StreamStore.finishImport}). */
+export interface ImportedStream {
+  state: StreamState;
+  error: string | null;
+  ttlMs: number | null;
+  settledTtlMs: number | null;
+  expiresAt: number | null;
+  touchedAt: number;
+  closedAt: number | null;
+  finalCursor: number | null;
   wakeAt: number | null;
 }
 
@@ -78,6 +94,7 @@ const STREAM_COLUMNS = [
   "closer_epoch",
   "closer_seq",
   "wake_at",
+  "settled_ttl_ms",
 ] as const;
 const SELECT_STREAM = `SELECT ${STREAM_COLUMNS.join(", ")} FROM dk_streams_streams`;
 
@@ -104,6 +121,7 @@ function toRows(cursor: SqlStorageCursor<Record<string, SqlStorageValue>>): Stre
       closer_epoch: v[15] as number | null,
       closer_seq: v[16] as number | null,
       wake_at: v[17] as number | null,
+      settled_ttl_ms: v[18] as number | null,
     });
   }
   return rows;
@@ -136,7 +154,7 @@ export class StreamStore {
   headById(streamId: string): StreamHead | null {
     for (const v of this.#sql
       .exec(
-        "SELECT stream_key, state, encoding, ttl_ms, expires_at, touched_at, final_cursor FROM dk_streams_streams WHERE stream_id = ?",
+        "SELECT stream_key, state, encoding, ttl_ms, expires_at, touched_at, final_cursor, settled_ttl_ms FROM dk_streams_streams WHERE stream_id = ?",
         streamId,
       )
       .raw()) {
@@ -149,6 +167,7 @@ export class StreamStore {
         expires_at: v[4] as number | null,
         touched_at: v[5] as number,
         final_cursor: v[6] as number | null,
+        settled_ttl_ms: v[7] as number | null,
       };
     }
     return null;
@@ -173,9 +192,9 @@ export class StreamStore {
     const inserted = this.#sql
       .exec<{ stream_key: number }>(
         `INSERT INTO dk_streams_streams
-          (stream_id, state, content_type, encoding, tag, metadata, ttl_ms, expires_at,
-           created_at, touched_at, wake_at)
-         VALUES (?, 'streaming', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          (stream_id, state, content_type, encoding, tag, metadata, ttl_ms, settled_ttl_ms,
+           expires_at, created_at, touched_at, wake_at)
+         VALUES (?, 'streaming', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          RETURNING stream_key`,
         row.streamId,
         row.contentType,
@@ -183,6 +202,7 @@ export class StreamStore {
         row.tag,
         row.metadata,
         row.ttlMs,
+        row.settledTtlMs,
         row.expiresAt,
         row.now,
         row.now,
@@ -190,6 +210,39 @@ export class StreamStore {
       )
       .one();
     return inserted.stream_key;
+  }
+
+  /**
+   * The last statement of an import: sets the state, timestamps and retention columns of a row
+   * that {@link insertStream} created without retention (so the fence trigger, which judges expiry
+   * at each chunk's own time, accepted every imported chunk).
+   */
+  finishImport(key: number, row: ImportedStream): void {
+    this.#sql.exec(
+      `UPDATE dk_streams_streams
+         SET state = ?, error = ?, ttl_ms = ?, settled_ttl_ms = ?, expires_at = ?, touched_at = ?,
+             closed_at = ?, final_cursor = ?, wake_at = ?
+       WHERE stream_key = ?`,
+      row.state,
+      row.error,
+      row.ttlMs,
+      row.settledTtlMs,
+      row.expiresAt,
+      row.touchedAt,
+      row.closedAt,
+      row.finalCursor,
+      row.wakeAt,
+      key,
+    );
+  }
+
+  /** Replaces a stream's metadata (one row written; retention untouched). */
+  setMetadata(key: number, metadata: string | null): void {
+    this.#sql.exec(
+      "UPDATE dk_streams_streams SET metadata = ? WHERE stream_key = ?",
+      metadata,
+      key,
+    );
   }
 
   /** Settles a streaming row; returns false when it was not streaming (settled or deleted). */

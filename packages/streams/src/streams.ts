@@ -27,8 +27,10 @@ import {
   DEFAULT_CONTENT_TYPE,
   readCount,
   readFrom,
+  readMetadata,
   readObject,
   readOpenOptions,
+  readTime,
 } from "./options";
 import {
   assertCounter,
@@ -44,6 +46,9 @@ import type {
   StreamDeleteOptions,
   StreamEncoding,
   StreamGoneReason,
+  StreamImportChunk,
+  StreamImportOptions,
+  StreamJson,
   StreamList,
   StreamListOptions,
   StreamOpenOptions,
@@ -94,20 +99,28 @@ interface ReadTarget {
 
 /** The retention columns of a stream row. */
 interface RetentionFields {
+  state: StreamState;
   ttl_ms: number | null;
+  settled_ttl_ms: number | null;
   expires_at: number | null;
   touched_at: number;
 }
 
+/** The sliding time to live that applies to a stream in its state: `settled_ttl_ms` once settled, if set. */
+function ttlOf(row: RetentionFields): number | null {
+  return row.state !== "streaming" && row.settled_ttl_ms !== null ? row.settled_ttl_ms : row.ttl_ms;
+}
+
 /**
- * When a stream expires: `ttlMs` after its last activity (the later of the row's `touched_at` and
- * the newest chunk's time), capped by the absolute `expires_at`; null when it never expires.
- * `lastAppendAt` is null when the caller does not know it, which yields the lower bound stored in
- * `wake_at` (appends only ever move the true expiry later).
+ * When a stream expires: its time to live ({@link ttlOf}) after its last activity (the later of
+ * the row's `touched_at` and the newest chunk's time), capped by the absolute `expires_at`; null
+ * when it never expires. `lastAppendAt` is null when the caller does not know it, which yields the
+ * lower bound stored in `wake_at` (appends only ever move the true expiry later).
  */
 function expiryOf(row: RetentionFields, lastAppendAt: number | null): number | null {
   let at: number | null = null;
-  if (row.ttl_ms !== null) at = Math.max(row.touched_at, lastAppendAt ?? 0) + row.ttl_ms;
+  const ttl = ttlOf(row);
+  if (ttl !== null) at = Math.max(row.touched_at, lastAppendAt ?? 0) + ttl;
   if (row.expires_at !== null) at = at === null ? row.expires_at : Math.min(at, row.expires_at);
   return at;
 }
@@ -256,7 +269,13 @@ export class Streams implements AlarmPart {
     const encoding = options.encoding ?? encodingFor(options.contentType ?? "application/json");
     const contentType = options.contentType ?? DEFAULT_CONTENT_TYPE[encoding];
     const wakeAt = expiryOf(
-      { ttl_ms: config.ttlMs, expires_at: config.expiresAt, touched_at: now },
+      {
+        state: "streaming",
+        ttl_ms: config.ttlMs,
+        settled_ttl_ms: config.settledTtlMs,
+        expires_at: config.expiresAt,
+        touched_at: now,
+      },
       null,
     );
     const fresh: StreamRow = {
@@ -278,6 +297,7 @@ export class Streams implements AlarmPart {
       closer_epoch: null,
       closer_seq: null,
       wake_at: wakeAt,
+      settled_ttl_ms: config.settledTtlMs,
     };
     fresh.stream_key = store.transaction(() => {
       if (replaced !== null) store.deleteStream(replaced.stream_key);
@@ -288,22 +308,13 @@ export class Streams implements AlarmPart {
         tag: fresh.tag,
         metadata: fresh.metadata,
         ttlMs: fresh.ttl_ms,
+        settledTtlMs: fresh.settled_ttl_ms,
         expiresAt: fresh.expires_at,
         now,
         wakeAt,
       });
     });
-    if (replaced !== null) this.#afterPurge(replaced, "expired");
-    // A rolled-back host transaction can leave an entry cached for an id (even a key) that storage
-    // never kept; a new stream always starts from a new entry.
-    this.#entries.forget(streamId);
-    this.#events.emit({
-      type: "stream:opened",
-      streamId,
-      ...(fresh.tag !== null ? { tag: fresh.tag } : {}),
-    });
-    // The new row's wake_at may be earlier than any wake this object has asked for.
-    if (wakeAt !== null) this.#requestWake(wakeAt);
+    this.#afterCreate(streamId, fresh.tag, wakeAt, replaced);
     return new Writer(
       this.#path,
       this.#entries.entryFor(fresh),
@@ -343,11 +354,171 @@ export class Streams implements AlarmPart {
     const row = this.#store.headById(streamId);
     const now = this.#now();
     if (row === null || this.#expiredAt(row, now)) return false;
-    if (row.ttl_ms !== null) {
+    if (ttlOf(row) !== null) {
       // Touching only moves the expiry later, so the wake asked for earlier still comes first.
       this.#store.touch(row.stream_key, now, expiryOf({ ...row, touched_at: now }, null));
     }
     return true;
+  }
+
+  /**
+   * Replaces a stream's metadata, in any state — what a host calls when a turn has ended and it
+   * learns what to remember with it (one row written; the stream's retention is not touched).
+   * `null` removes the metadata.
+   * @returns false when the stream does not exist (or has expired).
+   * @throws {StreamsArgumentError} `streams/invalid-argument` for a malformed id or metadata that is not a JSON object.
+   */
+  setMetadata(streamId: string, metadata: Record<string, StreamJson> | null): boolean {
+    assertStreamId(streamId);
+    if (metadata === undefined) {
+      throw new StreamsArgumentError("setMetadata() takes a JSON object, or null.", streamId);
+    }
+    const stored = metadata === null ? null : readMetadata(metadata, streamId);
+    const row = this.#store.headById(streamId);
+    if (row === null || this.#expiredAt(row, this.#now())) return false;
+    this.#store.setMetadata(row.stream_key, stored);
+    return true;
+  }
+
+  /**
+   * Recreates a stream written elsewhere — an older table, another store — keeping what it was:
+   * its chunks (seq 0, 1, … in order) with their own write times, its creation and last-activity
+   * times, its final state, cursor and error. Everything is written in one transaction (the stream
+   * row, one row per chunk, the row's final columns), so a crash leaves either the whole stream or
+   * none of it. An imported `streaming` stream is a live one: `open` returns a writer at its cursor,
+   * and its sliding TTL runs from its newest chunk. An id that exists is left alone (an expired one
+   * is replaced), so a migration that is run again imports nothing twice.
+   * @returns true when the stream was imported, false when a live stream with this id exists.
+   * @throws {StreamSerializationError} `streams/serialization` for a chunk or metadata JSON cannot hold.
+   * @throws {StreamsArgumentError} `streams/invalid-argument` for a malformed id, option, chunk list or time, or a chunk over `maxChunkBytes`.
+   */
+  importStream(streamId: string, options: StreamImportOptions = {}): boolean {
+    assertStreamId(streamId);
+    readObject(options, "importStream() options", streamId);
+    const state = options.state ?? "streaming";
+    if (state !== "streaming" && state !== "completed" && state !== "errored") {
+      throw new StreamsArgumentError(
+        `importStream() state must be "streaming", "completed" or "errored"; got ${JSON.stringify(state)}.`,
+        streamId,
+      );
+    }
+    if (options.error !== undefined && typeof options.error !== "string") {
+      throw new StreamsArgumentError("importStream() error must be a string.", streamId);
+    }
+    const config = readOpenOptions(streamId, {
+      tag: options.tag,
+      metadata: options.metadata,
+      contentType: options.contentType,
+      encoding: options.encoding,
+      ttlMs: options.ttlMs,
+      settledTtlMs: options.settledTtlMs,
+      expiresAt: options.expiresAt,
+    });
+    const encoding = options.encoding ?? encodingFor(options.contentType ?? "application/json");
+    const contentType = options.contentType ?? DEFAULT_CONTENT_TYPE[encoding];
+    const given = options.chunks ?? [];
+    if (!Array.isArray(given)) {
+      throw new StreamsArgumentError("importStream() chunks must be an array.", streamId);
+    }
+    const bodies: ChunkBody[] = [];
+    const times: number[] = [];
+    for (const item of given as readonly StreamImportChunk[]) {
+      readObject(item, "An imported chunk", streamId);
+      const at = item?.at;
+      if (typeof at !== "number" || !Number.isFinite(at) || at < (times[times.length - 1] ?? at)) {
+        throw new StreamsArgumentError(
+          "Each imported chunk needs `at`: epoch milliseconds, not earlier than the previous chunk's.",
+          streamId,
+        );
+      }
+      bodies.push(encodeChunk(encoding, item.chunk, this.#maxChunkBytes, streamId));
+      times.push(at);
+    }
+    const now = this.#now();
+    const lastAt = times[times.length - 1] ?? null;
+    const createdAt = readTime("createdAt", options.createdAt, times[0] ?? now, streamId);
+    // A settled stream settled after its last chunk; its settlement is its last activity.
+    const updatedAt = Math.max(
+      readTime("updatedAt", options.updatedAt, lastAt ?? createdAt, streamId),
+      state === "streaming" ? createdAt : (lastAt ?? createdAt),
+    );
+    const settled = state !== "streaming";
+    const wakeAt = expiryOf(
+      {
+        state,
+        ttl_ms: config.ttlMs,
+        settled_ttl_ms: config.settledTtlMs,
+        expires_at: config.expiresAt,
+        touched_at: updatedAt,
+      },
+      settled ? null : lastAt,
+    );
+
+    const store = this.#store;
+    const existing = store.byId(streamId);
+    if (existing !== null && !this.#expiredAt(existing, now)) return false;
+    store.transaction(() => {
+      if (existing !== null) store.deleteStream(existing.stream_key);
+      // Created without retention, so the fence trigger (which judges expiry at each chunk's own
+      // time) accepts every chunk; the retention columns are set by the last statement.
+      const key = store.insertStream({
+        streamId,
+        contentType,
+        encoding,
+        tag: options.tag ?? null,
+        metadata: config.metadata,
+        ttlMs: null,
+        settledTtlMs: null,
+        expiresAt: null,
+        now: createdAt,
+        wakeAt: null,
+      });
+      for (let seq = 0; seq < bodies.length; seq++) {
+        const written = this.#chunks.appendFenced(
+          key,
+          seq,
+          times[seq] as number,
+          bodies[seq] as ChunkBody,
+          null,
+          null,
+        );
+        // Only reachable if the fence refused a chunk of a row this transaction just created.
+        if (written !== 1) {
+          throw new StreamsError("streams/storage", `Importing stream "${streamId}" failed.`, {
+            streamId,
+          });
+        }
+      }
+      store.finishImport(key, {
+        state,
+        error: state === "errored" ? (options.error ?? null) : null,
+        ttlMs: config.ttlMs,
+        settledTtlMs: config.settledTtlMs,
+        expiresAt: config.expiresAt,
+        touchedAt: updatedAt,
+        closedAt: settled ? updatedAt : null,
+        finalCursor: settled ? bodies.length : null,
+        wakeAt,
+      });
+    });
+    this.#afterCreate(streamId, options.tag ?? null, wakeAt, existing);
+    return true;
+  }
+
+  /** After a new stream row committed (replacing an expired one): forget, report, ask for its wake. */
+  #afterCreate(
+    streamId: string,
+    tag: string | null,
+    wakeAt: number | null,
+    replaced: StreamRow | null,
+  ): void {
+    if (replaced !== null) this.#afterPurge(replaced, "expired");
+    // A rolled-back host transaction can leave an entry cached for an id (even a key) that storage
+    // never kept; a new stream always starts from a new entry.
+    this.#entries.forget(streamId);
+    this.#events.emit({ type: "stream:opened", streamId, ...(tag !== null ? { tag } : {}) });
+    // The new row's wake_at may be earlier than any wake this object has asked for.
+    if (wakeAt !== null) this.#requestWake(wakeAt);
   }
 
   /** After a stream's rows are gone: forget it, end its readers, report it. */
@@ -515,7 +686,16 @@ export class Streams implements AlarmPart {
     const settledWake =
       settle === undefined
         ? null
-        : expiryOf({ ttl_ms: entry.ttlMs, expires_at: entry.expiresAt, touched_at: now }, null);
+        : expiryOf(
+            {
+              state: settle.state,
+              ttl_ms: entry.ttlMs,
+              settled_ttl_ms: entry.settledTtlMs,
+              expires_at: entry.expiresAt,
+              touched_at: now,
+            },
+            null,
+          );
     if (count === 1 && settle === undefined && (tuple === null || memory?.no != null)) {
       // Hot path: one statement, one row (see ChunkLog.appendFenced).
       written = tuple === null ? null : { no: memory?.no as number, ...tuple };
@@ -924,6 +1104,7 @@ export class Streams implements AlarmPart {
     if (row.error !== null) status.error = row.error;
     if (row.closed_at !== null) status.closedAt = row.closed_at;
     if (row.ttl_ms !== null) status.ttlMs = row.ttl_ms;
+    if (row.settled_ttl_ms !== null) status.settledTtlMs = row.settled_ttl_ms;
     if (expiresAt !== null) status.expiresAt = expiresAt;
     return status;
   }
@@ -992,7 +1173,7 @@ export class Streams implements AlarmPart {
 
   /** True when a stream row has expired at `now`, counting its newest chunk as activity. */
   #expiredAt(row: StreamHead, now: number): boolean {
-    if (row.ttl_ms === null && row.expires_at === null) return false;
+    if (ttlOf(row) === null && row.expires_at === null) return false;
     return isExpired(expiryOf(row, this.#lastAppendAt(row)), now);
   }
 }

@@ -36,7 +36,7 @@ export interface StreamProducer {
   epoch: number;
 }
 
-/** Options of {@link Streams.open}. Configuration options (`tag`, `contentType`, `encoding`, `ttlMs`, `expiresAt`) are fixed at creation. */
+/** Options of {@link Streams.open}. Configuration options (`tag`, `contentType`, `encoding`, `ttlMs`, `settledTtlMs`, `expiresAt`) are fixed at creation. */
 export interface StreamOpenOptions {
   /** Indexed, non-unique lookup key (`list({ tag })`). Reopening with a different tag is a config conflict. */
   tag?: string;
@@ -52,9 +52,16 @@ export interface StreamOpenOptions {
   /**
    * Sliding time to live in milliseconds: the stream expires `ttlMs` after its last activity
    * (creation, append, settle, {@link Streams.touch}). A settled stream therefore expires `ttlMs`
-   * after it settled.
+   * after it settled — unless `settledTtlMs` is given.
    */
   ttlMs?: number;
+  /**
+   * Time to live once the stream has settled, in milliseconds, counted from the settlement (and
+   * from any later {@link Streams.touch}). It replaces `ttlMs` for a settled stream, so a stream
+   * can live long while it streams and go soon after it ends (or the other way round). Without
+   * it, `ttlMs` goes on applying after settlement.
+   */
+  settledTtlMs?: number;
   /** Absolute expiry (epoch milliseconds or a Date). With `ttlMs` too, the earlier of the two wins. */
   expiresAt?: number | Date;
   /** Write as this producer: writes are fenced by epoch and deduplicated by `producerSeq`. */
@@ -179,6 +186,33 @@ export interface StreamPage<T = unknown> {
   state: StreamState;
 }
 
+/** One chunk of {@link StreamImportOptions.chunks}: its value and the time it was written. */
+export interface StreamImportChunk {
+  chunk: StreamValue;
+  /** When the chunk was written (epoch ms); not earlier than the previous chunk's. */
+  at: number;
+}
+
+/**
+ * Options of {@link Streams.import}: a stream written elsewhere (another store, an older table),
+ * recreated with its chunks, timestamps and final state.
+ */
+export interface StreamImportOptions extends Omit<StreamOpenOptions, "producer"> {
+  /** The state the stream ends in. Default `streaming` (an in-flight stream a writer reopens). */
+  state?: StreamState;
+  /** The reason of an errored stream. */
+  error?: string;
+  /** When the stream was created (epoch ms). Default: the first chunk's time, else now. */
+  createdAt?: number;
+  /**
+   * The stream's last activity other than appends (epoch ms): its settlement for a settled stream.
+   * Default: the newest chunk's time, else `createdAt`. A settled stream's `closedAt` is this time.
+   */
+  updatedAt?: number;
+  /** The chunks in seq order (seq 0, 1, …). */
+  chunks?: readonly StreamImportChunk[];
+}
+
 /** Status of one stream. */
 export interface StreamStatus {
   streamId: string;
@@ -196,6 +230,7 @@ export interface StreamStatus {
   updatedAt: number;
   closedAt?: number;
   ttlMs?: number;
+  settledTtlMs?: number;
   /** When the stream expires, if it has a TTL or an absolute expiry. */
   expiresAt?: number;
 }

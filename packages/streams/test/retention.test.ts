@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { countingState, thrownCodeSync } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
-import { isStreamsError, Streams } from "../src/index";
+import { isStreamsError, SCHEMA_VERSION, Streams } from "../src/index";
 import { chunkRows, collect, freshStub, inFixture, settle } from "./helpers";
 
 const codeOf = (fn: () => unknown) => thrownCodeSync(fn, isStreamsError);
@@ -145,17 +145,21 @@ describe("retention", () => {
     await inFixture((fixture, state) => {
       const sql = state.storage.sql;
       fixture.streams.open("s", { ttlMs: 1000, producer: { id: "p", epoch: 2 } }).append("v1");
-      // Back to the version-1 shape: the old trigger, no fenced_epoch column.
+      // Back to the version-1 shape: the old trigger, no fenced_epoch or settled_ttl_ms column.
       sql.exec("DROP TRIGGER dk_streams_chunks_fence");
       sql.exec(`CREATE TRIGGER dk_streams_chunks_fence BEFORE INSERT ON dk_streams_chunks
         BEGIN SELECT RAISE(IGNORE) WHERE NOT EXISTS (SELECT 1 FROM dk_streams_streams
           WHERE stream_key = NEW.stream_key AND state = 'streaming'); END`);
       sql.exec("ALTER TABLE dk_streams_producers DROP COLUMN fenced_epoch");
+      sql.exec("ALTER TABLE dk_streams_streams DROP COLUMN settled_ttl_ms");
       sql.exec("UPDATE dk_streams_meta SET value = 1 WHERE name = 'schema_version'");
       const streams = new Streams(state, { now: () => Date.now() + fixture.clockOffset });
       expect(
         sql.exec("SELECT value FROM dk_streams_meta WHERE name = 'schema_version'").one().value,
-      ).toBe(2);
+      ).toBe(SCHEMA_VERSION);
+      // The migrated stream keeps its retention: settledTtlMs is absent, ttlMs still applies.
+      expect(streams.status("s")).toMatchObject({ ttlMs: 1000 });
+      expect(streams.status("s")?.settledTtlMs).toBeUndefined();
       const writer = streams.open("s", { ttlMs: 1000, producer: { id: "p", epoch: 2 } });
       expect(writer.append("v2")).toBe(1);
       fixture.clockOffset += 1001;
