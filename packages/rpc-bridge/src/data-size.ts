@@ -1,6 +1,6 @@
 import { CodecError, encode, encodedSize, handle } from "@durablekit/handle-journal";
 import { BridgeError, type BridgeErrorCode } from "./errors";
-import { isPlainObject, setOwn, tagOf } from "./wire";
+import { isPlainObject, MAX_DEPTH, setOwn, tagOf } from "./wire";
 
 /**
  * What values weigh against the byte limits: the size of the handle-journal codec's encoding
@@ -9,8 +9,7 @@ import { isPlainObject, setOwn, tagOf } from "./wire";
  * reports what it cannot carry.
  */
 
-/** Containers nest at most this deep in a value the bridge walks (the codec's own default). */
-export const MAX_DEPTH = 100;
+export { MAX_DEPTH };
 
 /**
  * The part of a value the byte limits count: streams, callbacks and signals become null (they are

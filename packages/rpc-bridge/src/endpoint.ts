@@ -14,14 +14,17 @@ export class BridgeEndpoint extends RpcTarget {
     this.#run = run;
   }
 
-  /** Calls function or method `method` of handle `handleId` (`""` calls a function handle). */
+  /**
+   * Calls function or method `method` of handle `handleId` (`""` calls a function handle) with
+   * `args`, whose wire `ArgsKind` is `kind` (checked by the run).
+   */
   invoke(
     handleId: unknown,
     method: unknown,
     args: unknown,
-    special: unknown,
+    kind: unknown,
   ): Answer | Promise<Answer> {
-    return this.#run.invoke(handleId, method, args, special);
+    return this.#run.invoke(handleId, method, args, kind);
   }
 
   /** Releases a handle the program disposed. */

@@ -118,25 +118,10 @@ export function bridgeErrorRecord(code: BridgeErrorCode, message: string): Error
   return toErrorRecord(new BridgeError(code, message));
 }
 
+export { safeErrorRecord } from "./safe-error-record";
+
 /** Characters an over-limit error record keeps of its message (and of its name and code). */
 const KEPT_CHARS = 256;
-
-/**
- * The error record of any thrown value; never throws. A value whose record cannot be built (a
- * Proxy whose traps throw, a getter that throws) gets a fallback record saying so.
- */
-export function safeErrorRecord(thrown: unknown): ErrorRecord {
-  try {
-    return toErrorRecord(thrown);
-  } catch {
-    return {
-      $error: {
-        name: "Error",
-        message: "The thrown value could not be read (its properties threw); it was replaced.",
-      },
-    };
-  }
-}
 
 function keptString(value: unknown): string | undefined {
   return typeof value === "string" ? value.slice(0, KEPT_CHARS) : undefined;

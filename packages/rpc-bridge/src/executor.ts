@@ -27,6 +27,7 @@ import { disposeQuietly } from "./handle-table";
 import { type BridgeLimits, resolveLimits } from "./limits";
 import { MAIN_MODULE, ModuleRegistry } from "./module-registry";
 import { type AttemptOutcome, Run } from "./run";
+import type { EvaluateOptions, Outcome } from "./wire";
 
 /** One execution being driven through its attempts. */
 interface Drive {
@@ -46,13 +47,9 @@ type RecoveryPlan =
   | { action: "fail"; error: ExecutionError }
   | { action: "restart"; modules: Record<string, string>; input: unknown };
 
-/** The isolate's entrypoint (the runner in isolate-source.ts). */
+/** The isolate's entrypoint (the runner, src/isolate/runner.ts). */
 interface Evaluator {
-  evaluate(
-    input: unknown,
-    bridge: BridgeEndpoint,
-    options: { maxRequestBytes: number },
-  ): Promise<{ v?: unknown; e?: ErrorRecord; u?: 1 | 2 }>;
+  evaluate(input: unknown, bridge: BridgeEndpoint, options: EvaluateOptions): Promise<Outcome>;
 }
 
 /** How long after a run's timeout the recovery alarm is asked for. */
@@ -422,23 +419,21 @@ export class Executor implements AlarmPart {
           maxRequestBytes: this.#limits.maxRequestBytes,
         })
         .then(
-          (answer): AttemptOutcome => {
-            if (answer.e !== undefined) {
-              const error = normalize(answer.e);
-              if (answer.u !== undefined) {
-                const what =
-                  answer.u === 2
-                    ? "The program threw inside a timer callback"
-                    : "The program left a rejected promise unhandled";
-                error.$error = {
-                  ...error.$error,
-                  code: "bridge/unhandled-rejection",
-                  message: `${what}: ${error.$error.message}`,
-                };
-              }
-              return { kind: "failed", error };
+          (outcome): AttemptOutcome => {
+            if (outcome.kind === "returned") return { kind: "completed", value: outcome.value };
+            const error = normalize(outcome.record);
+            if (outcome.kind !== "threw") {
+              const what =
+                outcome.kind === "timer-error"
+                  ? "The program threw inside a timer callback"
+                  : "The program left a rejected promise unhandled";
+              error.$error = {
+                ...error.$error,
+                code: "bridge/unhandled-rejection",
+                message: `${what}: ${error.$error.message}`,
+              };
             }
-            return { kind: "completed", value: answer.v };
+            return { kind: "failed", error };
           },
           (error: unknown) => isolateFailed("The program's isolate failed", error),
         );

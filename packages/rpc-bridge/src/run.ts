@@ -17,7 +17,7 @@ import type { ModuleRegistry } from "./module-registry";
 import { isReadOnly } from "./read-only";
 import { SignalMirrors } from "./signal-mirrors";
 import { type ArgumentReader, readArgs, writeResult } from "./values";
-import { type Answer, failure, HALT, TAG, tagged, tagOf } from "./wire";
+import { type Answer, envelopeOf, failure, HALT, plain, type Reply, TAG, tagged } from "./wire";
 
 /** How one attempt of a run ended. */
 export type AttemptOutcome =
@@ -210,14 +210,14 @@ export class Run {
     handleId: unknown,
     method: unknown,
     args: unknown,
-    special: unknown,
+    kind: unknown,
   ): Answer | Promise<Answer> {
     const startedAt = Date.now();
     // A program looping on calls can starve the run's timer: every call also checks the deadline.
     if (startedAt >= this.deadline) this.#timeOut();
     let call: CallState;
     try {
-      call = this.#admit(handleId, method, args, special === 1, startedAt);
+      call = this.#admit(handleId, method, args, kind === "tagged", startedAt);
     } catch (error) {
       if (this.#emitEvent) {
         this.#emit(`${String(handleId)}.${String(method)}`, undefined, "refused", error, startedAt);
@@ -465,18 +465,20 @@ export class Run {
   ): Promise<unknown> {
     this.#budget.countCallback(() => `a callback passed to ${callLabel(call)}`);
     const wire = this.#shape(args, call, "callback args");
-    const reply = await stub(wire);
-    if (typeof reply !== "object" || reply === null) return reply;
-    const tag = tagOf(reply);
-    if (tag === "x") {
-      const record = (reply as { r?: unknown }).r;
-      throw isErrorRecord(record) ? fromErrorRecord(record) : new Error("The callback failed.");
+    const reply = (await stub(wire)) as Reply;
+    const envelope = envelopeOf(reply);
+    if (envelope === null) return reply;
+    switch (envelope[TAG]) {
+      case "tagged":
+        if (call.done || !this.#active) return undefined;
+        return readArgs([envelope.value], this.#argumentReader(call))[0];
+      case "error":
+        throw isErrorRecord(envelope.record)
+          ? fromErrorRecord(envelope.record)
+          : new Error("The callback failed.");
+      default:
+        throw new Error("The callback's reply is not a wire Reply (wire version mismatch).");
     }
-    if (tag === "v") {
-      if (call.done || !this.#active) return undefined;
-      return readArgs([(reply as { v?: unknown }).v], this.#argumentReader(call))[0];
-    }
-    return reply;
   }
 
   /** A call ended: its callbacks' stubs are disposed and its mirrored signals dropped. */
@@ -514,7 +516,7 @@ export class Run {
     if ((typeof value !== "object" && typeof value !== "function") || value === null) {
       const size = dataSize(value, max, root, RESPONSE_LIMIT, "maxResponseBytes");
       budget.chargeResponse(size, () => callLabel(call));
-      return value;
+      return plain(value);
     }
     const handle = call.handle;
     const specifier = handle.kind === "module" ? handle.module.specifier : handle.specifier;
@@ -526,7 +528,7 @@ export class Run {
       const measured = outgoing.streams ? measurable(outgoing.wire) : outgoing.wire;
       const size = dataSize(measured, max, root, RESPONSE_LIMIT, "maxResponseBytes");
       budget.chargeResponse(size, () => callLabel(call));
-      return outgoing.special ? tagged(outgoing.wire) : outgoing.wire;
+      return outgoing.special ? tagged(outgoing.wire) : plain(outgoing.wire);
     } catch (error) {
       // Nothing of a refused response stays registered, and what it returned is not leaked.
       for (const id of fresh) table.forget(id);

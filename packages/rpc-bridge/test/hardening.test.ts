@@ -358,11 +358,12 @@ describe("refused calls", () => {
         { [TAG]: "s", id: 7, aborted: false },
         { [TAG]: "h", id: 999 },
       ],
-      1,
+      "tagged",
     );
-    expect((answer as { [TAG]: string; r: { $error: { code: string } } }).r.$error.code).toBe(
-      "bridge/handle-disposed",
-    );
+    expect(answer).toMatchObject({
+      [TAG]: "error",
+      record: { $error: { code: "bridge/handle-disposed" } },
+    });
     expect(run.mirrored).toBe(0);
     run.end();
   });

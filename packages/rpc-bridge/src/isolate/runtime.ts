@@ -1,0 +1,416 @@
+import { type ErrorRecord, fromErrorRecord } from "@durablekit/handle-journal";
+import { safeErrorRecord } from "../safe-error-record";
+import {
+  type Answer,
+  type ArgsKind,
+  type EvaluateOptions,
+  envelopeOf,
+  type FunctionDescriptor,
+  isPlainObject,
+  MAX_DEPTH,
+  plain,
+  type Reply,
+  setOwn,
+  TAG,
+  type TargetDescriptor,
+  tagged,
+  tagOf,
+} from "../wire";
+
+/**
+ * The isolate half of the bridge, bundled at build time into the `__dk_runtime.js` module of every
+ * isolate (scripts/build-isolate.mjs). It turns every call into one `invoke(handleId, method,
+ * args, kind)`, builds objects for the handles the host returns, rebuilds errors with
+ * handle-journal's `fromErrorRecord` (and builds them with its `toErrorRecord`), and mirrors
+ * AbortSignals passed as arguments. Programs cannot import it (their imports are checked and
+ * rewritten); it is the only holder of the bridge stub.
+ */
+
+/** The host's endpoint, as the isolate sees it (a Workers RPC stub of `BridgeEndpoint`). */
+export interface BridgeStub {
+  invoke(handleId: number, method: string, args: unknown[], kind: ArgsKind): Promise<Answer>;
+  dispose(handleId: number): Promise<void>;
+  abort(signalId: number, reason: ErrorRecord): Promise<void>;
+  streamEnd(streamId: number): Promise<ErrorRecord | null>;
+}
+
+type Callable = (...args: unknown[]) => unknown;
+type CallbackWrapper = (answer: Answer) => Reply | Promise<Reply>;
+
+/** What a string or byte payload weighs at least against `maxRequestBytes` (bytes count as base64). */
+export function bytesWeight(byteLength: number): number {
+  return Math.floor(byteLength / 3) * 4;
+}
+
+/** The error the isolate throws for a call whose arguments exceed `maxRequestBytes`. */
+export function requestTooLarge(maxRequestBytes: number): Error {
+  return fromErrorRecord({
+    $error: {
+      name: "BridgeError",
+      message: `The call's arguments take more than ${maxRequestBytes} bytes (maxRequestBytes); it was not sent. Send less per call.`,
+      code: "bridge/limit-request-bytes",
+      retryable: false,
+      path: "args",
+    },
+  });
+}
+
+/** Rebuilds an error from what the host sent: a well-formed record, or a generic error. */
+export function errorFrom(record: unknown): Error {
+  try {
+    return fromErrorRecord(record as ErrorRecord);
+  } catch {
+    return new Error("The bridge sent an error it could not read.");
+  }
+}
+
+/** Never settles: the run has ended and this isolate makes no more progress through the bridge. */
+function halted(): Promise<never> {
+  return new Promise<never>(() => {});
+}
+
+function defineHidden(target: object, key: PropertyKey, value: unknown): void {
+  Object.defineProperty(target, key, { value });
+}
+
+export class IsolateRuntime {
+  // ── State ──────────────────────────────────────────────────────────────────
+
+  #bridge: BridgeStub | null = null;
+  /** Once true, nothing more is sent to the host and every call stays pending forever. */
+  #ended = false;
+  #maxRequest = Number.POSITIVE_INFINITY;
+  /** Handle ids of the objects and functions the host returned (to pass them back by id). */
+  readonly #ids = new WeakMap<object, number>();
+  readonly #byId = new Map<number, object>();
+  readonly #signals = new WeakMap<AbortSignal, number>();
+  #nextSignal = 1;
+  readonly #callbacks = new WeakMap<Callable, CallbackWrapper>();
+
+  /** Set by `#out` while walking one payload: it holds something the host must resolve. */
+  #special = false;
+  /** What the payload being walked weighs at least (string lengths, bytes as base64). */
+  #weight = 0;
+
+  attach(stub: BridgeStub, options?: Partial<EvaluateOptions>): void {
+    this.#bridge = stub;
+    if (typeof options?.maxRequestBytes === "number") this.#maxRequest = options.maxRequestBytes;
+  }
+
+  end(): void {
+    this.#ended = true;
+  }
+
+  // ── Calls ──────────────────────────────────────────────────────────────────
+
+  /**
+   * One call to the host: one `invoke`, answered in one `then` on the Workers RPC promise. A call
+   * whose arguments are all primitives is sent as it is (no walk). Arguments over
+   * `maxRequestBytes` are refused here, before anything crosses.
+   */
+  call(id: number, method: string, args: unknown[]): Promise<unknown> {
+    if (this.#ended) return halted();
+    const bridge = this.#bridge;
+    if (bridge === null) {
+      return Promise.reject(
+        new Error(
+          "The bridge is not attached: host modules can be called only while the program runs.",
+        ),
+      );
+    }
+    let wire = args;
+    let kind: ArgsKind = "plain";
+    let weight = 0;
+    for (let i = 0; i < args.length; i++) {
+      const v = args[i];
+      if (typeof v === "string") weight += v.length;
+      else if ((typeof v === "object" && v !== null) || typeof v === "function") {
+        const payload = this.#payload(args);
+        wire = payload.value as unknown[];
+        kind = payload.special ? "tagged" : "plain";
+        weight = payload.weight;
+        break;
+      }
+    }
+    if (weight > this.#maxRequest) return Promise.reject(requestTooLarge(this.#maxRequest));
+    try {
+      return bridge.invoke(id, method, wire, kind).then(this.#onAnswer);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** A host module's export: a function calling `method` of handle `id`. */
+  fn(id: number, method: string): Callable {
+    return (...args: unknown[]) => this.call(id, method, args);
+  }
+
+  /** One function for every call's `then` (no closure per call). */
+  readonly #onAnswer = (answer: Answer): unknown => this.#answer(answer);
+
+  /** The value of an answer, or the error it carries thrown; a halt never settles. */
+  #answer(answer: Answer): unknown {
+    // Plain data, the common case, is the answer itself: one type check.
+    if (typeof answer !== "object" || answer === null) return answer;
+    const envelope = envelopeOf(answer);
+    if (envelope === null) return answer;
+    switch (envelope[TAG]) {
+      case "tagged":
+        return this.#revive(envelope.value, 0);
+      case "error":
+        throw errorFrom(envelope.record);
+      case "halt":
+        this.#ended = true;
+        return halted();
+      default:
+        throw new Error("The bridge sent an answer this runtime does not know (wire version).");
+    }
+  }
+
+  // ── Isolate to host ────────────────────────────────────────────────────────
+
+  /** Walks a payload the isolate sends: handles by id, signals mirrored, views as their bytes. */
+  #payload(value: unknown): { value: unknown; special: boolean; weight: number } {
+    this.#special = false;
+    this.#weight = 0;
+    const out = this.#out(value, 0);
+    return { value: out, special: this.#special, weight: this.#weight };
+  }
+
+  #out(v: unknown, depth: number): unknown {
+    if (typeof v === "function") {
+      this.#special = true;
+      const id = this.#ids.get(v);
+      return id === undefined ? this.#callbackOf(v as Callable) : { [TAG]: "h", id };
+    }
+    if (typeof v === "string") {
+      this.#weight += v.length;
+      return v;
+    }
+    if (typeof v !== "object" || v === null || depth > MAX_DEPTH) return v;
+    if (ArrayBuffer.isView(v)) return this.#ownBytes(v);
+    if (v instanceof ArrayBuffer) {
+      this.#weight += bytesWeight(v.byteLength);
+      return v;
+    }
+    const id = this.#ids.get(v);
+    if (id !== undefined) {
+      this.#special = true;
+      return { [TAG]: "h", id };
+    }
+    if (v instanceof AbortSignal) {
+      this.#special = true;
+      return this.#signalRecord(v);
+    }
+    if (v instanceof ReadableStream) {
+      this.#special = true;
+      return v;
+    }
+    if (Array.isArray(v)) {
+      let copy: unknown[] | undefined;
+      for (let i = 0; i < v.length; i++) {
+        const x = this.#out(v[i], depth + 1);
+        if (x !== v[i]) {
+          copy ??= v.slice();
+          copy[i] = x;
+        }
+      }
+      return copy ?? v;
+    }
+    if (!isPlainObject(v)) return v;
+    let copy: Record<string, unknown> | undefined;
+    const source = v as Record<string, unknown>;
+    for (const k of Object.keys(source)) {
+      const x = this.#out(source[k], depth + 1);
+      if (x !== source[k]) {
+        copy ??= { ...source };
+        setOwn(copy, k, x);
+      }
+    }
+    return copy ?? v;
+  }
+
+  /** A view crosses as its own bytes only, never with the rest of its buffer. */
+  #ownBytes(v: ArrayBufferView): ArrayBufferView {
+    this.#weight += bytesWeight(v.byteLength);
+    if (v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) return v;
+    const bytes = v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength);
+    if (v instanceof DataView) return new DataView(bytes);
+    const Ctor = v.constructor as new (buffer: ArrayBufferLike) => ArrayBufferView;
+    return new Ctor(bytes);
+  }
+
+  #signalRecord(s: AbortSignal): Record<string, unknown> {
+    let id = this.#signals.get(s);
+    if (id === undefined) {
+      id = this.#nextSignal++;
+      this.#signals.set(s, id);
+      const sid = id;
+      if (!s.aborted) {
+        s.addEventListener(
+          "abort",
+          () => {
+            const bridge = this.#bridge;
+            if (this.#ended || bridge === null) return;
+            try {
+              bridge.abort(sid, safeErrorRecord(s.reason)).then(undefined, () => {});
+            } catch {
+              // The host may already be gone.
+            }
+          },
+          { once: true },
+        );
+      }
+    }
+    return s.aborted
+      ? { [TAG]: "s", id, aborted: true, reason: safeErrorRecord(s.reason) }
+      : { [TAG]: "s", id, aborted: false };
+  }
+
+  // ── Callbacks ──────────────────────────────────────────────────────────────
+
+  /**
+   * A program callback crosses as a wrapper: host code calls it with an answer (its arguments
+   * shaped like a call's result) and gets back a reply shaped like a call's arguments, or an
+   * error record; it never rejects.
+   */
+  #callbackOf(f: Callable): CallbackWrapper {
+    let wrapper = this.#callbacks.get(f);
+    if (wrapper) return wrapper;
+    wrapper = (answer: Answer) => {
+      if (this.#ended) return refuse(new Error("The run has ended."));
+      try {
+        const args = this.#answer(answer);
+        return Promise.resolve(f(...(Array.isArray(args) ? args : []))).then(
+          (value) => this.#reply(value),
+          refuse,
+        );
+      } catch (error) {
+        return refuse(error);
+      }
+    };
+    this.#callbacks.set(f, wrapper);
+    return wrapper;
+  }
+
+  /** A plain reply goes as itself; one holding records, or carrying the tag key itself, is enveloped. */
+  #reply(value: unknown): Reply {
+    const payload = this.#payload(value);
+    const w = payload.value;
+    const carriesTag = typeof w === "object" && w !== null && Object.hasOwn(w, TAG);
+    return payload.special || carriesTag ? (tagged(w) as Reply) : plain(w);
+  }
+
+  // ── Host to isolate ────────────────────────────────────────────────────────
+
+  #release(id: number): void {
+    this.#byId.delete(id);
+    const bridge = this.#bridge;
+    if (this.#ended || bridge === null) return;
+    try {
+      bridge.dispose(id).then(undefined, () => {});
+    } catch {
+      // The host may already be gone.
+    }
+  }
+
+  #target(d: TargetDescriptor): object {
+    const known = this.#byId.get(d.id);
+    if (known) return known;
+    const id = d.id;
+    const obj: Record<string, unknown> = {};
+    for (const m of d.m) setOwn(obj, m, (...args: unknown[]) => this.call(id, m, args));
+    defineHidden(obj, Symbol.dispose, () => this.#release(id));
+    defineHidden(obj, Symbol.toStringTag, d.k);
+    Object.freeze(obj);
+    this.#ids.set(obj, id);
+    this.#byId.set(id, obj);
+    return obj;
+  }
+
+  #func(d: FunctionDescriptor): object {
+    const known = this.#byId.get(d.id);
+    if (known) return known;
+    const id = d.id;
+    const fn = (...args: unknown[]) => this.call(id, "", args);
+    defineHidden(fn, Symbol.dispose, () => this.#release(id));
+    this.#ids.set(fn, id);
+    this.#byId.set(id, fn);
+    return fn;
+  }
+
+  /**
+   * A host stream: read through; at its end the host says whether it ended by an error, and the
+   * program's read rejects with that error (one round trip per stream, none per chunk).
+   */
+  #hostStream(id: number, inner: ReadableStream): ReadableStream {
+    const reader = inner.getReader();
+    return new ReadableStream(
+      {
+        pull: async (controller) => {
+          const { done, value } = await reader.read();
+          if (!done) {
+            controller.enqueue(value);
+            return;
+          }
+          let record: ErrorRecord | null = null;
+          const bridge = this.#bridge;
+          if (!this.#ended && bridge !== null) record = await bridge.streamEnd(id);
+          if (record) controller.error(errorFrom(record));
+          else controller.close();
+        },
+        cancel: (reason) => reader.cancel(reason),
+      },
+      { highWaterMark: 0 },
+    );
+  }
+
+  #revive(v: unknown, depth: number): unknown {
+    if (typeof v !== "object" || v === null || depth > MAX_DEPTH) return v;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) v[i] = this.#revive(v[i], depth + 1);
+      return v;
+    }
+    if (!isPlainObject(v)) return v;
+    const r = v as Record<string, unknown>;
+    switch (tagOf(r)) {
+      case "t":
+        return this.#target(r as unknown as TargetDescriptor);
+      case "f":
+        return this.#func(r as unknown as FunctionDescriptor);
+      case "e":
+        return errorFrom(r.r);
+      case "u":
+        return new URL(String(r.href));
+      case "r":
+        return this.#hostStream(r.id as number, r.s as ReadableStream);
+    }
+    for (const k of Object.keys(r)) setOwn(r, k, this.#revive(r[k], depth + 1));
+    return v;
+  }
+}
+
+function refuse(error: unknown): Reply {
+  return { [TAG]: "error", record: safeErrorRecord(error) };
+}
+
+// ── Module interface (what the runner and the shims import) ─────────────────
+
+const runtime = new IsolateRuntime();
+
+/** Gives the runtime the bridge stub for the run. */
+export function attach(stub: BridgeStub, options?: Partial<EvaluateOptions>): void {
+  runtime.attach(stub, options);
+}
+
+/** The run has ended: no more progress through the bridge. */
+export function end(): void {
+  runtime.end();
+}
+
+/** A host module's export (used by the generated shims). */
+export function fn(id: number, method: string): Callable {
+  return runtime.fn(id, method);
+}
+
+export { safeErrorRecord as toRecord };
