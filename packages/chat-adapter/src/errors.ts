@@ -1,0 +1,57 @@
+import { DurableKitError, isErrorOf } from "@durablekit/compose";
+
+/**
+ * Every error this package throws is a {@link ChatError} with a stable string `code`. Codes are
+ * part of the public contract; messages are for people and may change.
+ *
+ * - `chat/invalid-argument`: an argument or option is malformed (an empty chat id, a chunk without
+ *   a string `type`, a non-positive `…Ms`); nothing was done.
+ * - `chat/closed`: a write or settle reached a turn that already finished, failed or was replaced.
+ * - `chat/storage`: the turn's stream refused a flush (it was deleted or expired under the turn);
+ *   the turn is over. Retryable only in the sense that a new turn may be started.
+ */
+export type ChatErrorCode = "chat/invalid-argument" | "chat/closed" | "chat/storage";
+
+/**
+ * Base class of every error thrown by `@durablekit/chat-adapter` (a `DurableKitError` of
+ * `@durablekit/compose`). `retryable` is derived from the code: only `chat/storage` is.
+ */
+export class ChatError extends DurableKitError<ChatErrorCode> {
+  /** The chat the failing call was about, when there was one. */
+  readonly chatId: string | undefined;
+
+  constructor(
+    code: ChatErrorCode,
+    message: string,
+    options: { chatId?: string; cause?: unknown } = {},
+  ) {
+    super(code, message, { cause: options.cause, retryable: code === "chat/storage" });
+    this.name = "ChatError";
+    this.chatId = options.chatId;
+  }
+}
+
+/** True when `error` is a {@link ChatError}, optionally with the given code. */
+export function isChatError(error: unknown, code?: ChatErrorCode): error is ChatError {
+  return isErrorOf(ChatError, error, code);
+}
+
+/** An argument or option is malformed; nothing was done. */
+export class ChatArgumentError extends ChatError {
+  constructor(message: string, chatId?: string) {
+    super("chat/invalid-argument", message, chatId === undefined ? {} : { chatId });
+    this.name = "ChatArgumentError";
+  }
+}
+
+/** A write or settle reached a turn that is already over. */
+export class ChatTurnClosedError extends ChatError {
+  constructor(chatId: string, turnId: string, how: string) {
+    super(
+      "chat/closed",
+      `The turn "${turnId}" of chat "${chatId}" already ${how}; start a new turn to write more.`,
+      { chatId },
+    );
+    this.name = "ChatTurnClosedError";
+  }
+}

@@ -1,0 +1,74 @@
+import type { Streams } from "@durablekit/streams";
+
+/**
+ * One UI message chunk of the AI SDK's UI message stream (`start`, `text-delta`, `finish`, …): a
+ * JSON object with a string `type`. The adapter stores and replays it as is; only `start` is read
+ * (its `messageId` is set to the turn's).
+ */
+export interface UIMessageChunk {
+  type: string;
+  [field: string]: unknown;
+}
+
+/** Options of the {@link ChatTurns} constructor. */
+export interface ChatTurnsOptions {
+  /** The object's `Streams`: each turn is one of its streams. */
+  streams: Streams;
+  /** How long a finished or failed turn is kept after it ended. Default 600,000 (10 min). */
+  settledRetentionMs?: number;
+  /** How long a turn still streaming is kept after its last stored write. Default 3,600,000 (1 h). */
+  abandonedRetentionMs?: number;
+  /** Wire chunks per stored segment before it is flushed. Default 16. */
+  maxSegmentChunks?: number;
+  /**
+   * Largest stored segment (its JSON, in UTF-8 bytes); a chunk that alone exceeds it is delivered
+   * live but not stored (`chat:chunk-not-stored`). Default 65,536. Keep it at most the streams'
+   * `maxChunkBytes`.
+   */
+  maxSegmentBytes?: number;
+  /** A segment is flushed after this long without a write. Default 50. */
+  flushIdleMs?: number;
+  /**
+   * The chat id given to turns imported from the legacy `cf_ai_chat_stream_*` tables (one chat per
+   * object there). Default: the object's name (`ctx.id.name`), else `"default"`.
+   */
+  legacyChatId?: string;
+  /** Receives the adapter's events; a throwing listener is ignored. */
+  onEvent?: (event: ChatEvent) => void;
+}
+
+/** What the adapter reports. */
+export type ChatEvent =
+  /** A chunk too large to store was delivered to live listeners only: a resume will not see it. */
+  | {
+      type: "chat:chunk-not-stored";
+      chatId: string;
+      turnId: string;
+      chunkType: string;
+      bytes: number;
+    }
+  /** A segment could not be stored (the turn's stream was deleted or expired): the turn is over. */
+  | { type: "chat:flush-failed"; chatId: string; turnId: string; error: unknown }
+  /** The legacy tables were imported and dropped at construction. */
+  | { type: "chat:legacy-imported"; turns: number };
+
+/** A turn as {@link ChatTurns.activeTurn} finds it. */
+export interface ChatTurnInfo {
+  chatId: string;
+  turnId: string;
+  /** The assistant message id the turn's `start` chunk carries. */
+  messageId: string;
+  state: "streaming" | "completed" | "errored";
+  /** True when this isolate holds the turn's writer; false for a turn left by a restart. */
+  live: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** Options of {@link ChatTurns.startTurn}. */
+export interface StartTurnOptions {
+  /** The assistant message id (default a random UUID). */
+  messageId?: string;
+  /** The turn id (default a random UUID). */
+  turnId?: string;
+}
