@@ -479,6 +479,33 @@ export class ChatTurns {
   }
 
   /**
+   * Takes over the chat's active turn when no writer holds it in this isolate (a restart lost it):
+   * returns a writer at the turn's stored end, with the chunks stored so far, so a host that can
+   * regenerate the rest (a deterministic model, a resumable generation) finishes the turn instead
+   * of letting {@link resumeResponse} end it as errored. Chunks that were still buffered when the
+   * isolate died are not among `stored`: write them again. Null when the chat has no active turn or
+   * its writer is live here.
+   * @throws {ChatError} `chat/invalid-argument` for a malformed chat id.
+   */
+  adoptTurn(chatId: string): { turn: ChatTurn; stored: UIMessageChunk[] } | null {
+    const active = this.activeTurn(chatId);
+    if (active === null || active.live) return null;
+    const streamId = `${TURN_STREAM_PREFIX}${active.turnId}`;
+    const stored: UIMessageChunk[] = [];
+    let from = 0;
+    while (true) {
+      const page = this.#streams.readPage(streamId, { from, limit: 100 });
+      for (const { chunk } of page.chunks) stored.push(...(chunk as unknown as UIMessageChunk[]));
+      if (page.chunks.length === 0 || page.upToDate) break;
+      from = page.next;
+    }
+    const writer = this.#streams.open(streamId);
+    const turn = new ChatTurn(chatId, active.turnId, active.messageId, writer, this.#settings);
+    this.#live.set(active.turnId, turn);
+    return { turn, stored };
+  }
+
+  /**
    * Every chunk of a turn from its `start`, then the chunks still to come, ending with the turn.
    * A live turn of this isolate flushes its buffer first, so nothing written is missed.
    */

@@ -243,6 +243,36 @@ describe("HTTP", () => {
   });
 });
 
+describe("adoptTurn", () => {
+  it("hands a turn left by a restart to a new writer at its stored end, so it can finish", async () => {
+    await inFixture(async (fixture, state) => {
+      const before = new ChatTurns(state, { streams: fixture.streams });
+      const turn = before.startTurn("c1", { messageId: "m" });
+      turn.write({ type: "text-start", id: "t" });
+      turn.write({ type: "text-delta", id: "t", delta: "a" });
+      turn.flush();
+      turn.write({ type: "text-delta", id: "t", delta: "b" }); // still buffered: lost with the isolate
+      const after = new ChatTurns(state, { streams: new Streams(state) });
+      const adopted = after.adoptTurn("c1");
+      expect(adopted?.stored).toEqual([
+        { type: "start", messageId: "m" },
+        { type: "text-start", id: "t" },
+        { type: "text-delta", id: "t", delta: "a" },
+      ]);
+      expect(after.adoptTurn("c1")).toBeNull(); // live here now
+      adopted?.turn.write({ type: "text-delta", id: "t", delta: "b" });
+      adopted?.turn.finish();
+      expect((await collect(after.read(turn.turnId))).map((c) => c.delta ?? c.type)).toEqual([
+        "start",
+        "text-start",
+        "a",
+        "b",
+      ]);
+      expect(after.adoptTurn("c1")).toBeNull();
+    });
+  });
+});
+
 describe("tag isolation", () => {
   it("never takes an application stream sharing a turn's tag for the chat's turn", async () => {
     await inFixture(async ({ chat, streams }) => {
