@@ -42,8 +42,14 @@ import { type ErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
  * - `bridge/too-many-attempts`: a `"restart"` run was interrupted more than `maxAttempts` times.
  * - `bridge/limit-result-bytes`: the program's result encodes to more than `maxResultBytes`, or is not data.
  * - `bridge/unhandled-rejection`: the program left a rejected promise nobody handled.
- * - `bridge/isolate-failed`: the isolate itself failed (CPU limit, crash, broken connection). Not
- *   retryable: the same program usually fails the same way again.
+ * - `bridge/isolate-failed`: the isolate itself failed (CPU limit, crash, broken connection, or the
+ *   runtime cancelling it as hung: awaiting an event nothing can deliver). Not retryable: the same
+ *   program usually fails the same way again.
+ *
+ * A run that fails because the program threw (its own error, or a platform error such as `fetch`'s,
+ * `caches`' or `eval`'s it let through) has no bridge code: its error is the program's own, and a
+ * `bridge/…` code the program set moves to `programCode`. A `bridge/` code on an execution's error
+ * always means the bridge ended the run.
  */
 export type BridgeErrorCode =
   | "bridge/limit-calls"
