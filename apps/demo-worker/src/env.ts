@@ -1,3 +1,4 @@
+import type { ChatRoom } from "./chat-room";
 import type { Programs } from "./programs";
 import type { ProtocolStream } from "./protocol-stream";
 import type { Workspace } from "./workspace";
@@ -9,6 +10,10 @@ export interface Env {
   PROGRAMS: DurableObjectNamespace<Programs>;
   /** One object per Durable Streams protocol stream (`/v1/stream/*`). */
   PROTOCOL_STREAMS: DurableObjectNamespace<ProtocolStream>;
+  /** One object per chat (`/chat`, `/chat/:chatId/stream`), named by the chat id. */
+  CHAT: DurableObjectNamespace<ChatRoom>;
+  /** Optional `--var`: the scripted chat model's delay between tokens in ms (default 25). */
+  CHAT_TOKEN_DELAY_MS?: string;
   /** Optional `--var`: the protocol's long-poll timeout in ms (default 20000). */
   DS_LONG_POLL_MS?: string;
   /** `on` enables the `/debug/*` routes (off by default: they expose chunks and counters). */

@@ -1,11 +1,13 @@
 import type { Env } from "./env";
 import { createRouter } from "./router";
+import { chatRoutes } from "./routes/chat";
 import { debugRoutes } from "./routes/debug";
 import { healthRoutes } from "./routes/health";
 import { programRoutes } from "./routes/programs";
 import { streamRoutes } from "./routes/streams";
 import { taskRoutes } from "./routes/tasks";
 
+export { ChatRoom } from "./chat-room";
 export { Programs } from "./programs";
 export { ProtocolStream } from "./protocol-stream";
 export { Workspace } from "./workspace";
@@ -17,6 +19,7 @@ const route = createRouter([
   ...debugRoutes,
   ...programRoutes,
   ...streamRoutes,
+  ...chatRoutes,
 ]);
 
 export default {

@@ -1,0 +1,61 @@
+import { MAX_CHAT_ID_LENGTH } from "@durablekit/chat-adapter";
+import type { Env } from "../env";
+import { errorResponse, readJsonBody } from "../http";
+import type { Route } from "../router";
+
+/** The `ChatRoom` calls the routes make (typed here: the stub's inferred RPC type is too deep). */
+interface ChatRoomCalls {
+  answer(chatId: string, messageId: string | undefined): Promise<Response>;
+  resume(chatId: string): Promise<Response>;
+}
+
+function room(env: Env, chatId: string): ChatRoomCalls {
+  return env.CHAT.getByName(chatId) as unknown as ChatRoomCalls;
+}
+
+/** A chat id the adapter accepts, or null. */
+function chatIdOf(value: unknown): string | null {
+  return typeof value === "string" && value.length > 0 && value.length <= MAX_CHAT_ID_LENGTH
+    ? value
+    : null;
+}
+
+/**
+ * The AI SDK chat routes (`DefaultChatTransport` with `api: "/chat"`), one `ChatRoom` object per
+ * chat id:
+ * - `POST /chat` with `{ id, messages, trigger, messageId?, … }`: a new turn, answered by the
+ *   scripted local model as a UI message stream;
+ * - `GET /chat/:chatId/stream`: the active turn replayed from its `start` chunk, then tailed; 204
+ *   when the chat has none.
+ */
+export const chatRoutes: Route[] = [
+  {
+    method: "POST",
+    path: "/chat",
+    handle: async (request, env) => {
+      const read = await readJsonBody(request);
+      if ("error" in read) return read.error;
+      const body = read.body as { id?: unknown; messageId?: unknown } | null;
+      const chatId = chatIdOf(body?.id);
+      if (chatId === null) {
+        return errorResponse(
+          400,
+          "demo/bad-chat",
+          `The body needs "id": the chat id, 1 to ${MAX_CHAT_ID_LENGTH} characters.`,
+        );
+      }
+      const messageId =
+        typeof body?.messageId === "string" && body.messageId !== "" ? body.messageId : undefined;
+      return room(env, chatId).answer(chatId, messageId);
+    },
+  },
+  {
+    method: "GET",
+    path: "/chat/:chatId/stream",
+    handle: (_request, env, { chatId }) => {
+      const id = chatIdOf(chatId);
+      if (id === null) return errorResponse(400, "demo/bad-chat", "The chat id is malformed.");
+      return room(env, id).resume(id);
+    },
+  },
+];

@@ -1,0 +1,114 @@
+import { fileURLToPath } from "node:url";
+import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
+import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const demoDir = fileURLToPath(new URL("../..", import.meta.url));
+
+const question: UIMessage = {
+  id: "user-1",
+  role: "user",
+  parts: [{ type: "text", text: "Tell me about durable objects." }],
+};
+
+/** The last state of the assistant message a UI message chunk stream assembles. */
+async function assemble(stream: ReadableStream<UIMessageChunk>): Promise<UIMessage | undefined> {
+  let last: UIMessage | undefined;
+  for await (const message of readUIMessageStream<UIMessage>({ stream })) last = message;
+  return last;
+}
+
+/** Reads `count` chunks of a stream, then leaves the rest unread. */
+async function readSome(stream: ReadableStream<UIMessageChunk>, count: number) {
+  const reader = stream.getReader();
+  const chunks: UIMessageChunk[] = [];
+  while (chunks.length < count) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+  }
+  return { chunks, reader };
+}
+
+describe("AI SDK chat routes under wrangler dev, driven by the AI SDK's own client", () => {
+  let dev: WranglerDev;
+  let transport: DefaultChatTransport<UIMessage>;
+  let reference: UIMessage | undefined;
+
+  const send = (chatId: string, abortSignal?: AbortSignal) =>
+    transport.sendMessages({
+      chatId,
+      messages: [question],
+      trigger: "submit-message",
+      messageId: undefined,
+      abortSignal,
+    });
+
+  beforeAll(async () => {
+    dev = await startWranglerDev({ cwd: demoDir, vars: { CHAT_TOKEN_DELAY_MS: "30" } });
+    transport = new DefaultChatTransport({ api: `${dev.url}/chat` });
+    reference = await assemble(await send("uninterrupted"));
+  });
+  afterAll(async () => {
+    await dev?.dispose();
+  });
+
+  it("streams a whole assistant message from the scripted model", () => {
+    expect(reference?.role).toBe("assistant");
+    const text = reference?.parts.find((part) => part.type === "text");
+    expect(text).toMatchObject({ type: "text", state: "done" });
+    expect((text as { text: string }).text.split(" ").length).toBeGreaterThan(50);
+  });
+
+  it("assembles the same message when a turn is aborted mid-way and resumed with reconnectToStream", async () => {
+    const abort = new AbortController();
+    const { chunks } = await readSome(await send("aborted", abort.signal), 8);
+    expect(chunks[0]).toMatchObject({ type: "start" });
+    abort.abort();
+    const resumed = await transport.reconnectToStream({ chatId: "aborted" });
+    expect(resumed).not.toBeNull();
+    const message = await assemble(resumed as ReadableStream<UIMessageChunk>);
+    expect(message?.parts).toEqual(reference?.parts);
+    // The resumed message is the turn's: the id its first chunk carried.
+    expect(message?.id).toBe((chunks[0] as { messageId: string }).messageId);
+  });
+
+  it("finishes an interrupted turn after wrangler dev is SIGKILLed mid-turn and restarted", async () => {
+    const { chunks } = await readSome(await send("killed"), 30);
+    expect(chunks.length).toBe(30);
+    await dev.kill();
+    dev = await dev.restart();
+    transport = new DefaultChatTransport({ api: `${dev.url}/chat` });
+    const resumed = await transport.reconnectToStream({ chatId: "killed" });
+    expect(resumed).not.toBeNull();
+    const message = await assemble(resumed as ReadableStream<UIMessageChunk>);
+    // Never truncated: the demo adopts the turn and finishes it from its deterministic script.
+    expect(message?.parts).toEqual(reference?.parts);
+    expect(message?.id).toBe((chunks[0] as { messageId: string }).messageId);
+    // Finished: nothing is active any more.
+    expect((await fetch(`${dev.url}/chat/killed/stream`)).status).toBe(204);
+  });
+
+  it("answers a resume with no active turn with 204, which the client reads as nothing to resume", async () => {
+    const response = await fetch(`${dev.url}/chat/${encodeURIComponent("never started")}/stream`);
+    expect(response.status).toBe(204);
+    expect(await transport.reconnectToStream({ chatId: "uninterrupted" })).toBeNull();
+  });
+
+  it("answers POST /chat with the UI message stream headers", async () => {
+    const response = await fetch(`${dev.url}/chat`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ id: "headers", messages: [question], trigger: "submit-message" }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("text/event-stream");
+    expect(response.headers.get("cache-control")).toBe("no-cache");
+    expect(response.headers.get("x-vercel-ai-ui-message-stream")).toBe("v1");
+    expect(response.headers.get("x-accel-buffering")).toBe("no");
+    const text = await response.text();
+    expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
+    for (const frame of text.split("\n\n").filter(Boolean))
+      expect(frame.startsWith("data: ")).toBe(true);
+  });
+});
