@@ -1,4 +1,6 @@
+import { withOverrides } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
+import { ChatTurns } from "../src/index";
 import { frames, inFixture } from "./helpers";
 
 const OLD_METADATA = `CREATE TABLE cf_ai_chat_stream_metadata (
@@ -111,13 +113,38 @@ for (const withMessageId of [false, true]) {
 }
 
 describe("legacy import", () => {
+  it("leaves the legacy tables and no turn behind when the import fails part-way", async () => {
+    await inFixture(async (fixture, state) => {
+      seedLegacy(state.storage.sql, true, Date.now());
+      let calls = 0;
+      // The second stream's import fails, as a crash in the middle of the migration would.
+      const failing = withOverrides(fixture.streams, {
+        importStream: (...args: Parameters<typeof fixture.streams.importStream>) => {
+          calls += 1;
+          if (calls === 2) throw new Error("storage failed mid-import");
+          return fixture.streams.importStream(...args);
+        },
+      });
+      expect(() => new ChatTurns(state, { streams: failing, legacyChatId: "legacy-chat" })).toThrow(
+        "storage failed mid-import",
+      );
+      expect(tables(state.storage.sql).sort()).toEqual([
+        "cf_ai_chat_stream_chunks",
+        "cf_ai_chat_stream_metadata",
+      ]);
+      expect(fixture.streams.list({}).items).toEqual([]);
+      // The next construction imports everything.
+      expect(fixture.chat.activeTurn("legacy-chat")?.turnId).toBe("live");
+      expect(tables(state.storage.sql)).toEqual([]);
+    });
+  });
+
   it("imports nothing twice when the import is run again", async () => {
     await inFixture(async (fixture, state) => {
       seedLegacy(state.storage.sql, true, Date.now());
       expect(fixture.chat.activeTurn("legacy-chat")?.turnId).toBe("live");
       // Tables laid down again (a partially applied older deploy): the existing turns are kept.
       seedLegacy(state.storage.sql, true, Date.now() - 10_000);
-      const { ChatTurns } = await import("../src/index");
       const events: unknown[] = [];
       new ChatTurns(state, {
         streams: fixture.streams,
