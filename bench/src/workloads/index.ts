@@ -1,5 +1,6 @@
 import type { Workload } from "../workload";
 import { bridgeWorkloads } from "./bridge-workloads";
+import { chatTurns } from "./chat-turns";
 import { journalWorkloads } from "./journal-workloads";
 import { sqliteFloor } from "./sqlite-floor";
 import { streamsWorkloads } from "./streams-workloads";
@@ -12,4 +13,5 @@ export const workloads: Workload[] = [
   ...streamsWorkloads,
   ...tasksWorkloads,
   ...bridgeWorkloads,
+  chatTurns,
 ];
