@@ -173,7 +173,8 @@ export class ChatTurn {
    * segment. The first chunk of a turn is always a `start` carrying the turn's `messageId` (one is
    * written first when the model's stream does not begin with it).
    * @throws {ChatError} `chat/invalid-argument` for a chunk that is not an object with a string `type` or has no JSON form.
-   * @throws {ChatError} `chat/closed` after the turn ended; `chat/storage` when a flush failed.
+   * @throws {ChatError} `chat/closed` after the turn ended (also after an idle flush failed, which
+   * ended it and was reported as `chat:flush-failed`); `chat/storage` when this write's flush failed.
    */
   write(chunk: UIMessageChunk): void {
     this.#assertStreaming();
@@ -293,7 +294,7 @@ export class ChatTurn {
       try {
         this.flush();
       } catch {
-        // Reported through chat:flush-failed; the next write throws chat/storage.
+        // Reported through chat:flush-failed; the turn is over and the next write throws chat/closed.
       }
     }, flushIdleMs);
   }
