@@ -1,8 +1,13 @@
 /** What a run may do: `"read"` runs only functions and methods marked read-only. */
 export type BridgeAccess = "read" | "read-write";
 
-/** What happens to a run that is interrupted (its object restarted, or `ctx.interrupt()`). */
-export type BridgeInterruptPolicy = "fail" | "restart";
+/**
+ * What happens to a run that is interrupted (its object restarted, or `ctx.interrupt()`):
+ * `"fail"` fails it, `"restart"` runs it again from the top, `"replay"` (not available yet:
+ * `execute` refuses it with `bridge/replay-unsupported`) will answer its journaled calls from
+ * the journal and resume it.
+ */
+export type BridgeInterruptPolicy = "fail" | "restart" | "replay";
 
 /**
  * The context of one bridge call, given to the exported function or handle method it runs. Every

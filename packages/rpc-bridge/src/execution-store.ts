@@ -117,12 +117,11 @@ export class ExecutionStore {
     );
   }
 
-  /** Starts attempt `attempt` of a running execution. */
-  restart(id: string, attempt: number, now: number): void {
+  /** Starts attempt `attempt` of a running execution; `started_at` keeps the first attempt's start. */
+  restart(id: string, attempt: number): void {
     this.#sql.exec(
-      "UPDATE dk_bridge_executions SET attempt = ?, started_at = ?, calls = 0 WHERE id = ? AND state = 'running'",
+      "UPDATE dk_bridge_executions SET attempt = ?, calls = 0 WHERE id = ? AND state = 'running'",
       attempt,
-      now,
       id,
     );
   }

@@ -1,7 +1,11 @@
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 
-/** Where an execution is: `running` until it ends `completed`, `failed` or `cancelled`. */
-export type ExecutionState = "running" | "completed" | "failed" | "cancelled";
+/**
+ * Where an execution is: `running` until it ends `completed`, `failed` or `cancelled`.
+ * `interrupted` is reserved for replay runs released by `ctx.interrupt()` and waiting for
+ * `resume`; this version never produces it.
+ */
+export type ExecutionState = "running" | "interrupted" | "completed" | "failed" | "cancelled";
 
 /**
  * An error an execution ended with, as handle-journal's error record body: `name`, `message`,
@@ -33,6 +37,7 @@ export interface ExecutionRecord extends Execution {
   /** Bridge calls the last attempt made (only counted when it ends). */
   calls: number;
   createdAt: number;
+  /** When the first attempt started; a restart does not change it. */
   startedAt: number;
   finishedAt?: number;
   /** The label of a call marked unsafeToRepeat that ran, which forbids restarting the run. */

@@ -263,16 +263,16 @@ export class Executor implements AlarmPart {
         pending.push(this.#end(row.id, row.attempt, 0, { state: "failed", error: plan.error }));
         continue;
       }
-      const now = this.#now();
-      this.#store.restart(row.id, row.attempt + 1, now);
-      this.#requestRecoveryWake(now);
+      this.#store.restart(row.id, row.attempt + 1);
+      this.#requestRecoveryWake(this.#now());
       pending.push(
         this.#drive({
           id: row.id,
           modules: plan.modules,
           input: plan.input,
           access: row.access,
-          onInterrupt: "restart",
+          // The policy stored with the execution, never a default: recovery dispatches on it.
+          onInterrupt: row.onInterrupt,
           attempt: row.attempt + 1,
         }),
       );
@@ -316,14 +316,34 @@ export class Executor implements AlarmPart {
    * input no longer loads (a module it imports was removed), when it fails saying which.
    */
   #planRecovery(row: RunningExecution): RecoveryPlan {
-    if (row.onInterrupt !== "restart") {
-      return {
-        action: "fail",
-        error: errorBody(
-          "bridge/interrupted",
-          "The run was interrupted when its Durable Object restarted (onInterrupt: fail).",
-        ),
-      };
+    switch (row.onInterrupt) {
+      case "fail":
+        return {
+          action: "fail",
+          error: errorBody(
+            "bridge/interrupted",
+            "The run was interrupted when its Durable Object restarted (onInterrupt: fail).",
+          ),
+        };
+      case "replay":
+        // execute refuses "replay" in this version, so only a row written by a later version gets here.
+        return {
+          action: "fail",
+          error: errorBody(
+            "bridge/replay-unsupported",
+            'The run was recorded with onInterrupt "replay", which this version of @durablekit/rpc-bridge cannot recover.',
+          ),
+        };
+      case "restart":
+        break;
+      default:
+        return {
+          action: "fail",
+          error: errorBody(
+            "bridge/interrupted",
+            `The run was recorded with an unknown onInterrupt policy ${JSON.stringify(row.onInterrupt)}.`,
+          ),
+        };
     }
     const refusal = this.#restartRefusal(row.unsafeCall, row.attempt);
     if (refusal) return { action: "fail", error: refusal };
@@ -354,7 +374,7 @@ export class Executor implements AlarmPart {
   async #drive(drive: Drive): Promise<Execution> {
     let unsafeCall: string | undefined;
     for (let attempt = drive.attempt; ; attempt++) {
-      if (attempt > drive.attempt) this.#store.restart(drive.id, attempt, this.#now());
+      if (attempt > drive.attempt) this.#store.restart(drive.id, attempt);
       const run = new Run({
         executionId: drive.id,
         attempt,

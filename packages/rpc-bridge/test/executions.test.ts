@@ -89,6 +89,42 @@ describe("executions", () => {
     expect(after.attempts).toEqual([2]);
   });
 
+  it("keeps a restarted execution's first started_at", async () => {
+    const fixture = freshFixture();
+    const first = await startAndRestart(fixture, HANG_ON_FIRST_ATTEMPT, "started-1", "restart");
+    const before = await inFixture(first, (instance) => instance.executor.get("started-1"));
+    // Let the clock move on, so a restart that rewrote started_at would be seen.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await runDurableObjectAlarm(first)).toBe(true);
+    const after = await inFixture(first, (instance) => instance.executor.get("started-1"));
+    expect(after).toMatchObject({ state: "completed", attempt: 2 });
+    expect(after?.startedAt).toBe(before?.startedAt);
+    expect(after?.finishedAt).toBeGreaterThan(before?.startedAt ?? Number.POSITIVE_INFINITY);
+  });
+
+  it('recovers each execution by the policy stored with it: a stored "replay" run fails with bridge/replay-unsupported', async () => {
+    const first = await startAndRestart(
+      freshFixture(),
+      HANG_ON_FIRST_ATTEMPT,
+      "replay-row",
+      "restart",
+    );
+    // As if a later version had recorded a replay run before this version was deployed back.
+    await inFixture(first, (_instance, state) => {
+      state.storage.sql.exec(
+        "UPDATE dk_bridge_executions SET on_interrupt = 'replay' WHERE id = 'replay-row'",
+      );
+    });
+    expect(await runDurableObjectAlarm(first)).toBe(true);
+    const after = await inFixture(first, (instance) => ({
+      record: instance.executor.get("replay-row"),
+      attempts: instance.counters.attempts,
+    }));
+    expect(after.record).toMatchObject({ state: "failed", attempt: 1, onInterrupt: "replay" });
+    expect(after.record?.error?.code).toBe("bridge/replay-unsupported");
+    expect(after.attempts).toEqual([]);
+  });
+
   it("restarts a run its object died under at most once: a second death fails it without running again", async () => {
     const first = await startAndRestart(
       freshFixture(),
