@@ -228,7 +228,7 @@ export class Run {
     return this.#perform(call);
   }
 
-  /** Resolve, access, limits, arguments; then the call counts and gets its key. */
+  /** Resolve (which keys the call), access, limits, arguments; then the call counts. */
   #admit(
     handleId: unknown,
     method: unknown,
@@ -241,6 +241,7 @@ export class Run {
     }
     const deadline = this.#deadlines.forCall(startedAt);
     const call = this.#resolve(handleId, method, args, startedAt, deadline);
+    this.#checkAccess(call);
     const size = this.#budget.check(call, special);
     if (special) {
       try {
@@ -253,7 +254,6 @@ export class Run {
     }
     if (this.#onUnsafeCall && isUnsafeToRepeat(call.fn)) this.#onUnsafeCall(callLabel(call));
     this.#budget.admit(size);
-    call.key = this.#keys.next(call.handle);
     return call;
   }
 
@@ -338,10 +338,10 @@ export class Run {
   // ── Resolution ─────────────────────────────────────────────────────────────
 
   /**
-   * Resolves what a call targets and checks that this run may call it: the handle is live, the
-   * method is a function of it (a prototype method for an object, `""` for a function handle), and
-   * in a `"read"` run it is marked read-only. Answers the call's state, not yet keyed or counted.
-   * @throws BridgeError `bridge/unknown-method`, `bridge/handle-disposed`, `bridge/access-denied`.
+   * Resolves what a call targets: the handle is live (then the call takes its key) and the method
+   * is a function of it (a prototype method for an object, `""` for a function handle). Answers
+   * the call's state, keyed but not yet checked for access or counted.
+   * @throws BridgeError `bridge/unknown-method`, `bridge/handle-disposed`.
    */
   #resolve(
     handleId: unknown,
@@ -360,6 +360,10 @@ export class Run {
         `The object was disposed (or belongs to another run); it cannot be called any more.`,
       );
     }
+    // Keyed as soon as its handle is known, before any refusal: a call refused from here on (no
+    // such method, access, limits, arguments) still consumes its key, so a limit or a host module
+    // changed between attempts cannot shift the keys of the calls after it.
+    const key = this.#keys.next(handle);
     let fn: unknown;
     let thisArg: unknown;
     if (handle.kind === "module") {
@@ -378,14 +382,8 @@ export class Run {
         `${labelOf(handle, method)} is not a function of this ${handle.kind === "module" ? "module" : "object"}.`,
       );
     }
-    if (this.access === "read" && !isReadOnly(fn)) {
-      throw new BridgeError(
-        "bridge/access-denied",
-        `${labelOf(handle, method)} may change state and this run has read-only access; it did not run. Run with access "read-write" to call it.`,
-      );
-    }
     return {
-      key: "",
+      key,
       handle,
       method,
       fn: fn as BridgeHostFunction,
@@ -395,6 +393,19 @@ export class Run {
       startedAt,
       done: false,
     };
+  }
+
+  /**
+   * In a `"read"` run, refuses a function not marked read-only (after the call got its key).
+   * @throws BridgeError `bridge/access-denied`.
+   */
+  #checkAccess(call: CallState): void {
+    if (this.access === "read" && !isReadOnly(call.fn)) {
+      throw new BridgeError(
+        "bridge/access-denied",
+        `${labelOf(call.handle, call.method)} may change state and this run has read-only access; it did not run. Run with access "read-write" to call it.`,
+      );
+    }
   }
 
   // ── Arguments ──────────────────────────────────────────────────────────────

@@ -30,6 +30,29 @@ describe("per-call context", () => {
     ]);
   });
 
+  it("gives a refused call its key, so the next call's key is the following number", async () => {
+    const stub = freshFixture();
+    const execution = await run(
+      stub,
+      `
+      import { context, make, sleep } from "test:probe";
+      const refused = (p) => p.then(() => "ran", (error) => error.code);
+      export default async function () {
+        const denied = await refused(sleep(1));
+        const a = await context();
+        const probe = await make();
+        const write = await refused(probe.write());
+        const m = await probe.context();
+        return [denied, a.key, write, m.key];
+      }
+    `,
+      undefined,
+      { access: "read" },
+    );
+    expect(execution.state).toBe("completed");
+    expect(execution.result).toEqual(["bridge/access-denied", "2", "bridge/access-denied", "3.2"]);
+  });
+
   it("aborts a handle method's signal at its own deadline, not at its creator's", async () => {
     const stub = freshFixture();
     await stub.configure({ callTimeoutMs: 300 });

@@ -44,7 +44,8 @@ describe("limits", () => {
     );
     expect(execution.result).toEqual({
       settled: ["1", "2", ["bridge/limit-concurrency", true]],
-      after: "3",
+      // The refused third call took key 3.
+      after: "4",
     });
   });
 
