@@ -107,7 +107,8 @@ export class HostCallContext implements BridgeCallContext {
     return call.controller.signal;
   }
 
-  interrupt(reason?: string): Promise<never> {
-    return this.#owner.interrupt(this.#call, reason);
+  interrupt<T = unknown>(payload?: unknown): Promise<T> {
+    // Until replay ships no run resumes, so the promise only ever rejects.
+    return this.#owner.interrupt(this.#call, typeof payload === "string" ? payload : undefined);
   }
 }

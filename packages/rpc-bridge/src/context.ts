@@ -33,11 +33,14 @@ export interface BridgeCallContext {
   /** The run's attempt, 1 for the first; a `"restart"` run counts up. */
   readonly attempt: number;
   /**
-   * Interrupts the run: with `onInterrupt: "fail"` the run fails with `bridge/interrupted`; with
-   * `"restart"` it starts again from the top. The returned promise rejects with that error so the
-   * calling host code unwinds.
+   * Interrupts the run. Typed as the value `resume` will give the interrupted call once
+   * `onInterrupt: "replay"` ships (`const answer = await ctx.interrupt<Answer>(question)`). Today:
+   * with `onInterrupt: "fail"` the run fails with `bridge/interrupted`; with `"restart"` it starts
+   * again from the top; either way the returned promise rejects with that error so the calling host
+   * code unwinds. A string `payload` is the reason the error message gives; any other payload is
+   * not read yet.
    */
-  interrupt(reason?: string): Promise<never>;
+  interrupt<T = unknown>(payload?: unknown): Promise<T>;
 }
 
 /**

@@ -177,6 +177,20 @@ describe("executions", () => {
     expect(failed.error?.message).toContain("asked to restart");
   });
 
+  it("types ctx.interrupt(payload) as the value resume will give, and still restarts or fails the run", async () => {
+    const stub = freshFixture();
+    const source = `
+      import { interruptFor } from "test:probe";
+      export default async function () { return interruptFor(); }
+    `;
+    const restarted = await run(stub, source, undefined, { onInterrupt: "restart" });
+    expect(restarted).toMatchObject({ state: "completed", result: "attempt 2" });
+    const failed = await run(stub, source, undefined, { onInterrupt: "fail" });
+    expect(failed.state).toBe("failed");
+    expect(failed.error?.code).toBe("bridge/interrupted");
+    expect(failed.error?.message).toContain("test:probe.interruptFor interrupted the run");
+  });
+
   it("gives up a restarting run after maxAttempts", async () => {
     const stub = freshFixture();
     await stub.configure({ maxAttempts: 1 });
