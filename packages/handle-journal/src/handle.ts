@@ -2,6 +2,7 @@ import { JournalError } from "./errors";
 
 const serializeSymbol: unique symbol = Symbol.for("durablekit.handle.serialize") as never;
 const reviveSymbol: unique symbol = Symbol.for("durablekit.handle.revive") as never;
+const kindSymbol: unique symbol = Symbol.for("durablekit.handle.kind") as never;
 
 /**
  * The two symbols of the handle protocol.
@@ -10,13 +11,36 @@ const reviveSymbol: unique symbol = Symbol.for("durablekit.handle.revive") as ne
  *   (`{ $handle: "<specifier>#<Kind>", value }`, see {@link handleRecord}) that brings it back.
  * - Its module declares `[handle.revive]: { Kind: (value) => object }`, the functions that turn the
  *   record's `value` back into a live object (see {@link createReviver}).
+ * - Its class names its kind, one of those keys, as a static `[handle.kind]` (`static [handle.kind]
+ *   = "Run"`): a string that survives minification, unlike the constructor's name, which is never
+ *   used as a kind (see {@link handleKindOf}).
  *
  * The symbols are registered (`Symbol.for`), so two copies of this package agree on them.
  */
 export const handle: {
   readonly serialize: typeof serializeSymbol;
   readonly revive: typeof reviveSymbol;
-} = Object.freeze({ serialize: serializeSymbol, revive: reviveSymbol });
+  readonly kind: typeof kindSymbol;
+} = Object.freeze({ serialize: serializeSymbol, revive: reviveSymbol, kind: kindSymbol });
+
+/**
+ * The kind an object declares for itself: `[handle.kind]` on the object or its prototype chain,
+ * else a static `[handle.kind]` on its class (inherited statics included), when it is a non-empty
+ * string without `#`; `null` otherwise (nothing declared, malformed, or a getter that throws).
+ * Never the constructor's name.
+ */
+export function handleKindOf(value: object): string | null {
+  try {
+    let kind = (value as { [kindSymbol]?: unknown })[kindSymbol];
+    if (kind === undefined) {
+      const ctor = (value as { constructor?: unknown }).constructor;
+      if (typeof ctor === "function") kind = (ctor as { [kindSymbol]?: unknown })[kindSymbol];
+    }
+    return typeof kind === "string" && kind.length > 0 && !kind.includes("#") ? kind : null;
+  } catch {
+    return null;
+  }
+}
 
 /** The durable form of an object handle: which module and kind revive it, and its own JSON. */
 export interface HandleRecord {

@@ -25,6 +25,7 @@ export {
   type Handle,
   type HandleRecord,
   handle,
+  handleKindOf,
   handleRecord,
   isHandle,
   isHandleRecord,

@@ -8,6 +8,7 @@ import {
   encode,
   encodedSize,
   handle,
+  handleKindOf,
   handleRecord,
   JournalError,
   unsafeToRepeat,
@@ -260,3 +261,36 @@ function catchError(fn: () => unknown): CodecError {
   }
   throw new Error("expected a CodecError");
 }
+
+describe("handleKindOf", () => {
+  it("reads a handle's kind from its class's static [handle.kind], never from its constructor name", () => {
+    // As a minifier leaves it: the class is named "a", its declared kind is "Run".
+    const a = class {
+      static [handle.kind] = "Run";
+      readonly id = "r1";
+    };
+    class Sub extends a {}
+    class Own {
+      get [handle.kind]() {
+        return "Job";
+      }
+    }
+    class Run {}
+    expect(new a().constructor.name).toBe("a");
+    expect(handleKindOf(new a())).toBe("Run");
+    expect(handleKindOf(new Sub())).toBe("Run");
+    expect(handleKindOf(new Own())).toBe("Job");
+    expect(handleKindOf(new Run())).toBeNull();
+    const malformed = class {
+      static [handle.kind] = "a#b";
+      readonly id = "m1";
+    };
+    expect(handleKindOf(new malformed())).toBeNull();
+    const throwing = {
+      get [handle.kind](): string {
+        throw new Error("boom");
+      },
+    };
+    expect(handleKindOf(throwing)).toBeNull();
+  });
+});

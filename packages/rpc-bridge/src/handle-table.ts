@@ -1,4 +1,5 @@
 import { RpcTarget } from "cloudflare:workers";
+import { handleKindOf, handle as handleSymbols } from "@durablekit/handle-journal";
 import { MAX_DEPTH } from "./data-size";
 import { BridgeError } from "./errors";
 import type { HostModuleEntry } from "./module-registry";
@@ -16,7 +17,16 @@ export interface TargetHandle {
   kind: "target";
   id: number;
   target: object;
-  /** `"<specifier>#<Class>"`, e.g. `"codemode:jobs#Run"`. */
+  /**
+   * Its revivable kind: the `[handle.kind]` its class declares, when that is a key of the creating
+   * module's `[handle.revive]` map; `null` otherwise. Never the constructor's name (minification
+   * changes it).
+   */
+  handleKind: string | null;
+  /**
+   * `"<specifier>#<Kind>"`, e.g. `"codemode:jobs#Run"`, for messages, events and the program's
+   * `Symbol.toStringTag`: the declared kind, or else the class name (display only, never a kind).
+   */
   label: string;
   /** The module whose call returned it. */
   specifier: string;
@@ -71,6 +81,21 @@ export function methodsOf(target: object): string[] {
   return proto === null ? [] : methodsOfPrototype(proto).names;
 }
 
+/** The kinds a host module can revive: the own keys of its `[handle.revive]` map. */
+function reviveKinds(module: object): ReadonlySet<string> {
+  try {
+    const map = (module as { [handleSymbols.revive]?: unknown })[handleSymbols.revive];
+    return typeof map === "object" && map !== null ? new Set(Object.keys(map)) : new Set();
+  } catch {
+    return new Set();
+  }
+}
+
+/** A class name for messages only (a minifier may have changed it); never used as a kind. */
+function displayName(target: object): string {
+  return (target.constructor as { name?: string } | undefined)?.name || "Object";
+}
+
 /** Calls `value[Symbol.dispose]()` if it has one, swallowing what it throws or rejects with. */
 export function disposeQuietly(value: unknown): void {
   try {
@@ -91,6 +116,8 @@ export function disposeQuietly(value: unknown): void {
  */
 export class HandleTable {
   readonly #entries = new Map<number, Handle>();
+  /** Per host module specifier: the keys of its `[handle.revive]` map (empty when it has none). */
+  readonly #revivable = new Map<string, ReadonlySet<string>>();
   readonly #byValue = new Map<object, TargetHandle | FunctionHandle>();
   readonly #maxHandles: number;
   #next: number;
@@ -98,6 +125,7 @@ export class HandleTable {
   constructor(hosts: readonly HostModuleEntry[], maxHandles: number) {
     for (const module of hosts) {
       this.#entries.set(module.handleId, { kind: "module", id: module.handleId, module });
+      this.#revivable.set(module.specifier, reviveKinds(module.object));
     }
     this.#next = hosts.length + 1;
     this.#maxHandles = maxHandles;
@@ -125,12 +153,16 @@ export class HandleTable {
     const id = this.#reserve();
     // Only RpcTargets are registered, so the prototype chain is never empty.
     const methods = methodsOfPrototype(Object.getPrototypeOf(target) as object);
-    const label = `${specifier}#${(target.constructor as { name?: string } | undefined)?.name || "Object"}`;
+    const declared = handleKindOf(target);
+    const handleKind =
+      declared !== null && this.#revivable.get(specifier)?.has(declared) ? declared : null;
+    const label = `${specifier}#${declared ?? displayName(target)}`;
     const descriptor: TargetDescriptor = { [TAG]: "t", id, k: label, m: methods.names };
     const entry: TargetHandle = {
       kind: "target",
       id,
       target,
+      handleKind,
       label,
       specifier,
       methods: methods.set,
