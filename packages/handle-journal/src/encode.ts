@@ -41,6 +41,13 @@ export interface EncodeOptions {
    * `DecodeOptions.unsafe` says otherwise. Default false.
    */
   allowUnsafe?: boolean;
+  /**
+   * Names a handle's module and kind, `"<specifier>#<Kind>"`: a handle's `[handle.serialize]()`
+   * returns only its own JSON (`{ id }`), and whoever knows which module made it (the bridge)
+   * builds the record `{ "$handle": handleKind(h), "value": h[handle.serialize]() }`. Without it,
+   * encoding a handle is refused (`journal/unserializable`).
+   */
+  handleKind?: (handle: object) => string;
 }
 
 /** Default of {@link EncodeOptions.maxDepth}. */
@@ -127,11 +134,18 @@ class Encoder {
   readonly #label: string;
   readonly #maxDepth: number;
   readonly #allowUnsafe: boolean;
+  readonly #handleKind: ((handle: object) => string) | undefined;
 
-  constructor(label: string, maxDepth: number, allowUnsafe: boolean) {
+  constructor(
+    label: string,
+    maxDepth: number,
+    allowUnsafe: boolean,
+    handleKind: ((handle: object) => string) | undefined,
+  ) {
     this.#label = label;
     this.#maxDepth = maxDepth;
     this.#allowUnsafe = allowUnsafe;
+    this.#handleKind = handleKind;
   }
 
   // ── Plain JSON ─────────────────────────────────────────────────────────────
@@ -374,17 +388,32 @@ class Encoder {
     return out;
   }
 
+  /** A handle: the record's kind from `handleKind`, its value the handle's own JSON. */
   #handle(value: object): unknown {
-    let record: unknown;
+    const handleKind = this.#handleKind;
+    if (handleKind === undefined) {
+      throw this.#refuse(
+        "journal/unserializable",
+        'is a handle, but nothing names its module and kind: encode it with { handleKind: (h) => "<specifier>#<Kind>" } (the bridge does)',
+      );
+    }
+    let kind: unknown;
+    let own: unknown;
     try {
-      record = (value as { [handle.serialize]: () => unknown })[handle.serialize]();
+      kind = handleKind(value);
+    } catch (cause) {
+      throw this.#refuse("journal/unserializable", "is a handle whose handleKind threw", cause);
+    }
+    try {
+      own = (value as { [handle.serialize]: () => unknown })[handle.serialize]();
     } catch (cause) {
       throw this.#refuse("journal/unserializable", "threw from its [handle.serialize]()", cause);
     }
+    const record = { $handle: kind, value: own };
     if (!isHandleRecord(record)) {
       throw this.#refuse(
         "journal/unserializable",
-        'is a handle whose [handle.serialize]() did not return { $handle: "<specifier>#<Kind>", value }; build the record with handleRecord(specifier, kind, value)',
+        `is a handle whose handleKind gave ${typeof kind === "string" ? JSON.stringify(kind) : typeof kind}, not "<specifier>#<Kind>"`,
       );
     }
     // The handle object itself is the ancestor, so a record whose value refers back to it is a cycle.
@@ -444,7 +473,13 @@ function checkOptions(options: EncodeOptions | undefined): void {
       "Encode options must be an object such as { maxValueBytes, path, maxDepth }.",
     );
   }
-  const { maxValueBytes, maxDepth, path } = options;
+  const { maxValueBytes, maxDepth, path, handleKind } = options;
+  if (handleKind !== undefined && typeof handleKind !== "function") {
+    throw new JournalError(
+      "journal/invalid-argument",
+      `handleKind must be a function from a handle to "<specifier>#<Kind>"; got ${typeof handleKind}.`,
+    );
+  }
   if (maxValueBytes !== undefined && !(typeof maxValueBytes === "number" && maxValueBytes >= 0)) {
     throw new JournalError(
       "journal/invalid-argument",
@@ -472,6 +507,7 @@ function encodeText(value: unknown, options: EncodeOptions | undefined): string 
     options?.path ?? "value",
     options?.maxDepth ?? DEFAULT_MAX_DEPTH,
     options?.allowUnsafe ?? false,
+    options?.handleKind,
   );
   const tree = encoder.walk(value);
   const ann = encoder.ann;
@@ -507,7 +543,7 @@ function tooLarge(
 /**
  * Encodes a value to JSON text: JSON plus Date, Map, Set, BigInt, undefined, NaN/±Infinity/-0,
  * RegExp, URL, typed arrays/ArrayBuffer/DataView (base64), errors (as `{ "$error": … }` records)
- * and handles (as `{ "$handle": …, "value": … }` records, via `[handle.serialize]()`).
+ * and handles (as `{ "$handle": handleKind(h), "value": h[handle.serialize]() }` records).
  * Plain objects are data, including ones shaped like records. Shared (non-cyclic) references are
  * written once per occurrence.
  * @throws CodecError `journal/unserializable` (function, symbol, cycle, class instance),

@@ -7,8 +7,9 @@ const kindSymbol: unique symbol = Symbol.for("durablekit.handle.kind") as never;
 /**
  * The two symbols of the handle protocol.
  *
- * - An object opts into replay by implementing `[handle.serialize]()`: it returns the handle record
- *   (`{ $handle: "<specifier>#<Kind>", value }`, see {@link handleRecord}) that brings it back.
+ * - An object opts into replay by implementing `[handle.serialize]()`: it returns its own JSON
+ *   (`{ id }`). Whoever knows which module made it (the bridge, or `encode`'s `handleKind`) builds
+ *   the handle record `{ $handle: "<specifier>#<Kind>", value }` (see {@link handleRecord}).
  * - Its module declares `[handle.revive]: { Kind: (value) => object }`, the functions that turn the
  *   record's `value` back into a live object (see {@link createReviver}).
  * - Its class names its kind, one of those keys, as a static `[handle.kind]` (`static [handle.kind]
@@ -50,9 +51,9 @@ export interface HandleRecord {
   value: unknown;
 }
 
-/** An object that can be journaled as a handle. */
+/** An object that can be journaled as a handle: `[handle.serialize]()` returns its own JSON. */
 export interface Handle {
-  [handle.serialize](): HandleRecord;
+  [handle.serialize](): unknown;
 }
 
 /** The revive map a module declares: one function per kind. */
@@ -84,8 +85,8 @@ export function isHandle(value: unknown): value is Handle {
 }
 
 /**
- * Builds the handle record `{ $handle: "<specifier>#<kind>", value }`; the usual body of a
- * `[handle.serialize]()` method.
+ * Builds the handle record `{ $handle: "<specifier>#<kind>", value }` from a handle's own JSON
+ * (what its `[handle.serialize]()` returned); used by whoever knows the creating module.
  * @throws JournalError `journal/invalid-argument` when `specifier` is empty or `kind` is empty or contains `#`.
  */
 export function handleRecord(specifier: string, kind: string, value: unknown): HandleRecord {

@@ -63,6 +63,7 @@ describe("bad input", () => {
     expect(codeOf(() => encode(1, { maxValueBytes: "10" as never }))).toBe(INVALID);
     expect(codeOf(() => encode(1, { maxDepth: "x" as never }))).toBe(INVALID);
     expect(codeOf(() => encode(1, { path: 3 as never }))).toBe(INVALID);
+    expect(codeOf(() => encode(1, { handleKind: "codemode:jobs#Run" as never }))).toBe(INVALID);
     expect(codeOf(() => encode(1, null as never))).toBe(INVALID);
     expect(codeOf(() => encodedSize(1, { maxValueBytes: Number.NaN }))).toBe(INVALID);
     expect(codeOf(() => encode(Symbol("s")))).toBe("journal/unserializable");

@@ -139,12 +139,13 @@ describe("handles", () => {
       readonly started: Date,
     ) {}
     [handle.serialize]() {
-      return handleRecord("codemode:jobs", "Run", { id: this.id, started: this.started });
+      return { id: this.id, started: this.started };
     }
   }
+  const handleKind = () => "codemode:jobs#Run";
 
-  it("writes a handle as a record and passes it to revive on decode", () => {
-    const text = encode({ run: new Run("r1", new Date(3)) });
+  it("writes a handle as a record of its own JSON under the kind handleKind names, and passes it to revive on decode", () => {
+    const text = encode({ run: new Run("r1", new Date(3)) }, { handleKind });
     expect(JSON.parse(text).json.run).toEqual({
       $handle: "codemode:jobs#Run",
       value: { id: "r1", started: new Date(3).toISOString() },
@@ -165,16 +166,28 @@ describe("handles", () => {
   });
 
   it("refuses to decode a handle without a revive function", () => {
-    const err = catchError(() => decode(encode([new Run("r1", new Date(0))])));
+    const err = catchError(() => decode(encode([new Run("r1", new Date(0))], { handleKind })));
     expect(err.code).toBe("journal/no-reviver");
     expect(err.message).toMatch(/codemode:jobs#Run/);
   });
 
-  it("refuses a handle whose serialize does not return a record", () => {
-    const bad = { [handle.serialize]: () => ({ id: 1 }) };
-    const err = catchError(() => encode({ x: bad }));
-    expect(err.path).toBe("value.x");
-    expect(err.message).toMatch(/handleRecord/);
+  it("refuses a handle when nothing names its module and kind, or handleKind gives a malformed kind", () => {
+    const own = { [handle.serialize]: () => ({ id: 1 }) };
+    const unnamed = catchError(() => encode({ x: own }));
+    expect(unnamed.code).toBe("journal/unserializable");
+    expect(unnamed.path).toBe("value.x");
+    expect(unnamed.message).toMatch(/handleKind/);
+    const malformed = catchError(() => encode({ x: own }, { handleKind: () => "Run" }));
+    expect(malformed.code).toBe("journal/unserializable");
+    expect(malformed.message).toMatch(/"Run", not "<specifier>#<Kind>"/);
+    const throwing = catchError(() =>
+      encode(own, {
+        handleKind: () => {
+          throw new Error("no");
+        },
+      }),
+    );
+    expect(throwing.code).toBe("journal/unserializable");
   });
 });
 
@@ -182,15 +195,18 @@ describe("createReviver", () => {
   class JobRun {
     constructor(readonly id: string) {}
     [handle.serialize]() {
-      return handleRecord("codemode:jobs", "Run", { id: this.id });
+      return { id: this.id };
     }
   }
   class DeployRun {
     constructor(readonly id: string) {}
     [handle.serialize]() {
-      return handleRecord("codemode:deploy", "Run", { id: this.id });
+      return { id: this.id };
     }
   }
+  // The bridge knows which module made each handle; here the class says it.
+  const handleKind = (h: object) =>
+    handleRecord(h instanceof JobRun ? "codemode:jobs" : "codemode:deploy", "Run", null).$handle;
   const jobs = { [handle.revive]: { Run: (v: unknown) => new JobRun((v as { id: string }).id) } };
   const deploy = {
     [handle.revive]: { Run: (v: unknown) => new DeployRun((v as { id: string }).id) },
@@ -198,14 +214,16 @@ describe("createReviver", () => {
 
   it("revives each kind through the module that named it, so two modules may both have a Run", () => {
     const revive = createReviver({ "codemode:jobs": jobs, "codemode:deploy": deploy });
-    const back = decode(encode([new JobRun("a"), new DeployRun("b")]), { revive }) as unknown[];
+    const back = decode(encode([new JobRun("a"), new DeployRun("b")], { handleKind }), {
+      revive,
+    }) as unknown[];
     expect(back[0]).toBeInstanceOf(JobRun);
     expect(back[1]).toBeInstanceOf(DeployRun);
     expect((back[1] as DeployRun).id).toBe("b");
   });
 
   it("refuses an unknown module, a module without a revive map and an unknown kind, clearly", () => {
-    const text = encode(new JobRun("a"));
+    const text = encode(new JobRun("a"), { handleKind });
     const attempt = (modules: Parameters<typeof createReviver>[0]) => {
       try {
         decode(text, { revive: createReviver(modules) });
