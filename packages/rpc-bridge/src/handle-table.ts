@@ -215,6 +215,18 @@ export class HandleTable {
     fresh.push(entry.id);
   }
 
+  /**
+   * The `"<specifier>#<Kind>"` of a held object with a revivable kind, or `null` (not held, a
+   * function, or no kind its creating module can revive). The bridge, which knows the creating
+   * module, names handle records with it: it is `encode`'s `handleKind`, while the object's own
+   * `[handle.serialize]()` gives only its JSON.
+   */
+  recordKind(value: object): string | null {
+    const entry = this.#byValue.get(value);
+    if (entry?.kind !== "target" || entry.handleKind === null) return null;
+    return `${entry.specifier}#${entry.handleKind}`;
+  }
+
   /** True when the object or function is held by the table. */
   holds(value: object): boolean {
     return this.#byValue.has(value);

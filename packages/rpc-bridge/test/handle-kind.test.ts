@@ -1,4 +1,5 @@
-import { handle } from "@durablekit/handle-journal";
+import { RpcTarget } from "cloudflare:workers";
+import { decode, encode, handle } from "@durablekit/handle-journal";
 import { describe, expect, it } from "vitest";
 import { HandleTable } from "../src/handle-table";
 import type { HostModuleEntry } from "../src/module-registry";
@@ -36,6 +37,30 @@ describe("handle kinds", () => {
     expect(first).toMatchObject({ handleKind: "Run", label: "codemode:jobs#Run" });
     // Its module has no [handle.revive] map, so the object has no revivable kind.
     expect(second).toMatchObject({ handleKind: null, label: "codemode:plain#Run" });
+  });
+
+  it("builds a handle's record from its module and kind, while the object serializes only its own JSON", () => {
+    class Run extends RpcTarget {
+      static readonly [handle.kind] = "Run";
+      constructor(readonly id: string) {
+        super();
+      }
+      [handle.serialize]() {
+        return { id: this.id };
+      }
+    }
+    const jobs = hostModule("codemode:jobs", { [handle.revive]: { Run: () => null } }, 1);
+    const table = new HandleTable([jobs], 10);
+    const run = new Run("r1");
+    table.addTarget(run, "codemode:jobs", "1", []);
+    const kinds = (h: object) => table.recordKind(h) ?? "unknown#Unknown";
+    expect(run[handle.serialize]()).toEqual({ id: "r1" });
+    const seen: unknown[] = [];
+    decode(encode({ run }, { handleKind: kinds }), {
+      revive: (record) => seen.push(record),
+    });
+    expect(seen).toEqual([{ $handle: "codemode:jobs#Run", value: { id: "r1" } }]);
+    expect(table.recordKind(new Run("not held"))).toBeNull();
   });
 
   it("shows the program an object by its declared kind, not its minified class name", async () => {
