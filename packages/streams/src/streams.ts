@@ -389,7 +389,7 @@ export class Streams implements AlarmPart {
    * and its sliding TTL runs from its newest chunk. An id that exists is left alone (an expired one
    * is replaced), so a migration that is run again imports nothing twice.
    * @returns true when the stream was imported, false when a live stream with this id exists.
-   * @throws {StreamSerializationError} `streams/serialization` for a chunk or metadata JSON cannot hold.
+   * @throws {StreamSerializationError} `streams/unserializable` for a chunk or metadata JSON cannot hold.
    * @throws {StreamsArgumentError} `streams/invalid-argument` for a malformed id, option, chunk list or time, or a chunk over `maxChunkBytes`.
    */
   importStream(streamId: string, options: StreamImportOptions = {}): boolean {
