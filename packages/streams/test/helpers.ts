@@ -1,22 +1,13 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { fixtureObjects } from "@durablekit/test-kit";
 import type { Fixture } from "./fixtures/worker";
 
-let counter = 0;
-
-/** A fresh fixture object per call, so tests never share streams. */
-export function freshStub(label = "t"): DurableObjectStub<Fixture> {
-  counter += 1;
-  return env.FIXTURE.getByName(`${label}-${counter}-${crypto.randomUUID()}`);
-}
-
-/** Runs `fn` inside a fresh fixture object. */
-export function inFixture<T>(
-  fn: (fixture: Fixture, state: DurableObjectState) => Promise<T> | T,
-  stub: DurableObjectStub<Fixture> = freshStub(),
-): Promise<T> {
-  return runInDurableObject(stub, fn);
-}
+/** Fresh fixture objects per call, so tests never share streams; `inFixture` runs inside one. */
+export const { freshStub, inFixture } = fixtureObjects<DurableObjectStub<Fixture>, Fixture>(
+  env.FIXTURE,
+  (stub, fn) => runInDurableObject(stub, fn),
+);
 
 /** Collects an async iterable into an array. */
 export async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {

@@ -12,3 +12,4 @@ export {
   type SqlLogEntry,
   withOverrides,
 } from "./counting-state";
+export { type FixtureObjects, fixtureObjects, type RunInObject } from "./fixture-objects";
