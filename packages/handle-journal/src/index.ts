@@ -40,7 +40,7 @@ export {
   OUTCOME_KINDS,
   type OutcomeKind,
 } from "./journal-entry";
-export type { JournalPort } from "./journal-port";
+export type { JournalPort, JournalRecorded } from "./journal-port";
 export {
   DEFAULT_MAX_CHUNK_BYTES,
   JOURNAL_SCHEMA_VERSION,

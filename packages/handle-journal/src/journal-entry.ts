@@ -36,6 +36,8 @@ export interface JournalRecord extends JournalCall {
   outcome: OutcomeKind;
   /** Codec text of the outcome (see {@link OutcomeKind}), or null when there is none. */
   payload: string | null;
+  /** When the call was recorded (epoch ms); the store's clock when absent. */
+  recordedAt?: number;
 }
 
 /** One recorded call, as loaded from a journal. */

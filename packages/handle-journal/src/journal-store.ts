@@ -7,7 +7,7 @@ import {
   OUTCOME_KINDS,
   type OutcomeKind,
 } from "./journal-entry";
-import type { JournalPort } from "./journal-port";
+import type { JournalPort, JournalRecorded } from "./journal-port";
 
 /** Events a {@link JournalStore} emits through `onEvent`. */
 export type JournalEvent =
@@ -20,7 +20,8 @@ export type JournalEvent =
       /** Chunk rows the payload was split into (0 when it fit in the entry row). */
       chunks: number;
     }
-  | { type: "journal:interrupt-resolved"; executionId: string; key: string; outcome: OutcomeKind }
+  /** A pending `interrupt` or `unsafe` entry got its outcome ({@link JournalStore.resolve}). */
+  | { type: "journal:resolved"; executionId: string; key: string; outcome: OutcomeKind }
   | { type: "journal:execution-deleted"; executionId: string; entries: number };
 
 /**
@@ -46,9 +47,7 @@ export interface JournalStoreOptions {
 }
 
 /** What one {@link JournalStore.record} wrote. */
-export interface RecordResult {
-  /** The entry's order of recording within its execution. */
-  seq: number;
+export interface RecordResult extends JournalRecorded {
   /** Chunk rows the payload was split into (0 when it fit in the entry row). */
   chunks: number;
   /** SQLite rows written: 1, plus one per chunk. */
@@ -187,6 +186,12 @@ function checkPayload(payload: unknown): asserts payload is string | null {
   }
 }
 
+function checkTime(at: unknown): void {
+  if (at !== undefined && (typeof at !== "number" || !Number.isFinite(at))) {
+    throw invalid(`recordedAt must be epoch milliseconds (a finite number); got ${String(at)}.`);
+  }
+}
+
 /**
  * The call journal in Durable Object SQLite (`dk_journal_*` tables): one row per recorded call,
  * chunk rows for payloads over the row limit, a whole execution loaded in one query, deleted by
@@ -272,6 +277,7 @@ export class JournalStore implements JournalPort {
     checkKey(key);
     checkOutcome(outcome);
     checkPayload(payload);
+    checkTime(entry.recordedAt);
     if (
       typeof entry.module !== "string" ||
       typeof entry.method !== "string" ||
@@ -296,7 +302,7 @@ export class JournalStore implements JournalPort {
           outcome,
           parts === undefined ? payload : null,
           parts === undefined ? 0 : parts.length,
-          this.#now(),
+          entry.recordedAt ?? this.#now(),
         ).rowsWritten;
         if (parts !== undefined) {
           for (let i = 0; i < parts.length; i++) {
@@ -430,9 +436,66 @@ export class JournalStore implements JournalPort {
   // ── Rewriting ──────────────────────────────────────────────────────────────
 
   /**
-   * Replaces the outcome of an `interrupt` entry (e.g. with the value a resume supplied), in one
-   * transaction. Returns false when the key is not recorded as an interrupt.
-   * @throws JournalError `journal/invalid-argument` for a malformed execution id, key, outcome or payload.
+   * Replaces the outcome of a pending entry (an `interrupt` a resume answers, or an `unsafe` marker
+   * whose call ended) in one transaction: outcome, payload and chunk rows together, `seq` kept.
+   * `recordedAt` (epoch ms, default the store's clock) becomes the entry's time. Returns false,
+   * writing nothing, when the key is not recorded as `interrupt` or `unsafe`.
+   * @throws JournalError `journal/invalid-argument` for a malformed execution id, key, outcome,
+   *   payload or time; `journal/storage` when SQLite fails.
+   */
+  resolve(
+    executionId: string,
+    key: string,
+    outcome: OutcomeKind,
+    payload: string | null,
+    recordedAt?: number,
+  ): boolean {
+    checkExecutionId(executionId);
+    checkKey(key);
+    checkOutcome(outcome);
+    checkPayload(payload);
+    checkTime(recordedAt);
+    const parts = this.#split(payload);
+    let updated = false;
+    try {
+      this.#storage.transactionSync(() => {
+        const cursor = this.#sql.exec(
+          `UPDATE dk_journal_entries SET outcome = ?, payload = ?, chunks = ?, recorded_at = ?
+             WHERE execution_id = ? AND call_key = ? AND outcome IN ('interrupt', 'unsafe')`,
+          outcome,
+          parts === undefined ? payload : null,
+          parts === undefined ? 0 : parts.length,
+          recordedAt ?? this.#now(),
+          executionId,
+          key,
+        );
+        updated = cursor.rowsWritten > 0;
+        if (!updated) return;
+        // The old chunks go in the same transaction as the new row, so no reader sees a mix.
+        this.#sql.exec(
+          "DELETE FROM dk_journal_chunks WHERE execution_id = ? AND call_key = ?",
+          executionId,
+          key,
+        );
+        if (parts !== undefined) {
+          for (let i = 0; i < parts.length; i++)
+            this.#sql.exec(INSERT_CHUNK, executionId, key, i, parts[i] as string);
+        }
+      });
+    } catch (error) {
+      throw new JournalError(
+        "journal/storage",
+        `Resolving call ${key} of execution ${executionId} failed; retry.`,
+        { cause: error },
+      );
+    }
+    if (updated) this.#emit({ type: "journal:resolved", executionId, key, outcome });
+    return updated;
+  }
+
+  /**
+   * @deprecated Use {@link resolve}, which also resolves `unsafe` markers. Kept as an alias for
+   * one release.
    */
   resolveInterrupt(
     executionId: string,
@@ -440,38 +503,7 @@ export class JournalStore implements JournalPort {
     outcome: OutcomeKind,
     payload: string | null,
   ): boolean {
-    checkExecutionId(executionId);
-    checkKey(key);
-    checkOutcome(outcome);
-    checkPayload(payload);
-    const parts = this.#split(payload);
-    let updated = false;
-    this.#storage.transactionSync(() => {
-      const cursor = this.#sql.exec(
-        `UPDATE dk_journal_entries SET outcome = ?, payload = ?, chunks = ?, recorded_at = ?
-           WHERE execution_id = ? AND call_key = ? AND outcome = 'interrupt'`,
-        outcome,
-        parts === undefined ? payload : null,
-        parts === undefined ? 0 : parts.length,
-        this.#now(),
-        executionId,
-        key,
-      );
-      updated = cursor.rowsWritten > 0;
-      if (!updated) return;
-      // The old chunks go in the same transaction as the new row, so no reader sees a mix.
-      this.#sql.exec(
-        "DELETE FROM dk_journal_chunks WHERE execution_id = ? AND call_key = ?",
-        executionId,
-        key,
-      );
-      if (parts !== undefined) {
-        for (let i = 0; i < parts.length; i++)
-          this.#sql.exec(INSERT_CHUNK, executionId, key, i, parts[i] as string);
-      }
-    });
-    if (updated) this.#emit({ type: "journal:interrupt-resolved", executionId, key, outcome });
-    return updated;
+    return this.resolve(executionId, key, outcome, payload);
   }
 
   /**

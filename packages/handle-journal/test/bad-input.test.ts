@@ -126,13 +126,9 @@ describe("bad input", () => {
         lookup: codeOf(() => instance.journal.lookup("" as never)),
         entryId: codeOf(() => instance.journal.entry(undefined as never, "1")),
         entryKey: codeOf(() => instance.journal.entry("e", "1.")),
-        resolveKey: codeOf(() => instance.journal.resolveInterrupt("e", "x", "value", null)),
-        resolveOutcome: codeOf(() =>
-          instance.journal.resolveInterrupt("e", "1", "nope" as never, null),
-        ),
-        resolvePayload: codeOf(() =>
-          instance.journal.resolveInterrupt("e", "1", "value", {} as never),
-        ),
+        resolveKey: codeOf(() => instance.journal.resolve("e", "x", "value", null)),
+        resolveOutcome: codeOf(() => instance.journal.resolve("e", "1", "nope" as never, null)),
+        resolvePayload: codeOf(() => instance.journal.resolve("e", "1", "value", {} as never)),
         deleteExecution: codeOf(() => instance.journal.deleteExecution(null as never)),
       };
       const rows = state.storage.sql
@@ -158,7 +154,7 @@ describe("bad input", () => {
       const seen: JournalEvent[] = [];
       const store = new JournalStore(state, { onEvent: (event) => seen.push(event) });
       store.record(valid({ executionId: "ev", outcome: "interrupt", payload: null }));
-      store.resolveInterrupt("ev", "1", "value", encode(2));
+      store.resolve("ev", "1", "value", encode(2));
       store.deleteExecution("ev");
       const throwing = new JournalStore(state, {
         onEvent: () => {
@@ -170,7 +166,7 @@ describe("bad input", () => {
     });
     expect(events.types).toEqual([
       "journal:recorded",
-      "journal:interrupt-resolved",
+      "journal:resolved",
       "journal:execution-deleted",
     ]);
     expect(events.first).toEqual({

@@ -163,32 +163,62 @@ describe("JournalStore", () => {
     expect(counts).toEqual({ deleted: 2, chunks: 0, gone: 0, kept: 1 });
   });
 
-  it("replaces an interrupt's outcome with the value a resume supplied", async () => {
+  it("replaces an interrupt's outcome with the value a resume supplied, once", async () => {
     const stub = fixture();
     const entries = await runInDurableObject(stub, (instance: Fixture) => {
       instance.journal.record({
         ...call("e4", "1", "approval", [], null),
         outcome: "interrupt",
         payload: null,
+        recordedAt: 1_000,
       });
-      const first = instance.journal.resolveInterrupt(
-        "e4",
-        "1",
-        "value",
-        encode({ approved: true }),
-      );
-      const second = instance.journal.resolveInterrupt(
-        "e4",
-        "1",
-        "value",
-        encode({ approved: false }),
-      );
+      const first = instance.journal.resolve("e4", "1", "value", encode({ approved: true }), 2_000);
+      const second = instance.journal.resolve("e4", "1", "value", encode({ approved: false }));
       return { first, second, entries: instance.journal.entries("e4") };
     });
     expect(entries.first).toBe(true);
     expect(entries.second).toBe(false);
-    expect(entries.entries[0]?.outcome).toBe("value");
+    expect(entries.entries[0]).toMatchObject({ outcome: "value", seq: 1, recordedAt: 2_000 });
     expect(decode(entries.entries[0]?.payload as string)).toEqual({ approved: true });
+  });
+
+  it("resolves an unsafe marker to its call's outcome, keeping its seq, and nothing else", async () => {
+    const stub = fixture();
+    const result = await runInDurableObject(stub, (_instance: Fixture, state) => {
+      const store = new JournalStore(state, { maxChunkBytes: 30 });
+      store.record({ ...call("e5", "1", "charge", [], null), outcome: "unsafe", payload: null });
+      store.record(call("e5", "2", "info", [], "done"));
+      const marker = store.resolve("e5", "1", "value", encode("c".repeat(100)));
+      const settled = store.resolve("e5", "2", "value", encode("again"));
+      const unknown = store.resolve("e5", "3", "value", null);
+      // The deprecated alias still resolves an interrupt.
+      store.record({
+        ...call("e5", "4", "approval", [], null),
+        outcome: "interrupt",
+        payload: null,
+      });
+      const alias = store.resolveInterrupt("e5", "4", "value", encode(true));
+      return { marker, settled, unknown, alias, entries: store.entries("e5") };
+    });
+    expect(result).toMatchObject({ marker: true, settled: false, unknown: false, alias: true });
+    expect(result.entries.map((e) => [e.key, e.seq, e.outcome])).toEqual([
+      ["1", 1, "value"],
+      ["2", 2, "value"],
+      ["4", 3, "value"],
+    ]);
+    expect(decode(result.entries[0]?.payload as string)).toBe("c".repeat(100));
+    expect(decode(result.entries[1]?.payload as string)).toBe("done");
+  });
+
+  it("stores the recordedAt a record gives, else its own clock's", async () => {
+    const stub = fixture();
+    const entries = await runInDurableObject(stub, (_instance: Fixture, state) => {
+      const store = new JournalStore(state, { now: () => 77 });
+      store.record({ ...call("e6", "1", "a", [], 1), recordedAt: 5 });
+      store.record(call("e6", "2", "b", [], 2));
+      return store.entries("e6").map((e) => e.recordedAt);
+    });
+    expect(entries).toEqual([5, 77]);
   });
 
   it("records its schema version and refuses tables from a newer version", async () => {
@@ -323,8 +353,11 @@ describe("Replayer", () => {
     const port: JournalPort = {
       lookup: (id) => rows.filter((r) => r.executionId === id),
       record: (entry) => {
-        rows.push({ ...entry, seq: rows.length + 1, recordedAt: 0 });
+        const seq = rows.length + 1;
+        rows.push({ ...entry, seq, recordedAt: entry.recordedAt ?? 0 });
+        return { seq };
       },
+      resolve: () => false,
     };
     port.record(call("p", "1", "step", ["a"], "A"));
     const replay = Replayer.load(port, "p");
