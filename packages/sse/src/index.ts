@@ -17,4 +17,4 @@ export type {
   SseEvent,
 } from "./protocol/types";
 export { resumeFrom } from "./resume";
-export { type SseResponseOptions, sseResponse } from "./sse-response";
+export { type SseCorsOptions, type SseResponseOptions, sseResponse } from "./sse-response";
