@@ -1,10 +1,3 @@
-import { defineConfig } from "tsup";
+import { packageBuild } from "../../tsup.base";
 
-export default defineConfig({
-  entry: ["src/index.ts"],
-  format: ["esm"],
-  dts: true,
-  clean: true,
-  target: "es2023",
-  external: [/^cloudflare:/],
-});
+export default packageBuild();
