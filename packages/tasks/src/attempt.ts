@@ -9,6 +9,7 @@ import type { EventRow, StepRow, TaskStepKind, TaskWaitReason } from "./rows";
 import type { Settlement } from "./run-store";
 import { AttemptEnded, isAttemptEnded } from "./signals";
 import type { StepEngine } from "./step-engine";
+import { StepJournal } from "./step-journal";
 import { FenceLost, type TaskStore } from "./store";
 import { encodeValue, errorInfo, errorText, rebuildError } from "./values";
 import { type Flight, Watchdog } from "./watchdog";
@@ -78,6 +79,8 @@ export class Attempt implements StepEngine {
   /** The errors of steps that failed for good: rethrown by the handler, they fail the run. */
   readonly #stepFailures = new WeakSet<object>();
   #lastStatus: string | undefined;
+  /** The step journals this attempt took, by name: one object per name, so one view of its rows. */
+  readonly #stepJournals = new Map<string, StepJournal>();
 
   constructor(deps: AttemptDeps, init: AttemptInit) {
     this.#deps = deps;
@@ -358,6 +361,20 @@ export class Attempt implements StepEngine {
     });
     if (wakeAt !== null) this.#deps.requestWake(wakeAt);
     return this.end("parked");
+  }
+
+  // ── Step journals ──
+
+  stepJournal(name: string): StepJournal {
+    if (this.#ended) throw this.#ended;
+    checkName(name, "A step journal name");
+    let journal = this.#stepJournals.get(name);
+    if (journal === undefined) {
+      const { store, maxValueBytes } = this.#deps;
+      journal = new StepJournal(this, store.calls, maxValueBytes, name, this.journal.calls(name));
+      this.#stepJournals.set(name, journal);
+    }
+    return journal;
   }
 
   // ── Progress ──

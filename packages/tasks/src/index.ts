@@ -36,6 +36,7 @@ export type {
   TaskSendEventResult,
   TaskStep,
   TaskStepAttemptContext,
+  TaskStepJournal,
   TaskStepSnapshot,
   TasksOptions,
   TaskWaitForEventOptions,

@@ -1,4 +1,4 @@
-import type { StepRow } from "./rows";
+import type { CallRow, StepRow } from "./rows";
 import type { JournalLoad } from "./step-store";
 
 /**
@@ -18,7 +18,8 @@ export interface PackedRow {
 export type JournalRow = StepRow | PackedRow;
 
 /**
- * A run's step journal as loaded, in one query, at the start of an attempt. Replayed steps are
+ * A run's step journal (and the calls of its step journals) as loaded, in one query, at the start
+ * of an attempt. Replayed steps are
  * answered from memory: a journal hit costs no SQL at all. Completed `do` rows arrive packed (see
  * `step-store.ts`) and are kept as name → value text, so a hit allocates nothing but its decoded
  * value.
@@ -28,11 +29,16 @@ export class Journal {
   readonly #packed = new Map<string, string | null>();
   /** Every other row, whole. */
   readonly #rows = new Map<string, StepRow>();
+  /** The calls of the run's step journals, by journal name. */
+  readonly #calls = new Map<string, CallRow[]>();
   #nextSeq: number;
-  /** Rows that record a settled step (all but the `running` in-flight markers): the breaker's progress. */
+  /**
+   * Rows that record a settled step or call (all but the `running` step markers and the `unsafe`
+   * call markers, which are in-flight evidence): the breaker's progress.
+   */
   readonly settled: number;
 
-  constructor(load: Pick<JournalLoad, "packed" | "rows">) {
+  constructor(load: Pick<JournalLoad, "packed" | "rows" | "calls">) {
     let max = 0;
     for (const { names, values, maxSeq } of load.packed) {
       for (let i = 0; i < names.length; i++) {
@@ -46,8 +52,20 @@ export class Journal {
       if (row.seq > max) max = row.seq;
       if (row.state === "running") running++;
     }
-    this.settled = this.size - running;
+    let calls = 0;
+    for (const call of load.calls) {
+      const rows = this.#calls.get(call.journal);
+      if (rows) rows.push(call);
+      else this.#calls.set(call.journal, [call]);
+      if (call.outcome !== "unsafe") calls++;
+    }
+    this.settled = this.size - running + calls;
     this.#nextSeq = max + 1;
+  }
+
+  /** The calls recorded through the step journal `name`, as loaded (in no particular order). */
+  calls(name: string): readonly CallRow[] {
+    return this.#calls.get(name) ?? [];
   }
 
   get size(): number {

@@ -100,3 +100,24 @@ export interface EventRow {
   type: string;
   payload: string;
 }
+
+/** One row of `dk_tasks_calls`: a call recorded through a step journal (`step.journal(name)`). */
+export interface CallRow {
+  /** The step journal's name. */
+  journal: string;
+  /** The call key (`"3"`, `"3.2"`). */
+  key: string;
+  /** Order of recording within the journal, from 1. */
+  seq: number;
+  /** The execution the journal belongs to (one per journal). */
+  executionId: string;
+  module: string;
+  method: string;
+  argsDigest: string;
+  /** A handle-journal outcome kind: `value`, `error`, `handle`, `interrupt` or `unsafe`. */
+  outcome: string;
+  /** Codec text of the outcome, or null. */
+  payload: string | null;
+  /** Time of the row's last write (recording, or the resolve of a pending entry). */
+  at: number;
+}

@@ -6,14 +6,14 @@ import { TasksError } from "./errors";
  * `dk_tasks_`; `dk_tasks_meta (name, value)` holds the schema version row (`schema_version`), as
  * every durablekit package does (docs/composing.md, "Schema").
  *
- * Row-write costs are part of the design (see DESIGN.md): the step journal and the event buffer
- * are WITHOUT ROWID tables keyed by their natural key and carry no secondary index, so inserting
+ * Row-write costs are part of the design (see DESIGN.md): the step journal, the call journals and
+ * the event buffer are WITHOUT ROWID tables keyed by their natural key and carry no secondary index, so inserting
  * or updating one journal row writes exactly one b-tree row. The run table's indexes are only
  * touched when a run is accepted, claimed, parked or settled — never per step.
  */
 
 /** The schema version this code reads and writes (the number of migration steps). */
-export const TASKS_SCHEMA_VERSION = 2;
+export const TASKS_SCHEMA_VERSION = 3;
 
 /** `MIGRATIONS[n]` brings the tables from version n to n + 1. */
 const MIGRATIONS: ReadonlyArray<readonly string[]> = [
@@ -76,6 +76,25 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
   [
     "ALTER TABLE dk_tasks_runs ADD COLUMN progress INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE dk_tasks_runs ADD COLUMN stalls INTEGER NOT NULL DEFAULT 0",
+  ],
+  // v3: step journals (`step.journal(name)`), the call journals of programs run inside a task. One
+  // row per recorded call, keyed by run, journal name and call key; like the step journal, WITHOUT
+  // ROWID with no secondary index, so recording a call writes exactly one b-tree row.
+  [
+    `CREATE TABLE dk_tasks_calls (
+      run_id TEXT NOT NULL,
+      journal TEXT NOT NULL,
+      call_key TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      execution_id TEXT NOT NULL,
+      module TEXT NOT NULL,
+      method TEXT NOT NULL,
+      args_digest TEXT NOT NULL,
+      outcome TEXT NOT NULL,
+      payload TEXT,
+      at INTEGER NOT NULL,
+      PRIMARY KEY (run_id, journal, call_key)
+    ) WITHOUT ROWID`,
   ],
 ];
 

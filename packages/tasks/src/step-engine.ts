@@ -3,6 +3,7 @@ import type { Journal, JournalRow } from "./journal";
 import type { StepPolicy } from "./policy";
 import type { EventRow, StepRow, TaskStepKind, TaskWaitReason } from "./rows";
 import type { AttemptEnded } from "./signals";
+import type { TaskStepJournal } from "./types";
 import type { Flight } from "./watchdog";
 
 /**
@@ -107,6 +108,13 @@ export interface StepEngine {
     error: Error,
     eventType: string | null,
   ): Error;
+
+  // ── Step journals ──
+  /**
+   * The step journal `name` of the run: one object per name per attempt, over the calls the attempt
+   * loaded. Throws the end signal once the attempt is over, `tasks/invalid-argument` for a bad name.
+   */
+  stepJournal(name: string): TaskStepJournal;
 
   // ── Progress ──
   /** Publishes a status message when live; replayed ground stays silent. */

@@ -1,4 +1,4 @@
-import type { StepRow, TaskInterruptedStep } from "./rows";
+import type { CallRow, StepRow, TaskInterruptedStep } from "./rows";
 
 /**
  * The longest name + value (in characters) of a completed `do` row that is loaded packed. Rows over
@@ -18,14 +18,19 @@ const PACKED = `(kind = 'do' AND state = 'completed' AND wake_at IS NULL AND eve
  * microsecond per row whatever its width, more than a replayed step's other work, so completed `do`
  * rows (the journal hits) come back packed (tag 0): one row per 128 of them, holding JSON arrays of
  * their names and values and their highest seq — all a hit reads. Every other row comes back whole
- * (tag 1). Columns are positional: the tag, then the fields of the row's kind.
+ * (tag 1). The calls recorded through the run's step journals (`dk_tasks_calls`) come back whole
+ * too (tag 3), in the same statement: a program's journal costs no query of its own. Columns are
+ * positional: the tag, then the fields of the row's kind.
  */
 const LOAD = `SELECT 0, json_group_array(name), json_group_array(value), max(seq),
     NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM dk_tasks_steps WHERE run_id = ?1 AND ${PACKED} GROUP BY seq >> ${CHUNK_SHIFT}
 UNION ALL
 SELECT 1, name, seq, kind, state, attempt, value, wake_at, event_type, next_step, at
-  FROM dk_tasks_steps WHERE run_id = ?1 AND NOT ${PACKED}`;
+  FROM dk_tasks_steps WHERE run_id = ?1 AND NOT ${PACKED}
+UNION ALL
+SELECT 3, journal, call_key, seq, execution_id, module, method, args_digest, outcome, payload, at
+  FROM dk_tasks_calls WHERE run_id = ?1`;
 
 /**
  * Appended on a reclaim (tag 2): the step a dead attempt left mid-execution, from the journal's
@@ -57,6 +62,8 @@ export interface PackedSteps {
 export interface JournalLoad {
   packed: PackedSteps[];
   rows: StepRow[];
+  /** The calls recorded through the run's step journals, in no particular order. */
+  calls: CallRow[];
   /** Computed only when asked for (a reclaim); null otherwise or when nothing was in flight. */
   interrupted: TaskInterruptedStep | null;
 }
@@ -78,6 +85,27 @@ function readStepRow(r: SqlStorageValue[], from: number): StepRow {
     next_step: r[from + 8] as string | null,
     at: r[from + 9] as number,
   };
+}
+
+/** A row of the load's tag-3 arm: a call of a step journal, its columns after the tag. */
+type CallColumns = [
+  tag: 3,
+  journal: string,
+  key: string,
+  seq: number,
+  executionId: string,
+  module: string,
+  method: string,
+  argsDigest: string,
+  outcome: string,
+  payload: string | null,
+  at: number,
+];
+
+function readCallRow(r: SqlStorageValue[]): CallRow {
+  const [, journal, key, seq, executionId, module, method, argsDigest, outcome, payload, at] =
+    r as CallColumns;
+  return { journal, key, seq, executionId, module, method, argsDigest, outcome, payload, at };
 }
 
 const UPSERT_STEP = `INSERT INTO dk_tasks_steps
@@ -116,11 +144,12 @@ export class StepStore {
   }
 
   /**
-   * The journal of a run for a replay, in one query ({@link LOAD}); with `reclaim`, the same query
-   * also finds the step a dead attempt left in flight ({@link INTERRUPTED}).
+   * The journal of a run for a replay — its steps and the calls of its step journals — in one query
+   * ({@link LOAD}); with `reclaim`, the same query also finds the step a dead attempt left in flight
+   * ({@link INTERRUPTED}).
    */
   loadJournal(runId: string, reclaim: boolean): JournalLoad {
-    const load: JournalLoad = { packed: [], rows: [], interrupted: null };
+    const load: JournalLoad = { packed: [], rows: [], calls: [], interrupted: null };
     for (const r of this.#sql.exec(reclaim ? LOAD + INTERRUPTED : LOAD, runId).raw()) {
       if (r[0] === 0) {
         load.packed.push({
@@ -130,6 +159,8 @@ export class StepStore {
         });
       } else if (r[0] === 1) {
         load.rows.push(readStepRow(r, 1));
+      } else if (r[0] === 3) {
+        load.calls.push(readCallRow(r));
       } else {
         load.interrupted = { name: r[1] as string, attempt: r[2] as number };
       }

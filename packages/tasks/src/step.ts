@@ -4,7 +4,12 @@ import { stepRow } from "./journal-writer";
 import { resolvePolicy, type StepPolicy, type TaskStepOptions } from "./policy";
 import type { TaskInterruptedStep } from "./rows";
 import type { StepEngine } from "./step-engine";
-import type { TaskStep, TaskStepAttemptContext, TaskWaitForEventOptions } from "./types";
+import type {
+  TaskStep,
+  TaskStepAttemptContext,
+  TaskStepJournal,
+  TaskWaitForEventOptions,
+} from "./types";
 import { decodeValue } from "./values";
 import { Flight } from "./watchdog";
 
@@ -271,6 +276,10 @@ export class ReplayStep implements TaskStep {
       stepRow(name, stepSeq, "event", now, { state: "waiting", wake_at: wakeAt, event_type: type }),
       type,
     );
+  }
+
+  journal(name: string): TaskStepJournal {
+    return this.#a.stepJournal(name);
   }
 
   async status(message: string): Promise<void> {

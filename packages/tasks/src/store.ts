@@ -1,3 +1,4 @@
+import { CallStore } from "./call-store";
 import { EventBuffer } from "./event-buffer";
 import { RunStore, type Settlement } from "./run-store";
 import { StepStore } from "./step-store";
@@ -9,8 +10,8 @@ export class FenceLost {
 
 /**
  * Every SQL statement of the package, by table: {@link TaskStore.runs} (`run-store.ts`),
- * {@link TaskStore.steps} (the journal, `step-store.ts`) and {@link TaskStore.events} (the event
- * buffer, `event-buffer.ts`). Each table method is one statement; the methods here span tables.
+ * {@link TaskStore.steps} (the journal, `step-store.ts`), {@link TaskStore.calls} (the calls of step
+ * journals, `call-store.ts`) and {@link TaskStore.events} (the event buffer, `event-buffer.ts`). Each table method is one statement; the methods here span tables.
  * Callers group statements of one state change with {@link TaskStore.transaction}. Fenced methods
  * take the attempt's generation and return false (or throw {@link FenceLost} inside a transaction)
  * when another attempt holds the run.
@@ -20,6 +21,8 @@ export class TaskStore {
   readonly runs: RunStore;
   /** Journal rows. */
   readonly steps: StepStore;
+  /** Calls recorded through step journals. */
+  readonly calls: CallStore;
   /** Buffered events. */
   readonly events: EventBuffer;
   readonly #storage: DurableObjectStorage;
@@ -28,6 +31,7 @@ export class TaskStore {
     this.#storage = storage;
     this.runs = new RunStore(storage.sql);
     this.steps = new StepStore(storage.sql);
+    this.calls = new CallStore(storage.sql);
     this.events = new EventBuffer(storage.sql);
   }
 
@@ -49,23 +53,24 @@ export class TaskStore {
     });
   }
 
-  /** Deletes a completed run of an attempt that holds it (fenced), with its journal and events. */
+  /** Deletes a completed run of an attempt that holds it (fenced), with its journals and events. */
   deleteSettledByAttempt(runId: string, generation: string): boolean {
     const deleted = this.runs.deleteHeld(runId, generation);
     if (deleted) this.#deleteRunData(runId);
     return deleted;
   }
 
-  /** Deletes one terminal run with its journal and events. */
+  /** Deletes one terminal run with its journals and events. */
   deleteTerminalRun(runId: string): boolean {
     const deleted = this.runs.deleteTerminal(runId);
     if (deleted) this.#deleteRunData(runId);
     return deleted;
   }
 
-  /** Deletes a run's journal and buffered events (not the run row). */
+  /** Deletes a run's journal (its steps and step journals) and buffered events (not the run row). */
   #deleteRunData(runId: string): void {
     this.steps.deleteRun(runId);
+    this.calls.deleteRun(runId);
     this.events.deleteRun(runId);
   }
 

@@ -1,3 +1,10 @@
+import type {
+  JournalEntry,
+  JournalPort,
+  JournalRecord,
+  OutcomeKind,
+  RecordResult,
+} from "@durablekit/handle-journal";
 import type { TaskErrorInfo, TaskEvent } from "./events";
 import type { TaskRetryOptions, TaskStepOptions } from "./policy";
 import type {
@@ -24,6 +31,62 @@ export interface TaskWaitForEventOptions {
   type: string;
   /** How long to wait, in milliseconds; without it the step waits until an event arrives or the run is cancelled. */
   timeoutMs?: number;
+}
+
+/**
+ * A call journal kept in a task run's own journal (`step.journal(name)`): the `JournalPort` of
+ * `@durablekit/handle-journal`, so a program run inside a task (`Executor.execute(…, { journal })`
+ * of `@durablekit/rpc-bridge`) records its calls as rows of the run. Its entries load with the run's
+ * steps, in the attempt's one journal query; they are deleted with the run.
+ *
+ * A journal holds one execution: the first `record` binds it, and another execution id is refused
+ * with `tasks/conflict` (take one journal name per execution). The port belongs to the attempt that
+ * took it; once that attempt has ended (parked, settled, superseded) every method throws
+ * `tasks/closed` — take the journal again in the attempt that uses it.
+ */
+export interface TaskStepJournal extends JournalPort {
+  /** The journal's name, as given to `step.journal`. */
+  readonly name: string;
+  /**
+   * Every entry of the execution, in recorded order, from memory (loaded with the run's journal);
+   * `[]` for a journal that holds no execution yet.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed execution id; `tasks/conflict` when
+   *   the journal holds another execution; `tasks/closed` when the attempt has ended.
+   */
+  lookup(executionId: string): readonly JournalEntry[];
+  /**
+   * Records one call before its outcome is delivered: one row written, fenced on the attempt's
+   * claim, durable with the turn's commit. `seq` counts up from 1; the entry's `recordedAt`, when
+   * given, is stored as is (else the engine's clock, the `now` option).
+   *
+   * @throws JournalError `journal/conflict` when the key is already recorded (nothing written);
+   *   TasksError `tasks/invalid-argument` for a malformed entry, `tasks/too-large` for a payload
+   *   over `maxValueBytes`, `tasks/conflict` when the journal holds another execution,
+   *   `tasks/closed` when the attempt has ended (or another attempt holds the run).
+   */
+  record(entry: JournalRecord): RecordResult;
+  /**
+   * Replaces a pending entry (outcome `interrupt` or `unsafe`), e.g. with the value a resume
+   * supplied, keeping its `seq`; `recordedAt` (default the engine's clock) becomes its time. One row
+   * written. False, writing nothing, when the key is not recorded as pending for that execution.
+   *
+   * @throws TasksError `tasks/invalid-argument`, `tasks/too-large`, `tasks/closed` as `record`.
+   */
+  resolve(
+    executionId: string,
+    key: string,
+    outcome: OutcomeKind,
+    payload: string | null,
+    recordedAt?: number,
+  ): boolean;
+  /**
+   * Deletes the execution's entries in one statement and frees the journal for another execution;
+   * returns how many there were (0 for an execution it does not hold).
+   *
+   * @throws TasksError `tasks/invalid-argument`, `tasks/closed` as `record`.
+   */
+  deleteExecution(executionId: string): number;
 }
 
 /**
@@ -76,6 +139,15 @@ export interface TaskStep {
    *   TasksError `tasks/invalid-argument` for a bad name, type or `timeoutMs`.
    */
   waitForEvent<T = unknown>(name: string, options: TaskWaitForEventOptions): Promise<T>;
+  /**
+   * The call journal named `name` of this run (see {@link TaskStepJournal}), for a program run
+   * inside the task: pass it as the bridge's `journal`. The same name returns the same journal —
+   * within an attempt the same object, across attempts the same rows. Journal names are checked
+   * like step names and are their own namespace (a journal and a step may share a name).
+   *
+   * @throws TasksError `tasks/invalid-argument` for a bad name.
+   */
+  journal(name: string): TaskStepJournal;
   /** Publishes a progress message on the run's snapshot; silent while replaying journaled ground. */
   status(message: string): Promise<void>;
   /** The idempotency key `step.do(name, …)` gets: `<runId>:<name>`. */

@@ -3,6 +3,7 @@ import { isDurableKitError } from "@durablekit/compose";
 import { describe, expect, it } from "vitest";
 import {
   isTasksError,
+  TASKS_SCHEMA_VERSION,
   type TaskDefinitions,
   type TaskStep,
   Tasks,
@@ -39,6 +40,37 @@ const LONE_SURROGATE = "run-\uD800";
 const TOO_LONG = "x".repeat(257);
 const anyTasks = (tasks: Tasks<TaskDefinitions>) =>
   tasks as unknown as Record<string, (...args: unknown[]) => unknown>;
+
+/**
+ * Turns the tables of a waiting run back into the layout of schema `version` (the `downgrade`
+ * statements), then builds the engine again: it migrates to the current version in place and the
+ * run completes.
+ */
+async function expectMigratedInPlace(version: number, downgrade: string[]): Promise<void> {
+  await inFixture(async (fixture, state) => {
+    const { runId } = await fixture.tasks.run("sleepy@v1", { ms: 50 });
+    await fixture.until(runId, (s) => s === "waiting");
+    for (const statement of downgrade) state.storage.sql.exec(statement);
+    state.storage.sql.exec(
+      "UPDATE dk_tasks_meta SET value = ? WHERE name = 'schema_version'",
+      version,
+    );
+    const tasks = fixture.build(fixture.definitions());
+    expect(
+      state.storage.sql
+        .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE name = 'schema_version'")
+        .one().value,
+    ).toBe(TASKS_SCHEMA_VERSION);
+    expect(TASKS_SCHEMA_VERSION).toBe(3);
+    expect(
+      state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_calls").one().n,
+    ).toBe(0);
+    expect(await fixture.settled(runId, tasks)).toMatchObject({
+      state: "completed",
+      result: "woke",
+    });
+  });
+}
 
 describe("bad input", () => {
   it("is a type-level AlarmPart", () => {
@@ -255,31 +287,24 @@ describe("bad input", () => {
   });
 
   it("migrates schema version 1 tables in place, keeping their runs", async () => {
-    await inFixture(async (fixture, state) => {
-      const { runId } = await fixture.tasks.run("sleepy@v1", { ms: 50 });
-      await fixture.until(runId, (s) => s === "waiting");
-      // The tables as version 1 left them: no breaker columns.
-      state.storage.sql.exec("ALTER TABLE dk_tasks_runs DROP COLUMN progress");
-      state.storage.sql.exec("ALTER TABLE dk_tasks_runs DROP COLUMN stalls");
-      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 1 WHERE name = 'schema_version'");
-      const tasks = fixture.build(fixture.definitions());
-      expect(
-        state.storage.sql
-          .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE name = 'schema_version'")
-          .one().value,
-      ).toBe(2);
-      expect(await fixture.settled(runId, tasks)).toMatchObject({
-        state: "completed",
-        result: "woke",
-      });
-    });
+    // The tables as version 1 left them: no breaker columns, no step journal table.
+    await expectMigratedInPlace(1, [
+      "ALTER TABLE dk_tasks_runs DROP COLUMN progress",
+      "ALTER TABLE dk_tasks_runs DROP COLUMN stalls",
+      "DROP TABLE dk_tasks_calls",
+    ]);
+  });
+
+  it("migrates schema version 2 tables in place, adding the step journal table", async () => {
+    // The tables as version 2 left them: no step journal table.
+    await expectMigratedInPlace(2, ["DROP TABLE dk_tasks_calls"]);
   });
 
   it("refuses tables written by a newer version with tasks/schema-too-new", async () => {
     await inFixture(async (fixture, state) => {
       state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 99 WHERE name = 'schema_version'");
       await expectCode("tasks/schema-too-new", () => fixture.build(fixture.definitions()));
-      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 2 WHERE name = 'schema_version'");
+      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 3 WHERE name = 'schema_version'");
     });
   });
 });

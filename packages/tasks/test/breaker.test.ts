@@ -1,26 +1,39 @@
 import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { Fixture } from "./fixtures/worker";
 import { inFixture, sleep } from "./helpers";
+
+/**
+ * Starts a run of `definition` on a fresh object and lets the object die three times in the
+ * middle of the step counted as `counted` (the claim deadline replays the run after each death).
+ */
+async function dieThreeTimes(
+  definition: keyof ReturnType<Fixture["definitions"]>,
+  counted: string,
+) {
+  const name = `t-${crypto.randomUUID()}`;
+  const stub = () => env.FIXTURE.getByName(name);
+  const runId = await inFixture(async (fixture) => {
+    const { runId } = await fixture.tasks.run(definition);
+    return runId;
+  }, stub());
+  for (let death = 1; death <= 3; death++) {
+    await inFixture(async (fixture) => {
+      for (let i = 0; i < 200 && (fixture.executions()[counted] ?? 0) < death; i++) await sleep(5);
+      expect(fixture.executions()).toEqual({ [counted]: death });
+    }, stub());
+    // The object dies in the middle of the step; its claim deadline replays the run.
+    await abortAllDurableObjects();
+    await sleep(350);
+    await runDurableObjectAlarm(stub());
+  }
+  return { runId, stub };
+}
 
 describe("the breaker for attempts without progress", () => {
   it("fails a run whose object keeps dying inside the same step with tasks/too-many-attempts", async () => {
-    const name = `t-${crypto.randomUUID()}`;
-    const stub = () => env.FIXTURE.getByName(name);
-    const runId = await inFixture(async (fixture) => {
-      const { runId } = await fixture.tasks.run("doomed@v1");
-      return runId;
-    }, stub());
-    for (let death = 1; death <= 3; death++) {
-      await inFixture(async (fixture) => {
-        for (let i = 0; i < 200 && (fixture.executions().dies ?? 0) < death; i++) await sleep(5);
-        expect(fixture.executions()).toEqual({ dies: death });
-      }, stub());
-      // The object dies in the middle of the step; its claim deadline replays the run.
-      await abortAllDurableObjects();
-      await sleep(350);
-      await runDurableObjectAlarm(stub());
-    }
+    const { runId, stub } = await dieThreeTimes("doomed@v1", "dies");
     await inFixture(async (fixture) => {
       const done = await fixture.settled(runId);
       expect(done).toMatchObject({
@@ -33,6 +46,19 @@ describe("the breaker for attempts without progress", () => {
       expect(fixture.errors.map((error) => (error as { code?: string }).code)).toEqual([
         "tasks/too-many-attempts",
       ]);
+    }, stub());
+  }, 20_000);
+
+  it("counts calls recorded through a step journal as progress: a program that records calls before each death keeps its run going", async () => {
+    const { runId, stub } = await dieThreeTimes("program-dies@v1", "program");
+    await inFixture(async (fixture) => {
+      // Three deaths, each after one more recorded call: the fourth attempt runs and completes.
+      expect(await fixture.settled(runId)).toMatchObject({
+        state: "completed",
+        attempt: 4,
+        result: 4,
+      });
+      expect(fixture.executions()).toEqual({ program: 4 });
     }, stub());
   }, 20_000);
 
