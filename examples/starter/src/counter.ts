@@ -1,0 +1,65 @@
+import { DurableObject } from "cloudflare:workers";
+import { Alarms } from "@durablekit/compose";
+import { sseResponse } from "@durablekit/sse";
+import { Streams } from "@durablekit/streams";
+import { type TaskStep, Tasks } from "@durablekit/tasks";
+import type { Env } from "./env";
+
+/** Input of `count@v1`: how many chunks to write, and the stream that receives them. */
+export interface CountInput {
+  steps: number;
+  stream: string;
+}
+
+/** What `start` answers: the run, and the stream a client follows over SSE. */
+export interface Started {
+  runId: string;
+  stream: string;
+}
+
+/**
+ * One SQLite Durable Object composing three durablekit parts: `Tasks` runs `count@v1`, which writes
+ * `{ "i": i }` chunks to a `Streams` stream exactly once each (producer = the run, producer seq = i),
+ * then closes it; `sseResponse` serves the stream to any `EventSource`. `Alarms` shares the object's
+ * one alarm between the task engine and the streams sweep.
+ */
+export class Counter extends DurableObject<Env> {
+  readonly streams = new Streams(this.ctx);
+  readonly tasks = new Tasks(this.ctx, {
+    definitions: {
+      "count@v1": async (input: CountInput, step: TaskStep) => {
+        // ── A producer per run: a step re-run after a crash writes its chunk once ──
+        const writer = () =>
+          this.streams.open(input.stream, { producer: { id: step.runId, epoch: 0 } });
+        for (let i = 0; i < input.steps; i++) {
+          await step.do(`chunk-${i}`, async () => writer().append({ i }, { producerSeq: i }));
+        }
+        // Settling is idempotent, so a replayed close is a no-op; subscribers get `event: done`.
+        await step.do("close", async () => {
+          writer().close();
+        });
+        return { written: input.steps };
+      },
+    },
+  });
+  readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams] });
+
+  override alarm() {
+    return this.alarms.alarm();
+  }
+
+  /** Starts `count@v1`; its stream exists before this returns, so a subscriber never meets a 404. */
+  async start(steps: number): Promise<Started> {
+    const runId = crypto.randomUUID();
+    const stream = `count:${runId}`;
+    this.streams.open(stream, { producer: { id: runId, epoch: 0 } });
+    await this.tasks.run("count@v1", { steps, stream }, { runId });
+    return { runId, stream };
+  }
+
+  /** `GET /streams/:id`: the stream as Server-Sent Events, resuming after `Last-Event-ID`. */
+  override async fetch(request: Request): Promise<Response> {
+    const id = decodeURIComponent(new URL(request.url).pathname.slice("/streams/".length));
+    return sseResponse(this.streams, id, { request });
+  }
+}

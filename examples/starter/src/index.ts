@@ -1,0 +1,38 @@
+import type { Env } from "./env";
+
+export { Counter } from "./counter";
+
+/** The most chunks one run may write. */
+const MAX_STEPS = 1_000;
+
+const ROUTES =
+  'POST /count {"steps": 3} starts a task writing a stream; GET /streams/:id follows it over SSE.\n';
+
+export default {
+  async fetch(request, env): Promise<Response> {
+    const url = new URL(request.url);
+    const counter = env.COUNTERS.getByName("default");
+    // POST /count {"steps": 3} → 202 {"runId", "stream"}
+    if (request.method === "POST" && url.pathname === "/count") {
+      const body = (await request.json().catch(() => null)) as { steps?: unknown } | null;
+      const steps = body?.steps;
+      if (!Number.isInteger(steps) || (steps as number) < 0 || (steps as number) > MAX_STEPS) {
+        return Response.json(
+          {
+            error: `"steps" must be an integer from 0 to ${MAX_STEPS}; got ${JSON.stringify(steps)}`,
+          },
+          { status: 400 },
+        );
+      }
+      return Response.json(await counter.start(steps as number), { status: 202 });
+    }
+    // GET /streams/:id → text/event-stream
+    if (request.method === "GET" && url.pathname.startsWith("/streams/")) {
+      return counter.fetch(request);
+    }
+    if (request.method === "GET" && url.pathname === "/") {
+      return new Response(ROUTES);
+    }
+    return new Response(`Not found. ${ROUTES}`, { status: 404 });
+  },
+} satisfies ExportedHandler<Env>;
