@@ -1,0 +1,50 @@
+import { DurableObject } from "cloudflare:workers";
+import { Alarms } from "@durablekit/compose";
+import { Streams } from "@durablekit/streams";
+import { type TaskDefinitions, type TaskStep, Tasks } from "@durablekit/tasks";
+
+export interface OrderInput {
+  orderId: string;
+  /** How long the order waits before it ships. */
+  coolOffMs: number;
+}
+
+export class Orders extends DurableObject<Env> {
+  readonly streams = new Streams(this.ctx);
+  readonly tasks = new Tasks(this.ctx, { definitions: this.#definitions() });
+  readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams] });
+
+  override alarm() {
+    return this.alarms.alarm();
+  }
+
+  place(input: OrderInput) {
+    return this.tasks.run("order@v1", input, { runId: input.orderId });
+  }
+
+  approve(orderId: string, by: string) {
+    return this.tasks.sendEvent(orderId, "approve", { by });
+  }
+
+  #definitions() {
+    return {
+      "order@v1": async (input: OrderInput, step: TaskStep) => {
+        const total = await step.do("price", () => 42);
+        const approval = await step.waitForEvent<{ by: string }>("approval", { type: "approve" });
+        await step.sleep("cool-off", input.coolOffMs);
+        await step.do("ship", () => {
+          const log = this.streams.open(`order:${input.orderId}`, {
+            producer: { id: input.orderId, epoch: 0 },
+          });
+          log.append({ shipped: true, by: approval.by }, { producerSeq: 0 });
+          log.close();
+        });
+        return { total, approvedBy: approval.by };
+      },
+    } satisfies TaskDefinitions;
+  }
+}
+
+export default {
+  fetch: () => new Response(null, { status: 404 }),
+} satisfies ExportedHandler<Env>;

@@ -1,0 +1,38 @@
+import { readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Guide, GuideRun } from "../src/index.ts";
+
+const docsDir = fileURLToPath(new URL("../../../docs/", import.meta.url));
+const demoDir = fileURLToPath(new URL("../../../apps/demo-worker/", import.meta.url));
+
+/** Every guide of docs/ with at least one runnable ```sh block, in name order. */
+const guides = readdirSync(docsDir)
+  .filter((name) => name.endsWith(".md"))
+  .sort()
+  .map((name) => Guide.read(docsDir + name))
+  .filter((guide) => guide.runnable.length > 0);
+
+describe("the docs' shell examples against wrangler dev of the demo", () => {
+  let dev: WranglerDev;
+  beforeAll(async () => {
+    // The guides read /debug/* routes, which the demo serves only with DEMO_DEBUG=on.
+    dev = await startWranglerDev({ cwd: demoDir, vars: { DEMO_DEBUG: "on" } });
+  });
+  afterAll(async () => {
+    await dev?.dispose();
+  });
+
+  it("finds guides to run", () => {
+    expect(guides.length).toBeGreaterThan(0);
+  });
+
+  for (const guide of guides) {
+    it(`${guide.name} runs top to bottom when pasted`, async () => {
+      const outcome = await new GuideRun(guide, { baseUrl: dev.url, timeoutMs: 90_000 }).run();
+      if (!outcome.ok) expect.fail(outcome.message);
+      console.info(`${guide.name}: ${outcome.blocks} blocks in ${outcome.ms} ms`);
+    });
+  }
+});
