@@ -2,7 +2,8 @@ import { callIdOf, topLevelKey } from "@durablekit/handle-journal";
 import type { BridgeAccess, BridgeCallContext, BridgeHostFunction } from "./context";
 import type { BridgeError } from "./errors";
 import type { Handle } from "./handle-table";
-import type { Answer } from "./wire";
+import type { JournalCallName } from "./run-journal";
+import type { Answer, EventWindow } from "./wire";
 
 /**
  * One admitted call, from admission to its answer: what it runs, its key and deadline, and what
@@ -27,6 +28,17 @@ export interface CallState {
   cutOff?: BridgeError;
   callbacks?: Array<(...args: unknown[]) => unknown>;
   signals?: Array<[number, AbortController]>;
+  // Replay runs only:
+  /** The isolate's event window sent with the call. */
+  events?: EventWindow | undefined;
+  /** What the journal records the call as (key, module, method, argument digest). */
+  name?: JournalCallName;
+  /** The seq of the unsafeToRepeat marker written before the call ran. */
+  marker?: number;
+  /** The call interrupted the run (`ctx.interrupt`): its answer is the resume value, never its own. */
+  interrupted?: boolean;
+  /** Set by the response shaping: the journal body and outcome of a value answer. */
+  journal?: { outcome: "value" | "handle"; body: string } | null;
 }
 
 /**
@@ -70,7 +82,7 @@ export interface ContextOwner {
   readonly executionId: string;
   readonly access: BridgeAccess;
   readonly attempt: number;
-  interrupt(call: CallState, reason?: string): Promise<never>;
+  interrupt(call: CallState, payload: unknown): Promise<never>;
 }
 
 /**
@@ -108,7 +120,8 @@ export class HostCallContext implements BridgeCallContext {
   }
 
   interrupt<T = unknown>(payload?: unknown): Promise<T> {
-    // Until replay ships no run resumes, so the promise only ever rejects.
-    return this.#owner.interrupt(this.#call, typeof payload === "string" ? payload : undefined);
+    // The host code never sees the resume value: a resumed replay answers the program with it
+    // without running this call again. So the promise only ever rejects (when the attempt ends).
+    return this.#owner.interrupt(this.#call, payload);
   }
 }

@@ -3,9 +3,9 @@ export type BridgeAccess = "read" | "read-write";
 
 /**
  * What happens to a run that is interrupted (its object restarted, or `ctx.interrupt()`):
- * `"fail"` fails it, `"restart"` runs it again from the top, `"replay"` (not available yet:
- * `execute` refuses it with `bridge/replay-unsupported`) will answer its journaled calls from
- * the journal and resume it.
+ * `"fail"` fails it, `"restart"` runs it again from the top, `"replay"` journals every call and
+ * runs it again from the top answering the journaled calls from the journal, so no recorded call
+ * runs twice (and `ctx.interrupt()` releases it until `resume`).
  */
 export type BridgeInterruptPolicy = "fail" | "restart" | "replay";
 
@@ -33,12 +33,18 @@ export interface BridgeCallContext {
   /** The run's attempt, 1 for the first; a `"restart"` run counts up. */
   readonly attempt: number;
   /**
-   * Interrupts the run. Typed as the value `resume` will give the interrupted call once
-   * `onInterrupt: "replay"` ships (`const answer = await ctx.interrupt<Answer>(question)`). Today:
-   * with `onInterrupt: "fail"` the run fails with `bridge/interrupted`; with `"restart"` it starts
-   * again from the top; either way the returned promise rejects with that error so the calling host
-   * code unwinds. A string `payload` is the reason the error message gives; any other payload is
-   * not read yet.
+   * Interrupts the run. In a `"replay"` run it releases the run until someone calls
+   * `executor.resume(executionId, value)`: the interrupt is journaled at this call's key with
+   * `payload` (data), new calls from the program are held, calls in flight finish and are
+   * journaled, then the attempt ends and `execute` resolves `{ state: "interrupted", interrupt:
+   * { key, callId, payload } }`. On resume the run replays from the top and the program gets
+   * `value` as this call's answer, **without this host code running again**; so the promise
+   * returned here never resolves: it rejects with `bridge/interrupted` when the attempt ends, to
+   * unwind the host code. `T` is the value `resume` will give the program.
+   *
+   * In a `"fail"` run the run fails with `bridge/interrupted`; in a `"restart"` run it starts again
+   * from the top; either way the promise rejects with that error, and a string `payload` is the
+   * reason the error message gives.
    */
   interrupt<T = unknown>(payload?: unknown): Promise<T>;
 }

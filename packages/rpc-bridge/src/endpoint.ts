@@ -16,15 +16,17 @@ export class BridgeEndpoint extends RpcTarget {
 
   /**
    * Calls function or method `method` of handle `handleId` (`""` calls a function handle) with
-   * `args`, whose wire `ArgsKind` is `kind` (checked by the run).
+   * `args`, whose wire `ArgsKind` is `kind` (checked by the run). `events` is the isolate's event
+   * window of a replay run (wire v4), absent otherwise.
    */
   invoke(
     handleId: unknown,
     method: unknown,
     args: unknown,
     kind: unknown,
+    events?: unknown,
   ): Answer | Promise<Answer> {
-    return this.#run.invoke(handleId, method, args, kind);
+    return this.#run.invoke(handleId, method, args, kind, events);
   }
 
   /** Releases a handle the program disposed. */

@@ -16,6 +16,9 @@ import { type ErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
  * - `bridge/handle-disposed`: the object was disposed (or never existed in this run).
  * - `bridge/unserializable`: an argument or result cannot cross the bridge; `path` names it.
  * - `bridge/run-ended`: the run had already ended when the call arrived or while it was in flight.
+ * - `bridge/not-replayable` (replay runs): the call passed or returned what a replay cannot
+ *   journal (a function, callback or ReadableStream, unless the host function is marked
+ *   unsafeToRepeat; an object without `[handle.serialize]` or a kind its module can revive).
  *
  * Failures of one call (the call ran):
  * - `bridge/limit-response-bytes`: the result encodes to more than `maxResponseBytes`.
@@ -30,15 +33,22 @@ import { type ErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
  * - `bridge/invalid-module`: a configured module is malformed (bad specifier, export name, import).
  * - `bridge/invalid-argument`: an argument or option is malformed or outside its documented range.
  * - `bridge/limit-input-bytes`: the input encodes to more than `maxInputBytes`.
- * - `bridge/replay-unsupported`: `onInterrupt: "replay"` was asked of a version without replay.
- * - `bridge/conflict`: an execution with that id already exists.
+ * - `bridge/conflict`: an execution with that id already exists; `resume` of an execution that is
+ *   not interrupted (running, ended, or already resumed).
+ * - `bridge/not-found`: `resume` of an execution id that does not exist.
  * - `bridge/schema-too-new`: the `dk_bridge_*` tables were written by a newer version of this package.
  *
  * Ends of a run (the execution's `error`):
  * - `bridge/run-timeout`: the run passed `runTimeoutMs` (retryable).
  * - `bridge/cancelled`: `cancel()` ended the run.
  * - `bridge/interrupted`: the run was interrupted (`ctx.interrupt()` or a restart) with `onInterrupt: "fail"`.
- * - `bridge/unsafe-to-repeat`: a restart would run again a call marked `unsafeToRepeat`.
+ * - `bridge/unsafe-to-repeat`: a restart would run again a call marked `unsafeToRepeat`, or a
+ *   replay reached such a call whose outcome was not recorded.
+ * - `bridge/replay-diverged`: a replay met another call than the journal recorded at a key (module,
+ *   method or arguments), the program ended with recorded calls left, or the isolate saw events
+ *   in another order than recorded.
+ * - `bridge/fingerprint-changed`: recovery of a replay run found the program, its source modules,
+ *   the compatibility date or flags, the wire or journal format changed since it was recorded.
  * - `bridge/too-many-attempts`: a `"restart"` run was interrupted more than `maxAttempts` times.
  * - `bridge/limit-result-bytes`: the program's result encodes to more than `maxResultBytes`, or is not data.
  * - `bridge/unhandled-rejection`: the program left a rejected promise nobody handled.
@@ -72,13 +82,16 @@ export type BridgeErrorCode =
   | "bridge/invalid-program"
   | "bridge/invalid-module"
   | "bridge/invalid-argument"
-  | "bridge/replay-unsupported"
+  | "bridge/not-replayable"
   | "bridge/conflict"
+  | "bridge/not-found"
   | "bridge/schema-too-new"
   | "bridge/run-timeout"
   | "bridge/cancelled"
   | "bridge/interrupted"
   | "bridge/unsafe-to-repeat"
+  | "bridge/replay-diverged"
+  | "bridge/fingerprint-changed"
   | "bridge/too-many-attempts"
   | "bridge/unhandled-rejection"
   | "bridge/isolate-failed";

@@ -1,5 +1,5 @@
 import { migrateSchema } from "@durablekit/compose";
-import { decode, type ErrorRecord } from "@durablekit/handle-journal";
+import { callIdOf, decode, type ErrorRecord } from "@durablekit/handle-journal";
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 import { BridgeError } from "./errors";
 import type { ExecutionError, ExecutionRecord, ExecutionState } from "./execution";
@@ -25,6 +25,16 @@ const SCHEMA_STEPS = [
     )`,
     `CREATE INDEX IF NOT EXISTS dk_bridge_executions_state ON dk_bridge_executions (state)`,
   ],
+  // Step 2: replay runs (seed and fingerprint made at start; where an interrupted run waits; the
+  // journal's size when the latest attempt started; whether the journal is the caller's own).
+  [
+    "ALTER TABLE dk_bridge_executions ADD COLUMN seed TEXT",
+    "ALTER TABLE dk_bridge_executions ADD COLUMN fingerprint TEXT", // JSON, see fingerprint.ts
+    "ALTER TABLE dk_bridge_executions ADD COLUMN interrupt_key TEXT",
+    "ALTER TABLE dk_bridge_executions ADD COLUMN interrupt_payload TEXT", // handle-journal codec text
+    "ALTER TABLE dk_bridge_executions ADD COLUMN journal_size INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE dk_bridge_executions ADD COLUMN external_journal INTEGER NOT NULL DEFAULT 0",
+  ],
 ] as const;
 
 /** Version of the `dk_bridge_*` tables; a newer stored version is refused rather than misread. */
@@ -45,6 +55,12 @@ type Row = {
   created_at: number;
   started_at: number;
   finished_at: number | null;
+  seed: string | null;
+  fingerprint: string | null;
+  interrupt_key: string | null;
+  interrupt_payload: string | null;
+  journal_size: number;
+  external_journal: number;
 };
 
 /** A running execution's row, as recovery needs it. */
@@ -57,6 +73,39 @@ export interface RunningExecution {
   attempt: number;
   unsafeCall: string | null;
   startedAt: number;
+  /** Replay runs: the seed of the isolate's randomness. */
+  seed: string | null;
+  /** Replay runs: what the program saw (JSON), compared on recovery. */
+  fingerprint: string | null;
+  /** Replay runs: journal entries when the latest attempt started. */
+  journalSize: number;
+  /** Replay runs whose journal was given to `execute` (re-attached by their owner, never recovered here). */
+  externalJournal: boolean;
+}
+
+/** Any execution's row, as `resume` and re-attaching need it. */
+export interface StoredExecution extends RunningExecution {
+  state: ExecutionState;
+  interruptKey: string | null;
+}
+
+function stored(row: Row): StoredExecution {
+  return {
+    id: row.id,
+    state: row.state as ExecutionState,
+    onInterrupt: row.on_interrupt as BridgeInterruptPolicy,
+    access: row.access as BridgeAccess,
+    source: row.source,
+    input: row.input,
+    attempt: row.attempt,
+    unsafeCall: row.unsafe_call,
+    startedAt: row.started_at,
+    seed: row.seed,
+    fingerprint: row.fingerprint,
+    journalSize: row.journal_size,
+    externalJournal: row.external_journal === 1,
+    interruptKey: row.interrupt_key,
+  };
 }
 
 /**
@@ -103,10 +152,13 @@ export class ExecutionStore {
     source: string;
     input: string;
     now: number;
+    seed?: string;
+    fingerprint?: string;
+    externalJournal?: boolean;
   }): void {
     this.#sql.exec(
-      `INSERT INTO dk_bridge_executions (id, state, on_interrupt, access, source, input, attempt, created_at, started_at)
-       VALUES (?, 'running', ?, ?, ?, ?, 1, ?, ?)`,
+      `INSERT INTO dk_bridge_executions (id, state, on_interrupt, access, source, input, attempt, created_at, started_at, seed, fingerprint, external_journal)
+       VALUES (?, 'running', ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)`,
       row.id,
       row.onInterrupt,
       row.access,
@@ -114,16 +166,63 @@ export class ExecutionStore {
       row.input,
       row.now,
       row.now,
+      row.seed ?? null,
+      row.fingerprint ?? null,
+      row.externalJournal ? 1 : 0,
     );
   }
 
-  /** Starts attempt `attempt` of a running execution; `started_at` keeps the first attempt's start. */
-  restart(id: string, attempt: number): void {
+  /**
+   * Starts attempt `attempt` of a running execution; `started_at` keeps the first attempt's start.
+   * `journalSize` is a replay run's journal entries as the attempt starts.
+   */
+  restart(id: string, attempt: number, journalSize = 0): void {
     this.#sql.exec(
-      "UPDATE dk_bridge_executions SET attempt = ?, calls = 0 WHERE id = ? AND state = 'running'",
+      "UPDATE dk_bridge_executions SET attempt = ?, calls = 0, journal_size = ? WHERE id = ? AND state = 'running'",
       attempt,
+      journalSize,
       id,
     );
+  }
+
+  /**
+   * A running replay run was released by `ctx.interrupt()`: it waits, `interrupted`, at call `key`
+   * (payload as codec text) until resumed. One statement.
+   */
+  suspend(id: string, key: string, payloadText: string, calls: number): void {
+    this.#sql.exec(
+      `UPDATE dk_bridge_executions SET state = 'interrupted', interrupt_key = ?, interrupt_payload = ?, calls = ?
+       WHERE id = ? AND state = 'running'`,
+      key,
+      payloadText,
+      calls,
+      id,
+    );
+  }
+
+  /**
+   * An interrupted execution is resumed: running again (attempt `attempt`), one statement. False
+   * when it was not interrupted (a second resume finds it running).
+   */
+  resume(id: string, attempt: number, journalSize: number): boolean {
+    return (
+      this.#sql.exec(
+        `UPDATE dk_bridge_executions SET state = 'running', interrupt_key = NULL, interrupt_payload = NULL,
+           attempt = ?, calls = 0, journal_size = ?
+         WHERE id = ? AND state = 'interrupted'`,
+        attempt,
+        journalSize,
+        id,
+      ).rowsWritten > 0
+    );
+  }
+
+  /** Any execution's row, or null. */
+  row(id: string): StoredExecution | null {
+    const row = this.#sql
+      .exec<Row>("SELECT * FROM dk_bridge_executions WHERE id = ?", id)
+      .toArray()[0];
+    return row === undefined ? null : stored(row);
   }
 
   /** Remembers (once) that a call marked unsafeToRepeat started, which forbids a restart. */
@@ -158,16 +257,7 @@ export class ExecutionStore {
     return this.#sql
       .exec<Row>("SELECT * FROM dk_bridge_executions WHERE state = 'running' ORDER BY created_at")
       .toArray()
-      .map((row) => ({
-        id: row.id,
-        onInterrupt: row.on_interrupt as BridgeInterruptPolicy,
-        access: row.access as BridgeAccess,
-        source: row.source,
-        input: row.input,
-        attempt: row.attempt,
-        unsafeCall: row.unsafe_call,
-        startedAt: row.started_at,
-      }));
+      .map(stored);
   }
 
   /** One execution's record, or null. */
@@ -190,14 +280,28 @@ export class ExecutionStore {
     if (row.result !== null) record.result = decode(row.result);
     if (row.error !== null) record.error = JSON.parse(row.error) as ExecutionError;
     if (row.unsafe_call !== null) record.unsafeCall = row.unsafe_call;
+    if (row.interrupt_key !== null) {
+      record.interrupt = {
+        key: row.interrupt_key,
+        callId: callIdOf(row.id, row.interrupt_key),
+        payload: row.interrupt_payload === null ? undefined : decode(row.interrupt_payload),
+      };
+    }
     return record;
   }
 
-  /** Deletes ended executions that finished before `before` (epoch ms); returns how many. */
-  prune(before: number): number {
-    return this.#sql.exec(
-      "DELETE FROM dk_bridge_executions WHERE state != 'running' AND finished_at < ?",
-      before,
-    ).rowsWritten;
+  /**
+   * Deletes ended executions that finished before `before` (epoch ms); returns how many, and the
+   * ids of the replay runs among them whose journal is the executor's own (to delete with them).
+   */
+  prune(before: number): { deleted: number; journals: string[] } {
+    const rows = this.#sql
+      .exec<{ id: string; replay: number }>(
+        `DELETE FROM dk_bridge_executions WHERE state NOT IN ('running', 'interrupted') AND finished_at < ?
+         RETURNING id, (on_interrupt = 'replay' AND external_journal = 0) AS replay`,
+        before,
+      )
+      .toArray();
+    return { deleted: rows.length, journals: rows.filter((r) => r.replay === 1).map((r) => r.id) };
   }
 }

@@ -2,8 +2,8 @@ import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 
 /**
  * Where an execution is: `running` until it ends `completed`, `failed` or `cancelled`.
- * `interrupted` is reserved for replay runs released by `ctx.interrupt()` and waiting for
- * `resume`; this version never produces it.
+ * `interrupted`: a replay run released by `ctx.interrupt()`, waiting for `resume` (it survives
+ * evictions and restarts; nothing recovers it but `resume`).
  */
 export type ExecutionState = "running" | "interrupted" | "completed" | "failed" | "cancelled";
 
@@ -26,6 +26,18 @@ export interface Execution {
   result?: unknown;
   /** Why it failed or was cancelled. */
   error?: ExecutionError;
+  /** Where an `interrupted` replay run was released: the call's key and callId, and the payload it gave `ctx.interrupt`. */
+  interrupt?: ExecutionInterrupt;
+}
+
+/** The `ctx.interrupt(payload)` an interrupted execution waits at. */
+export interface ExecutionInterrupt {
+  /** The key of the call that interrupted. */
+  key: string;
+  /** Its callId (`"<executionId>:<key>"`). */
+  callId: string;
+  /** What it passed to `ctx.interrupt` (data). */
+  payload: unknown;
 }
 
 /** The stored record of an execution (see `Executor.get`). */

@@ -1,4 +1,5 @@
 import { isWellFormedName } from "@durablekit/compose";
+import type { JournalPort } from "@durablekit/handle-journal";
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 import { BridgeError } from "./errors";
 import type { BridgeEvent } from "./events";
@@ -23,8 +24,13 @@ export interface ExecutorOptions {
   limits?: Partial<BridgeLimits>;
   /** Default access of a run. Default `"read-write"`. */
   access?: BridgeAccess;
-  /** Default interrupt policy. Default `"fail"`. (`"replay"` comes with a later version.) */
-  onInterrupt?: BridgeInterruptPolicy | "replay";
+  /** Default interrupt policy. Default `"fail"`. */
+  onInterrupt?: BridgeInterruptPolicy;
+  /**
+   * Where replay runs journal their calls. Default a `JournalStore` over the executor's `ctx` (its
+   * `dk_journal_*` tables).
+   */
+  journal?: JournalPort;
   /**
    * Receives `bridge:call` and `bridge:execution` events, synchronously; a throwing listener is
    * reported with `console.warn` and ignored.
@@ -51,27 +57,56 @@ export interface ExecuteOptions {
   /** This run's access. */
   access?: BridgeAccess;
   /** This run's interrupt policy. */
-  onInterrupt?: BridgeInterruptPolicy | "replay";
+  onInterrupt?: BridgeInterruptPolicy;
   /** Cancels the run when it aborts. */
   signal?: AbortSignal;
+  /**
+   * A replay run's journal, for a run that belongs to someone else's durable log (e.g. a tasks
+   * step's journal). With it, `execute` with an `id` that exists re-attaches to that execution
+   * instead of refusing: a running one not live in this instance is driven now, an interrupted
+   * one is returned as it is, an ended one returns its record. Such an execution is not recovered
+   * by the alarm: its owner re-attaches it. Only with `onInterrupt: "replay"`.
+   */
+  journal?: JournalPort;
+}
+
+/** Options of one {@link Executor.resume}. */
+export interface ResumeOptions {
+  /** The journal the execution was started with, when it was given to `execute`. */
+  journal?: JournalPort;
 }
 
 /**
  * An `onInterrupt` option, checked.
- * @throws BridgeError `bridge/replay-unsupported` for `"replay"`, `bridge/invalid-argument` otherwise.
+ * @throws BridgeError `bridge/invalid-argument`.
  */
 export function checkPolicy(value: unknown): BridgeInterruptPolicy {
-  if (value === "fail" || value === "restart") return value;
-  if (value === "replay") {
-    throw new BridgeError(
-      "bridge/replay-unsupported",
-      'onInterrupt "replay" is not available in this version of @durablekit/rpc-bridge; use "fail" or "restart".',
-    );
-  }
+  if (value === "fail" || value === "restart" || value === "replay") return value;
   throw new BridgeError(
     "bridge/invalid-argument",
-    `onInterrupt must be "fail" or "restart"; got ${JSON.stringify(value)}.`,
+    `onInterrupt must be "fail", "restart" or "replay"; got ${JSON.stringify(value)}.`,
   );
+}
+
+/**
+ * A `journal` option, checked: a JournalPort.
+ * @throws BridgeError `bridge/invalid-argument`.
+ */
+export function checkJournal(value: unknown): JournalPort | undefined {
+  if (value === undefined) return undefined;
+  const port = value as Partial<JournalPort> | null;
+  if (
+    typeof port !== "object" ||
+    port === null ||
+    typeof port.lookup !== "function" ||
+    typeof port.record !== "function" ||
+    typeof port.resolve !== "function"
+  ) {
+    throw invalid(
+      "journal must be a JournalPort (lookup, record, resolve), such as a JournalStore from @durablekit/handle-journal.",
+    );
+  }
+  return port as JournalPort;
 }
 
 /**
@@ -110,6 +145,7 @@ export function checkExecutorOptions(options: unknown): asserts options is Execu
   if (o.limits !== undefined && (typeof o.limits !== "object" || o.limits === null)) {
     throw invalid("limits must be an object of limit overrides, e.g. { maxCalls: 100 }.");
   }
+  checkJournal(o.journal);
   for (const key of ["onEvent", "now"] as const) {
     if (o[key] !== undefined && typeof o[key] !== "function") {
       throw invalid(`${key} must be a function.`);
@@ -136,10 +172,11 @@ export function checkExecutorOptions(options: unknown): asserts options is Execu
 export function checkExecuteOptions(options: unknown): asserts options is ExecuteOptions {
   if (typeof options !== "object" || options === null) {
     throw invalid(
-      "execute takes an options object as its third argument: { id?, access?, onInterrupt?, signal? }.",
+      "execute takes an options object as its third argument: { id?, access?, onInterrupt?, signal?, journal? }.",
     );
   }
   const { id, signal } = options as ExecuteOptions;
+  checkJournal((options as ExecuteOptions).journal);
   if (id !== undefined && !isWellFormedName(id, MAX_ID_LENGTH)) {
     throw invalid(
       `An execution id must be a non-empty string of at most ${MAX_ID_LENGTH} UTF-16 code units without lone surrogates.`,

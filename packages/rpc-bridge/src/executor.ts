@@ -2,7 +2,11 @@ import { type AlarmPart, createEmitter, requestWake } from "@durablekit/compose"
 import {
   decode,
   type ErrorRecord,
+  encode,
   fromErrorRecord,
+  type JournalEntry,
+  type JournalPort,
+  JournalStore,
   toErrorRecord,
   utf8ByteLength,
 } from "@durablekit/handle-journal";
@@ -12,22 +16,35 @@ import { BridgeEndpoint } from "./endpoint";
 import { BridgeError, type BridgeErrorCode, boundErrorRecord, bridgeErrorRecord } from "./errors";
 import type { BridgeEvent } from "./events";
 import type { Execution, ExecutionError, ExecutionRecord } from "./execution";
-import { ExecutionStore, type RunningExecution } from "./execution-store";
+import { ExecutionStore, type RunningExecution, type StoredExecution } from "./execution-store";
 import {
   type BridgeLoader,
   checkAccess,
   checkExecuteOptions,
   checkExecutorOptions,
+  checkJournal,
   checkPolicy,
   DEFAULT_COMPATIBILITY_DATE,
   type ExecuteOptions,
   type ExecutorOptions,
+  type ResumeOptions,
 } from "./executor-options";
+import { fingerprintChange, fingerprintOf, type ReplayFingerprint } from "./fingerprint";
 import { disposeQuietly } from "./handle-table";
 import { type BridgeLimits, resolveLimits } from "./limits";
 import { MAIN_MODULE, ModuleRegistry } from "./module-registry";
-import { type AttemptOutcome, Run } from "./run";
+import { type AttemptOutcome, Run, type RunInterrupt } from "./run";
+import { RunJournal, resumedBody } from "./run-journal";
 import type { EvaluateOptions, Outcome } from "./wire";
+
+/** What a replay run's attempts share: its journal, and what makes the isolate deterministic. */
+interface ReplayDrive {
+  port: JournalPort;
+  seed: string;
+  startedAt: number;
+  /** The journal loaded for the first attempt of this drive (`[]` for a new execution), read once. */
+  entries: readonly JournalEntry[];
+}
 
 /** One execution being driven through its attempts. */
 interface Drive {
@@ -37,6 +54,8 @@ interface Drive {
   access: BridgeAccess;
   onInterrupt: BridgeInterruptPolicy;
   attempt: number;
+  /** Present for replay runs. */
+  replay?: ReplayDrive;
 }
 
 /** How an execution ends, with the codec text of its result. */
@@ -45,7 +64,21 @@ type Settled = Omit<Execution, "executionId"> & { resultText?: string };
 /** What becomes of an execution a previous instance left running. */
 type RecoveryPlan =
   | { action: "fail"; error: ExecutionError }
-  | { action: "restart"; modules: Record<string, string>; input: unknown };
+  | {
+      action: "restart";
+      modules: Record<string, string>;
+      input: unknown;
+      /** A replay run's journal, loaded once for the recovered attempt. */
+      entries?: readonly JournalEntry[];
+    };
+
+/** A new seed for a replay run's isolate: 32 random bytes as 64 hex characters. */
+function newSeed(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  let hex = "";
+  for (const byte of bytes) hex += byte.toString(16).padStart(2, "0");
+  return hex;
+}
 
 /** The isolate's entrypoint (the runner, src/isolate/runner.ts). */
 interface Evaluator {
@@ -61,6 +94,14 @@ const ABORTED = "the execute() signal aborted";
 /** The error body of a new `BridgeError`, as an execution's `error`. */
 function errorBody(code: BridgeErrorCode, message: string): ExecutionError {
   return bridgeErrorRecord(code, message).$error as ExecutionError;
+}
+
+/** Why a replay run whose fingerprint changed (`changed` says what) is not replayed. */
+function fingerprintError(changed: string): ExecutionError {
+  return errorBody(
+    "bridge/fingerprint-changed",
+    `The replay run cannot go on: since it was recorded, ${changed} changed, so replaying its journal could answer another program. Start a new execution (host-module code may change between attempts; the program, source modules, compatibility settings and formats may not).`,
+  );
 }
 
 /** The body of any thrown value's error record, as an execution's `error`. */
@@ -118,13 +159,14 @@ export class Executor implements AlarmPart {
   readonly #emit: (event: BridgeEvent) => void;
   /** Given to runs only when someone listens, so a run builds no call labels for nobody. */
   readonly #runEmit: ((event: BridgeEvent) => void) | undefined;
+  /** The journal replay runs write to: the `journal` option, else a JournalStore made at first use. */
+  #journal: JournalPort | undefined;
 
   /**
    * Checks the modules (specifiers, export names), limits and options, and creates or checks the
    * `dk_bridge_*` tables in `ctx.storage`.
    * @throws BridgeError `bridge/invalid-argument` for a malformed option, `bridge/invalid-module`
-   *   for a malformed module, `bridge/replay-unsupported` for `onInterrupt: "replay"`,
-   *   `bridge/schema-too-new` when the tables were written by a newer version.
+   *   for a malformed module, `bridge/schema-too-new` when the tables were written by a newer version.
    */
   constructor(ctx: DurableObjectState, options: ExecutorOptions) {
     if (typeof ctx !== "object" || ctx === null || typeof ctx.storage?.sql !== "object") {
@@ -143,6 +185,13 @@ export class Executor implements AlarmPart {
     this.#emit = createEmitter("@durablekit/rpc-bridge", options.onEvent);
     this.#runEmit = options.onEvent === undefined ? undefined : this.#emit;
     this.#store = new ExecutionStore(ctx.storage);
+    this.#journal = options.journal;
+  }
+
+  /** The executor's own journal (created, with its tables, when a replay run first needs it). */
+  #ownJournal(): JournalPort {
+    this.#journal ??= new JournalStore(this.#ctx);
+    return this.#journal;
   }
 
   /** The limits every run gets. */
@@ -161,14 +210,28 @@ export class Executor implements AlarmPart {
    * Runs `source` (an ES module whose default export takes `input`) to its end and answers how it
    * ended. A program that cannot run (bad import, no default export, input over the limit) is
    * refused with a thrown error before anything runs or is recorded.
+   *
+   * With `onInterrupt: "replay"` every call is journaled, and the run can be released by
+   * `ctx.interrupt()` (it then resolves `{ state: "interrupted", interrupt }`; see {@link resume})
+   * and survives restarts: recovery replays it from the top, answering journaled calls from the
+   * journal. With `options.journal` and an `id` that exists, it re-attaches to that execution
+   * instead of refusing (see `ExecuteOptions.journal`).
    * @throws BridgeError `bridge/module-not-found`, `bridge/module-private`, `bridge/invalid-program`,
    * `bridge/limit-input-bytes`, `bridge/unserializable`, `bridge/conflict` (the id exists),
-   * `bridge/replay-unsupported`, `bridge/invalid-argument`.
+   * `bridge/invalid-argument`.
    */
   async execute(source: string, input?: unknown, options: ExecuteOptions = {}): Promise<Execution> {
     checkExecuteOptions(options);
     const onInterrupt = checkPolicy(options.onInterrupt ?? this.#onInterrupt);
     const access = checkAccess(options.access ?? this.#access);
+    const given = options.journal;
+    if (given !== undefined && onInterrupt !== "replay") {
+      throw invalid('execute\'s journal option is for onInterrupt "replay" runs only.');
+    }
+    if (given !== undefined && options.id !== undefined) {
+      const existing = this.#store.row(options.id);
+      if (existing !== null) return this.#reattach(existing, given);
+    }
     if (typeof source !== "string") {
       throw new BridgeError("bridge/invalid-program", "The program source must be a string.");
     }
@@ -194,8 +257,24 @@ export class Executor implements AlarmPart {
       );
     }
     const now = this.#now();
+    let replay: ReplayDrive | undefined;
+    let fingerprint: string | undefined;
+    if (onInterrupt === "replay") {
+      replay = { port: given ?? this.#ownJournal(), seed: newSeed(), startedAt: now, entries: [] };
+      fingerprint = JSON.stringify(this.#fingerprint(source));
+    }
     // Recorded running before anything runs: a restart finds the row and recovers it.
-    this.#store.insert({ id, onInterrupt, access, source, input: inputText, now });
+    this.#store.insert({
+      id,
+      onInterrupt,
+      access,
+      source,
+      input: inputText,
+      now,
+      ...(replay === undefined
+        ? {}
+        : { seed: replay.seed, fingerprint, externalJournal: given !== undefined }),
+    });
     this.#requestRecoveryWake(now);
     const signal = options.signal;
     if (signal?.aborted) {
@@ -205,10 +284,151 @@ export class Executor implements AlarmPart {
     const onAbort = () => this.cancel(id, ABORTED);
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      return await this.#drive({ id, modules, input, access, onInterrupt, attempt: 1 });
+      return await this.#drive({
+        id,
+        modules,
+        input,
+        access,
+        onInterrupt,
+        attempt: 1,
+        ...(replay === undefined ? {} : { replay }),
+      });
     } finally {
       signal?.removeEventListener("abort", onAbort);
     }
+  }
+
+  /**
+   * Resumes a replay run released by `ctx.interrupt()`: the interrupt's journal entry is resolved
+   * to `value` and the run replays from the top, where the interrupted call answers the program
+   * with `value` without its host code running again. Resolves how the run ends (or is
+   * interrupted again), like `execute`.
+   * @throws BridgeError `bridge/not-found` (no such execution), `bridge/conflict` (not
+   *   interrupted: running, ended, or already resumed), `bridge/limit-input-bytes` or
+   *   `bridge/unserializable` (`value` is not data within `maxInputBytes`), `bridge/invalid-argument`.
+   */
+  async resume(
+    executionId: string,
+    value?: unknown,
+    options: ResumeOptions = {},
+  ): Promise<Execution> {
+    if (typeof executionId !== "string") throw invalid("resume takes an execution id (a string).");
+    if (typeof options !== "object" || options === null) {
+      throw invalid("resume takes an options object as its third argument: { journal? }.");
+    }
+    const given = checkJournal(options.journal);
+    const row = this.#store.row(executionId);
+    if (row === null) {
+      throw new BridgeError("bridge/not-found", `No execution has id "${executionId}".`);
+    }
+    if (row.state !== "interrupted" || row.interruptKey === null || this.#live.has(executionId)) {
+      throw new BridgeError(
+        "bridge/conflict",
+        `Execution "${executionId}" is ${row.state}, not interrupted; only an interrupted replay run can be resumed, once per interrupt.`,
+      );
+    }
+    encodeChecked(
+      value,
+      this.#limits.maxInputBytes,
+      "value",
+      "bridge/limit-input-bytes",
+      "maxInputBytes",
+    );
+    const port = given ?? this.#ownJournal();
+    const key = row.interruptKey;
+    const changed = fingerprintChange(row.fingerprint, this.#fingerprint(row.source));
+    const entries = port.lookup(executionId);
+    const entry = entries.find((e) => e.key === key && e.outcome === "interrupt");
+    // Running first, then the entry resolved: a crash between leaves a running run whose replay
+    // meets the unresolved interrupt and is released again, so a resume is never lost twice.
+    if (!this.#store.resume(executionId, row.attempt + 1, -1)) {
+      throw new BridgeError("bridge/conflict", `Execution "${executionId}" was resumed already.`);
+    }
+    if (changed !== null) {
+      return this.#end(executionId, row.attempt + 1, 0, {
+        state: "failed",
+        error: fingerprintError(changed),
+      });
+    }
+    this.#requestRecoveryWake(this.#now());
+    if (entry !== undefined) {
+      port.resolve(executionId, key, "value", resumedBody(entry, value), this.#now());
+    }
+    return this.#driveStored(row, port, row.attempt + 1);
+  }
+
+  /**
+   * `execute` with a journal and an id that exists: a running execution not live here is driven
+   * now; an interrupted or ended one is returned as stored.
+   */
+  async #reattach(row: StoredExecution, port: JournalPort): Promise<Execution> {
+    if (row.onInterrupt !== "replay") {
+      throw new BridgeError(
+        "bridge/conflict",
+        `An execution with id "${row.id}" exists and is not a replay run; use another id.`,
+      );
+    }
+    if (row.state !== "running" || this.#live.has(row.id)) {
+      const record = this.#store.get(row.id) as ExecutionRecord;
+      const { executionId, state, result, error, interrupt } = record;
+      return {
+        executionId,
+        state,
+        ...(result === undefined ? {} : { result }),
+        ...(error === undefined ? {} : { error }),
+        ...(interrupt === undefined ? {} : { interrupt }),
+      };
+    }
+    const plan = this.#planReplay(row, port);
+    if (plan.action === "fail")
+      return this.#end(row.id, row.attempt, 0, { state: "failed", error: plan.error });
+    this.#store.restart(row.id, row.attempt + 1, plan.entries?.length ?? 0);
+    this.#requestRecoveryWake(this.#now());
+    return this.#driveStored(row, port, row.attempt + 1, plan);
+  }
+
+  /** Drives a stored replay run again from the top (resume, re-attach, recovery). */
+  #driveStored(
+    row: RunningExecution,
+    port: JournalPort,
+    attempt: number,
+    plan?: Extract<RecoveryPlan, { action: "restart" }>,
+  ): Promise<Execution> {
+    let modules: Record<string, string>;
+    let input: unknown;
+    try {
+      modules = plan?.modules ?? this.#registry.graph(row.source);
+      input = plan === undefined ? decode(row.input) : plan.input;
+    } catch (error) {
+      return Promise.resolve(
+        this.#end(row.id, attempt, 0, { state: "failed", error: thrownBody(error) }),
+      );
+    }
+    return this.#drive({
+      id: row.id,
+      modules,
+      input,
+      access: row.access,
+      onInterrupt: "replay",
+      attempt,
+      replay: {
+        port,
+        seed: row.seed ?? "",
+        startedAt: row.startedAt,
+        // Re-read in the attempt unless the plan already loaded it (one query per attempt).
+        entries: plan?.entries ?? port.lookup(row.id),
+      },
+    });
+  }
+
+  /** The fingerprint of `source` under this executor's configuration. */
+  #fingerprint(source: string): ReplayFingerprint {
+    const sources: Array<{ specifier: string; source: string }> = [];
+    for (const entry of this.#registry.bySpecifier.values()) {
+      if (entry.kind === "source")
+        sources.push({ specifier: entry.specifier, source: entry.source });
+    }
+    return fingerprintOf(source, sources, this.#compatibilityDate, this.#compatibilityFlags);
   }
 
   /**
@@ -242,7 +462,13 @@ export class Executor implements AlarmPart {
     if (typeof before !== "number" || !Number.isFinite(before)) {
       throw invalid(`prune takes a time in epoch milliseconds; got ${String(before)}.`);
     }
-    return this.#store.prune(before);
+    const { deleted, journals } = this.#store.prune(before);
+    // A pruned replay run's own journal goes with it (a journal given to execute is its owner's).
+    if (journals.length > 0) {
+      const port = this.#ownJournal();
+      for (const id of journals) port.deleteExecution?.(id);
+    }
+    return deleted;
   }
 
   // ── Recovery (the alarm part) ──────────────────────────────────────────────
@@ -257,7 +483,20 @@ export class Executor implements AlarmPart {
   async recover(): Promise<Execution[]> {
     const pending: Array<Execution | Promise<Execution>> = [];
     for (const row of this.#store.running()) {
-      if (this.#live.has(row.id)) continue;
+      // A run whose journal is its caller's is re-attached by that caller, never recovered here.
+      if (this.#live.has(row.id) || row.externalJournal) continue;
+      if (row.onInterrupt === "replay") {
+        const port = this.#ownJournal();
+        const plan = this.#planReplay(row, port);
+        if (plan.action === "fail") {
+          pending.push(this.#end(row.id, row.attempt, 0, { state: "failed", error: plan.error }));
+          continue;
+        }
+        this.#store.restart(row.id, row.attempt + 1, plan.entries?.length ?? 0);
+        this.#requestRecoveryWake(this.#now());
+        pending.push(this.#driveStored(row, port, row.attempt + 1, plan));
+        continue;
+      }
       const plan = this.#planRecovery(row);
       if (plan.action === "fail") {
         pending.push(this.#end(row.id, row.attempt, 0, { state: "failed", error: plan.error }));
@@ -288,6 +527,7 @@ export class Executor implements AlarmPart {
     let at: number | null = null;
     for (const row of this.#store.running()) {
       const run = this.#live.get(row.id);
+      if (!run && row.externalJournal) continue;
       const when = run ? run.deadline + ALARM_GRACE_MS : this.#now();
       if (at === null || when < at) at = when;
     }
@@ -325,15 +565,6 @@ export class Executor implements AlarmPart {
             "The run was interrupted when its Durable Object restarted (onInterrupt: fail).",
           ),
         };
-      case "replay":
-        // execute refuses "replay" in this version, so only a row written by a later version gets here.
-        return {
-          action: "fail",
-          error: errorBody(
-            "bridge/replay-unsupported",
-            'The run was recorded with onInterrupt "replay", which this version of @durablekit/rpc-bridge cannot recover.',
-          ),
-        };
       case "restart":
         break;
       default:
@@ -369,12 +600,63 @@ export class Executor implements AlarmPart {
     }
   }
 
+  /**
+   * Decides what becomes of a replay run found running but not live (recovery, re-attach): it
+   * replays from the top, unless its fingerprint changed (`bridge/fingerprint-changed`, saying
+   * what), or it was already restarted after an object restart and its journal did not grow since
+   * (`bridge/too-many-attempts`: a program that kills its runtime before its next call is not run
+   * forever). Loads the journal once, for the attempt to use.
+   */
+  #planReplay(row: RunningExecution, port: JournalPort): RecoveryPlan {
+    const changed = fingerprintChange(row.fingerprint, this.#fingerprint(row.source));
+    if (changed !== null) return { action: "fail", error: fingerprintError(changed) };
+    let entries: readonly JournalEntry[];
+    try {
+      entries = port.lookup(row.id);
+    } catch (error) {
+      return { action: "fail", error: thrownBody(error) };
+    }
+    // journal_size is -1 when the latest attempt was started by execute or resume, not by recovery.
+    if (row.attempt >= 2 && row.journalSize >= 0 && entries.length <= row.journalSize) {
+      return {
+        action: "fail",
+        error: errorBody(
+          "bridge/too-many-attempts",
+          `The run's Durable Object restarted under attempt ${row.attempt}, which was itself a restart and journaled no new call; a replay run is restarted again only when its journal grew, so a program that hangs or exhausts the runtime is not run forever.`,
+        ),
+      };
+    }
+    try {
+      return {
+        action: "restart",
+        modules: this.#registry.graph(row.source),
+        input: decode(row.input),
+        entries,
+      };
+    } catch (error) {
+      return { action: "fail", error: thrownBody(error) };
+    }
+  }
+
   // ── Attempts ───────────────────────────────────────────────────────────────
 
   async #drive(drive: Drive): Promise<Execution> {
     let unsafeCall: string | undefined;
     for (let attempt = drive.attempt; ; attempt++) {
       if (attempt > drive.attempt) this.#store.restart(drive.id, attempt);
+      let journal: RunJournal | undefined;
+      if (drive.replay !== undefined) {
+        try {
+          journal = new RunJournal(
+            drive.replay.port,
+            drive.id,
+            () => this.#now(),
+            drive.replay.entries,
+          );
+        } catch (error) {
+          return this.#end(drive.id, attempt, 0, { state: "failed", error: thrownBody(error) });
+        }
+      }
       const run = new Run({
         executionId: drive.id,
         attempt,
@@ -387,16 +669,20 @@ export class Executor implements AlarmPart {
           unsafeCall = label;
           this.#store.markUnsafe(drive.id, label);
         },
+        journal,
       });
       this.#live.set(drive.id, run);
       this.#emit({ type: "bridge:execution", executionId: drive.id, state: "running", attempt });
       let result: { outcome: AttemptOutcome; disposed: number };
       try {
-        result = await this.#attempt(drive, run);
+        result = await this.#attempt(drive, run, journal);
       } finally {
         this.#live.delete(drive.id);
       }
       const { outcome, disposed } = result;
+      if (outcome.kind === "suspended") {
+        return this.#suspended(drive.id, attempt, run.calls, outcome.interrupt, disposed);
+      }
       if (outcome.kind === "interrupted" && drive.onInterrupt === "restart") {
         const refusal = this.#restartRefusal(unsafeCall, attempt, outcome.reason);
         if (!refusal) continue;
@@ -418,7 +704,11 @@ export class Executor implements AlarmPart {
    * (timeout, cancel, interrupt). The isolate is released and the run ended (every handle it still
    * held disposed) before this returns.
    */
-  async #attempt(drive: Drive, run: Run): Promise<{ outcome: AttemptOutcome; disposed: number }> {
+  async #attempt(
+    drive: Drive,
+    run: Run,
+    journal?: RunJournal,
+  ): Promise<{ outcome: AttemptOutcome; disposed: number }> {
     const cpuMs = this.#limits.cpuMs;
     let outcome: AttemptOutcome;
     let worker: WorkerStub | undefined;
@@ -434,12 +724,31 @@ export class Executor implements AlarmPart {
         globalOutbound: null,
       });
       entrypoint = worker.getEntrypoint(undefined, { limits: { cpuMs } });
+      const options: EvaluateOptions = { maxRequestBytes: this.#limits.maxRequestBytes };
+      if (drive.replay !== undefined) {
+        options.replay = {
+          seed: drive.replay.seed,
+          startedAt: drive.replay.startedAt,
+          schedule: journal?.schedule ?? [],
+        };
+      }
       const evaluation = (entrypoint as unknown as Evaluator)
-        .evaluate(drive.input, new BridgeEndpoint(run), {
-          maxRequestBytes: this.#limits.maxRequestBytes,
-        })
+        .evaluate(drive.input, new BridgeEndpoint(run), options)
         .then(
           (outcome): AttemptOutcome => {
+            if (outcome.kind === "diverged") {
+              const record = normalize(outcome.record).$error;
+              return {
+                kind: "failed",
+                error: bridgeErrorRecord(
+                  "bridge/replay-diverged",
+                  `The replay diverged in the isolate: ${record.message}`,
+                ),
+              };
+            }
+            // A replay run's program ended: the journal must hold nothing it did not ask for again.
+            const left = run.checkJournalEnded();
+            if (left !== undefined) return { kind: "failed", error: left };
             if (outcome.kind === "returned") return { kind: "completed", value: outcome.value };
             const error = normalize(outcome.record);
             if (outcome.kind !== "threw") {
@@ -458,6 +767,11 @@ export class Executor implements AlarmPart {
           (error: unknown) => isolateFailed("The program's isolate failed", error),
         );
       outcome = await Promise.race([evaluation.then((o) => run.checkDeadline(o)), run.stopped]);
+      // A replay run released by ctx.interrupt() stays released, whatever its program did next.
+      const suspension = run.suspension;
+      if (suspension !== undefined && outcome.kind !== "cancelled") {
+        outcome = { kind: "suspended", interrupt: suspension };
+      }
     } catch (error) {
       outcome = isolateFailed("The program's isolate could not start", error);
     } finally {
@@ -537,12 +851,46 @@ export class Executor implements AlarmPart {
           state: "failed",
           error: errorBody("bridge/interrupted", `The run was interrupted: ${outcome.reason}.`),
         };
+      case "suspended":
+        // #drive ends a suspended attempt with #suspended; this is never reached.
+        return {
+          state: "failed",
+          error: errorBody("bridge/interrupted", "The run was interrupted."),
+        };
       case "cancelled":
         return {
           state: "cancelled",
           error: errorBody("bridge/cancelled", `The run was cancelled: ${outcome.reason}.`),
         };
     }
+  }
+
+  /**
+   * A replay run released by `ctx.interrupt()`: recorded `interrupted` at its interrupt (one
+   * statement), waiting for `resume`.
+   */
+  #suspended(
+    id: string,
+    attempt: number,
+    calls: number,
+    interrupt: RunInterrupt,
+    disposed: number,
+  ): Execution {
+    let payloadText: string;
+    try {
+      payloadText = encode(interrupt.payload);
+    } catch {
+      payloadText = encode(null);
+    }
+    this.#store.suspend(id, interrupt.key, payloadText, calls);
+    this.#emit({
+      type: "bridge:execution",
+      executionId: id,
+      state: "interrupted",
+      attempt,
+      disposed,
+    });
+    return { executionId: id, state: "interrupted", interrupt };
   }
 
   #end(id: string, attempt: number, calls: number, settled: Settled, disposed = 0): Execution {

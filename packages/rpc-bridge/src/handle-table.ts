@@ -1,5 +1,11 @@
 import { RpcTarget } from "cloudflare:workers";
-import { handleKindOf, handle as handleSymbols } from "@durablekit/handle-journal";
+import {
+  createReviver,
+  type HandleRecord,
+  handleKindOf,
+  handle as handleSymbols,
+  isHandle,
+} from "@durablekit/handle-journal";
 import { MAX_DEPTH } from "./data-size";
 import { BridgeError } from "./errors";
 import type { HostModuleEntry } from "./module-registry";
@@ -12,11 +18,14 @@ export interface ModuleHandle {
   module: HostModuleEntry;
 }
 
-/** An RpcTarget a call returned. */
+/** An RpcTarget a call returned (or, in a replay, its journaled record, revived at first live use). */
 export interface TargetHandle {
   kind: "target";
   id: number;
-  target: object;
+  /** The object; `null` while a journaled handle is not revived (its calls are answered from the journal). */
+  target: object | null;
+  /** The handle record a replay registered it from, until it is revived. */
+  record?: HandleRecord;
   /**
    * Its revivable kind: the `[handle.kind]` its class declares, when that is a key of the creating
    * module's `[handle.revive]` map; `null` otherwise. Never the constructor's name (minification
@@ -173,6 +182,100 @@ export class HandleTable {
     return descriptor;
   }
 
+  /**
+   * Registers a handle a replay read from the journal: the program gets the usual descriptor with
+   * the recorded method names, and no target exists until {@link revive}.
+   */
+  addJournaled(
+    record: HandleRecord,
+    methods: readonly string[],
+    specifier: string,
+    creatorKey: string,
+    fresh: number[],
+  ): TargetDescriptor {
+    const id = this.#reserve();
+    const label = record.$handle;
+    const kind = label.slice(label.lastIndexOf("#") + 1);
+    const descriptor: TargetDescriptor = { [TAG]: "t", id, k: label, m: [...methods] };
+    const entry: TargetHandle = {
+      kind: "target",
+      id,
+      target: null,
+      record,
+      handleKind: kind,
+      label,
+      specifier,
+      methods: new Set(methods),
+      creatorKey,
+      descriptor,
+    };
+    this.#entries.set(id, entry);
+    fresh.push(id);
+    return descriptor;
+  }
+
+  /**
+   * The live object of a target handle, reviving a journaled one through its module's
+   * `[handle.revive]` map (the module as configured now: a redeployed module revives what an
+   * earlier version made).
+   * @throws JournalError `journal/no-reviver`, or what the reviver throws.
+   */
+  liveTarget(entry: TargetHandle, moduleOf: (specifier: string) => object | undefined): object {
+    if (entry.target !== null) return entry.target;
+    const record = entry.record as HandleRecord;
+    const revive = createReviver({ [entry.specifier]: moduleOf(entry.specifier) });
+    const target = revive(record);
+    if (typeof target !== "object" || target === null) {
+      throw new BridgeError(
+        "bridge/not-replayable",
+        `The reviver of ${record.$handle} returned ${target === null ? "null" : typeof target}, not an object; make [handle.revive].${entry.handleKind} return the object.`,
+      );
+    }
+    entry.target = target;
+    delete entry.record;
+    this.#byValue.set(target, entry);
+    return target;
+  }
+
+  /**
+   * In a replay run, refuses an object a call is returning that could not be revived after a
+   * restart: it must implement `[handle.serialize]()` and declare a kind its module's
+   * `[handle.revive]` map has.
+   * @throws BridgeError `bridge/not-replayable` naming what to add.
+   */
+  checkReplayable(id: number): void {
+    const entry = this.#entries.get(id);
+    if (entry?.kind === "function") {
+      throw new BridgeError(
+        "bridge/not-replayable",
+        `${entry.label} returned a function, which a replay run cannot journal; return an object with [handle.serialize] instead, or mark the host function unsafeToRepeat (a replay that reaches it then fails).`,
+      );
+    }
+    if (entry?.kind !== "target" || entry.target === null) return;
+    if (!isHandle(entry.target)) {
+      throw new BridgeError(
+        "bridge/not-replayable",
+        `${entry.label} has no [handle.serialize]() method, so a replay could not revive it: add [handle.serialize]() returning its own JSON (e.g. { id }).`,
+      );
+    }
+    const declared = handleKindOf(entry.target);
+    if (entry.handleKind === null) {
+      const known = [...(this.#revivable.get(entry.specifier) ?? [])];
+      throw new BridgeError(
+        "bridge/not-replayable",
+        declared === null
+          ? `${entry.label} declares no kind, so a replay could not revive it: add static [handle.kind] = "<Kind>" to its class and <Kind> to the [handle.revive] map of module "${entry.specifier}".`
+          : `${entry.label} has kind "${declared}", which module "${entry.specifier}" cannot revive (its [handle.revive] map has: ${known.join(", ") || "nothing"}); add ${declared} to it.`,
+      );
+    }
+  }
+
+  /** The target handle with this id, when the table holds one. */
+  target(id: number): TargetHandle | undefined {
+    const entry = this.#entries.get(id);
+    return entry?.kind === "target" ? entry : undefined;
+  }
+
   /** Registers a function returned by call `creatorKey` of module `specifier`; a new id is pushed to `fresh`. */
   addFunction(
     fn: (...args: never[]) => unknown,
@@ -227,6 +330,16 @@ export class HandleTable {
     return `${entry.specifier}#${entry.handleKind}`;
   }
 
+  /**
+   * The journal name and method names of a held object with a revivable kind, or `null`: what a
+   * replay run's journal records a returned handle as.
+   */
+  journalKind(value: object): { kind: string; methods: string[] } | null {
+    const entry = this.#byValue.get(value);
+    if (entry?.kind !== "target" || entry.handleKind === null) return null;
+    return { kind: `${entry.specifier}#${entry.handleKind}`, methods: entry.descriptor.m };
+  }
+
   /** True when the object or function is held by the table. */
   holds(value: object): boolean {
     return this.#byValue.has(value);
@@ -243,12 +356,16 @@ export class HandleTable {
     return true;
   }
 
-  /** Removes an entry without disposing it; returns its object or function. */
+  /**
+   * Removes an entry without disposing it; returns its object or function (`undefined` for a
+   * journaled handle never revived: there is nothing to release).
+   */
   forget(id: number): object | undefined {
     const entry = this.#entries.get(id);
     if (!entry || entry.kind === "module") return undefined;
     this.#entries.delete(id);
     const value = entry.kind === "target" ? entry.target : entry.fn;
+    if (value === null) return undefined;
     this.#byValue.delete(value);
     return value;
   }

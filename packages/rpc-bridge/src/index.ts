@@ -14,13 +14,20 @@ export {
   isBridgeError,
 } from "./errors";
 export type { BridgeCallEvent, BridgeEvent, BridgeExecutionEvent } from "./events";
-export type { Execution, ExecutionError, ExecutionRecord, ExecutionState } from "./execution";
+export type {
+  Execution,
+  ExecutionError,
+  ExecutionInterrupt,
+  ExecutionRecord,
+  ExecutionState,
+} from "./execution";
 export { Executor } from "./executor";
 export {
   type BridgeLoader,
   DEFAULT_COMPATIBILITY_DATE,
   type ExecuteOptions,
   type ExecutorOptions,
+  type ResumeOptions,
 } from "./executor-options";
 export { type BridgeLimits, DEFAULT_LIMITS } from "./limits";
 export {

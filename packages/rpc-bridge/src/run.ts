@@ -1,8 +1,10 @@
 import {
+  callIdOf,
   type ErrorRecord,
   fromErrorRecord,
   isErrorRecord,
   isUnsafeToRepeat,
+  type OutcomeKind,
 } from "@durablekit/handle-journal";
 import { CallBudget } from "./call-budget";
 import { CallKeys, type CallState, callLabel, HostCallContext, labelOf } from "./call-state";
@@ -11,19 +13,48 @@ import { dataSize, measurable } from "./data-size";
 import { Deadlines } from "./deadlines";
 import { BridgeError, boundErrorRecord, bridgeErrorRecord, safeErrorRecord } from "./errors";
 import type { BridgeEvent } from "./events";
-import { disposeStray, HandleTable } from "./handle-table";
+import { disposeStray, HandleTable, type TargetHandle } from "./handle-table";
 import type { BridgeLimits } from "./limits";
 import type { ModuleRegistry } from "./module-registry";
 import { isReadOnly } from "./read-only";
+import {
+  checkEvents,
+  digestCallArgs,
+  encodeBody,
+  type JournalCallName,
+  type Recorded,
+  type RunJournal,
+} from "./run-journal";
 import { SignalMirrors } from "./signal-mirrors";
 import { type ArgumentReader, readArgs, writeResult } from "./values";
-import { type Answer, envelopeOf, failure, HALT, plain, type Reply, TAG, tagged } from "./wire";
+import {
+  type Answer,
+  envelopeOf,
+  failure,
+  HALT,
+  journaled,
+  plain,
+  type Reply,
+  TAG,
+  tagged,
+} from "./wire";
 
-/** How one attempt of a run ended. */
+/** The interrupt a replay run was released at (`ctx.interrupt(payload)` of call `key`). */
+export interface RunInterrupt {
+  key: string;
+  callId: string;
+  payload: unknown;
+}
+
+/**
+ * How one attempt of a run ended. `interrupted`: `ctx.interrupt()` or a restart in a `"fail"` or
+ * `"restart"` run; `suspended`: `ctx.interrupt()` in a replay run, which waits for `resume`.
+ */
 export type AttemptOutcome =
   | { kind: "completed"; value: unknown }
   | { kind: "failed"; error: ErrorRecord }
   | { kind: "interrupted"; reason: string }
+  | { kind: "suspended"; interrupt: RunInterrupt }
   | { kind: "cancelled"; reason: string };
 
 /** What a {@link Run} is built from. */
@@ -37,7 +68,12 @@ export interface RunOptions {
   emit?: ((event: BridgeEvent) => void) | undefined;
   /** Called, before it runs, for the first call of a function marked unsafeToRepeat. */
   onUnsafeCall?: ((label: string) => void) | undefined;
+  /** The journal of a replay run's attempt; absent for other runs (which journal nothing). */
+  journal?: RunJournal | undefined;
 }
+
+/** Stands for a journaled object's method until the object is revived (a replay answers it without running). */
+const NOT_REVIVED = () => undefined;
 
 function handledRejection(error: unknown): Promise<never> {
   const promise = Promise.reject(error);
@@ -46,6 +82,14 @@ function handledRejection(error: unknown): Promise<never> {
 }
 
 const RESPONSE_LIMIT = "bridge/limit-response-bytes";
+
+/** The refusal of a function, callback or stream in a replay run, saying what to do instead. */
+function notReplayable(call: CallState, what: string, instead?: string): BridgeError {
+  return new BridgeError(
+    "bridge/not-replayable",
+    `${callLabel(call)} (call ${call.key}) got ${what}, which a replay run cannot journal: ${instead ?? "pass data or objects instead"}, or mark the host function unsafeToRepeat (then a replay that reaches it fails the run).`,
+  );
+}
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null | undefined)?.then === "function";
@@ -57,8 +101,9 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * handle's method, enters through {@link invoke} and takes the same steps: resolve what is called
  * and check access ({@link #resolve}), check the limits (`CallBudget`), read the arguments
  * ({@link #argumentReader}), key it (`CallKeys`), run it with its own context, and shape the
- * response ({@link #shape}). A replay journal (a later part) slots in between keying and running,
- * and after shaping.
+ * response ({@link #shape}). In a replay run ({@link RunOptions.journal}) a keyed call is first
+ * looked up in the journal and answered from it without running; a live one is recorded (refusals
+ * included) before its answer is delivered, as a `"journaled"` envelope.
  */
 export class Run {
   readonly executionId: string;
@@ -77,9 +122,17 @@ export class Run {
   readonly #mirrors = new SignalMirrors();
   readonly #emitEvent: RunOptions["emit"];
   readonly #onUnsafeCall: RunOptions["onUnsafeCall"];
+  readonly #registry: ModuleRegistry;
+  readonly #journal: RunJournal | undefined;
   #stop!: (outcome: AttemptOutcome) => void;
   #active = true;
   #stopRequested = false;
+  /** Set once a replay run's `ctx.interrupt()` released it: new calls are held, in-flight ones drain. */
+  #suspension: RunInterrupt | undefined;
+  /** Calls held while suspending, answered HALT when the attempt ends. */
+  readonly #held: Array<(answer: Answer) => void> = [];
+  /** Rejects the `ctx.interrupt()` promises of a replay run when the attempt ends. */
+  readonly #interrupts: Array<(error: unknown) => void> = [];
 
   constructor(options: RunOptions) {
     const limits = options.limits;
@@ -91,6 +144,8 @@ export class Run {
     this.#budget = new CallBudget(limits);
     this.#emitEvent = options.emit;
     this.#onUnsafeCall = options.onUnsafeCall;
+    this.#registry = options.registry;
+    this.#journal = options.journal;
     this.stopped = new Promise((resolve) => {
       this.#stop = resolve;
     });
@@ -178,17 +233,108 @@ export class Run {
     // Host code sees its signal abort with `bridge/run-ended`; the isolate is answered HALT, so
     // the program's pending calls never settle and it sends nothing more.
     for (const call of [...this.#budget.inflight]) this.#cutOff(call, ended, HALT);
+    for (const hold of this.#held.splice(0)) hold(HALT);
+    const interrupted = new BridgeError(
+      "bridge/interrupted",
+      "The run was released by ctx.interrupt(); a resume answers the program with its value, without running this call again.",
+    );
+    for (const reject of this.#interrupts.splice(0)) reject(interrupted);
     this.#mirrors.abortAll(ended);
     return this.#table.disposeAll();
   }
 
-  /** `ctx.interrupt()`: stops the attempt as interrupted and rejects for the calling host code. */
-  interrupt(call: CallState, reason?: string): Promise<never> {
-    const text = reason ?? `${callLabel(call)} interrupted the run`;
-    this.stop({ kind: "interrupted", reason: text });
-    return handledRejection(
-      new BridgeError("bridge/interrupted", `The run was interrupted: ${text}.`),
-    );
+  /**
+   * `ctx.interrupt(payload)`. In a `"fail"` or `"restart"` run: stops the attempt as interrupted
+   * (a string payload is the reason) and rejects for the calling host code. In a replay run: records
+   * the interrupt at the call's key (payload journaled), then holds new calls and lets the calls
+   * in flight finish and be journaled before the attempt ends as suspended; the promise rejects
+   * with `bridge/interrupted` when the attempt ends.
+   */
+  interrupt(call: CallState, payload: unknown): Promise<never> {
+    const journal = this.#journal;
+    if (journal === undefined || call.name === undefined) {
+      const text = typeof payload === "string" ? payload : `${callLabel(call)} interrupted the run`;
+      this.stop({ kind: "interrupted", reason: text });
+      return handledRejection(
+        new BridgeError("bridge/interrupted", `The run was interrupted: ${text}.`),
+      );
+    }
+    if (call.done || call.interrupted || !this.#active) {
+      return handledRejection(
+        new BridgeError(
+          "bridge/run-ended",
+          `ctx.interrupt() of ${callLabel(call)} (call ${call.key}) came after the call ended or the run was already released; interrupt while the call is running, once.`,
+        ),
+      );
+    }
+    let body: string;
+    try {
+      body = encodeBody(payload, call.events);
+    } catch (error) {
+      return handledRejection(
+        new BridgeError(
+          "bridge/unserializable",
+          `The payload of ctx.interrupt() is not data the journal can keep: ${(error as Error).message}`,
+          { cause: error },
+        ),
+      );
+    }
+    try {
+      if (call.marker !== undefined) journal.resolve(call.key, call.marker, "interrupt", body);
+      else journal.record(call.name, "interrupt", body);
+    } catch (error) {
+      this.#failRun(error);
+      return handledRejection(error);
+    }
+    call.interrupted = true;
+    this.#suspend(call.key, payload);
+    return new Promise<never>((_resolve, reject) => {
+      this.#interrupts.push(reject);
+    }).catch((error: unknown) => handledRejection(error));
+  }
+
+  /** The interrupt a replay run was released at, once `ctx.interrupt()` was called. */
+  get suspension(): RunInterrupt | undefined {
+    return this.#suspension;
+  }
+
+  /** A replay run is released at `key`: the first interrupt wins; the attempt ends once no call is in flight. */
+  #suspend(key: string, payload: unknown): void {
+    if (this.#suspension !== undefined) return;
+    this.#suspension = { key, callId: callIdOf(this.executionId, key), payload };
+    this.#stopWhenDrained();
+  }
+
+  /** Ends a suspending attempt once every call in flight (but the interrupting ones) answered. */
+  #stopWhenDrained(): void {
+    const suspension = this.#suspension;
+    if (suspension === undefined) return;
+    for (const call of this.#budget.inflight) if (!call.interrupted) return;
+    this.stop({ kind: "suspended", interrupt: suspension });
+  }
+
+  /** A call that waits for the end of the attempt (a suspending run answers nothing more). */
+  #hold(): Promise<Answer> {
+    return new Promise((resolve) => this.#held.push(resolve));
+  }
+
+  /** The journal (or the replay) failed: the attempt ends failed with that error; the isolate is halted. */
+  #failRun(error: unknown): Answer {
+    this.stop({ kind: "failed", error: safeErrorRecord(error) });
+    return HALT;
+  }
+
+  /**
+   * A replay run whose program ended: fails with `bridge/replay-diverged` when the journal holds
+   * calls the program did not make again. Undefined for any other run.
+   */
+  checkJournalEnded(): ErrorRecord | undefined {
+    try {
+      this.#journal?.checkEnded();
+      return undefined;
+    } catch (error) {
+      return safeErrorRecord(error);
+    }
   }
 
   /** The program disposed an object or function (`using` / `[Symbol.dispose]`). */
@@ -211,7 +357,9 @@ export class Run {
     method: unknown,
     args: unknown,
     kind: unknown,
+    events?: unknown,
   ): Answer | Promise<Answer> {
+    if (this.#journal) return this.#invokeJournaled(handleId, method, args, kind, events);
     const startedAt = Date.now();
     // A program looping on calls can starve the run's timer: every call also checks the deadline.
     if (startedAt >= this.deadline) this.#timeOut();
@@ -226,6 +374,157 @@ export class Run {
       return this.#active ? failure(safeErrorRecord(error)) : HALT;
     }
     return this.#perform(call);
+  }
+
+  /**
+   * A call of a replay run: keyed, then answered from the journal when it is recorded there, else
+   * admitted and run live; every answer after keying is recorded before it is delivered.
+   */
+  #invokeJournaled(
+    handleId: unknown,
+    method: unknown,
+    args: unknown,
+    kind: unknown,
+    rawEvents: unknown,
+  ): Answer | Promise<Answer> {
+    const journal = this.#journal as RunJournal;
+    const startedAt = Date.now();
+    if (startedAt >= this.deadline) this.#timeOut();
+    if (!this.#active) return HALT;
+    // A released run answers nothing more: the call is neither run nor journaled.
+    if (this.#suspension !== undefined) return this.#hold();
+    let call: CallState;
+    try {
+      const events = checkEvents(rawEvents);
+      call = this.#resolve(handleId, method, args, startedAt, this.#deadlines.forCall(startedAt));
+      call.events = events;
+    } catch (error) {
+      // Refused before it got a key: answered as in any run, not journaled.
+      if (this.#emitEvent) {
+        this.#emit(`${String(handleId)}.${String(method)}`, undefined, "refused", error, startedAt);
+      }
+      return failure(safeErrorRecord(error));
+    }
+    const name = this.#journalName(call);
+    call.name = name;
+    let replayed: ReturnType<RunJournal["next"]>;
+    try {
+      replayed = journal.next(name);
+    } catch (error) {
+      return this.#failRun(error);
+    }
+    if (replayed.kind !== "live") {
+      this.#budget.admit(0);
+      if (replayed.kind === "interrupt") {
+        // Recorded as an interrupt nobody resumed: released again, without running the call.
+        this.#suspend(call.key, replayed.payload);
+        return this.#hold();
+      }
+      if (replayed.kind === "error") {
+        return journaled(replayed.seq, replayed.at, failure(replayed.record));
+      }
+      try {
+        return journaled(replayed.seq, replayed.at, this.#replayAnswer(call, replayed.value));
+      } catch (error) {
+        return this.#failRun(error);
+      }
+    }
+    try {
+      this.#reviveFor(call);
+      this.#checkAccess(call);
+      const size = this.#budget.check(call, kind === "tagged");
+      if (kind === "tagged") call.args = readArgs(call.args, this.#argumentReader(call));
+      this.#budget.admit(size);
+    } catch (error) {
+      // Refused after keying: journaled like any answer, so the same call is refused on replay.
+      this.#releaseArguments(call);
+      if (this.#emitEvent) this.#emit(callLabel(call), call.key, "refused", error, startedAt);
+      const record = safeErrorRecord(error);
+      return this.#recordAnswer(call, "error", encodeBody(record, call.events), failure(record));
+    }
+    if (isUnsafeToRepeat(call.fn)) {
+      // The marker is durable before the call runs: a replay that finds it unsettled fails the run.
+      try {
+        call.marker = journal.record(name, "unsafe", encodeBody(null, call.events)).seq;
+      } catch (error) {
+        return this.#failRun(error);
+      }
+    }
+    return this.#perform(call);
+  }
+
+  /** What the journal records a call as: its key, module (`"<specifier>#<Kind>"` for an object), method and argument digest. */
+  #journalName(call: CallState): JournalCallName {
+    const handle = call.handle;
+    const table = this.#table;
+    return {
+      key: call.key,
+      module: handle.kind === "module" ? handle.module.specifier : handle.label,
+      method: call.method,
+      argsDigest: digestCallArgs(call.args, (id) => {
+        const entry = typeof id === "number" ? table.get(id) : undefined;
+        if (entry === undefined) return "?";
+        return entry.kind === "module" ? entry.module.specifier : entry.creatorKey;
+      }),
+    };
+  }
+
+  /** The object of the host module configured now under `specifier` (what revives its handles). */
+  readonly #hostObject = (specifier: string): object | undefined => {
+    const entry = this.#registry.bySpecifier.get(specifier);
+    return entry?.kind === "host" ? entry.object : undefined;
+  };
+
+  /** A live call on a journaled object revives it first (through its module's revive map). */
+  #reviveFor(call: CallState): void {
+    if (call.fn !== NOT_REVIVED) return;
+    const handle = call.handle as TargetHandle;
+    const target = this.#table.liveTarget(handle, this.#hostObject);
+    const fn = (target as Record<string, unknown>)[call.method];
+    if (typeof fn !== "function") {
+      throw new BridgeError(
+        "bridge/unknown-method",
+        `${labelOf(handle, call.method)} is not a function of the revived object; its [handle.revive] function must return an object with the methods the original had.`,
+      );
+    }
+    call.fn = fn as BridgeHostFunction;
+    call.thisArg = target;
+  }
+
+  /** The answer of a value read from the journal: its handles registered lazily, shaped as a live answer is. */
+  #replayAnswer(call: CallState, value: unknown): Answer {
+    if ((typeof value !== "object" && typeof value !== "function") || value === null) {
+      return plain(value);
+    }
+    const handle = call.handle;
+    const specifier = handle.kind === "module" ? handle.module.specifier : handle.specifier;
+    const outgoing = writeResult(value, this.#table, specifier, call.key, []);
+    return outgoing.special ? tagged(outgoing.wire) : plain(outgoing.wire);
+  }
+
+  /**
+   * Records a live call's answer (or resolves its unsafeToRepeat marker) and answers it as a
+   * `"journaled"` envelope. A marked call whose value the journal cannot keep (a function, a
+   * stream) leaves its marker unsettled and is answered as in any run: a replay fails there.
+   */
+  #recordAnswer(
+    call: CallState,
+    outcome: OutcomeKind,
+    body: string | null,
+    answer: Answer,
+  ): Answer {
+    const journal = this.#journal as RunJournal;
+    if (body === null) return answer;
+    let recorded: Recorded;
+    try {
+      recorded =
+        call.marker === undefined
+          ? journal.record(call.name as JournalCallName, outcome, body)
+          : journal.resolve(call.key, call.marker, outcome, body);
+    } catch (error) {
+      return this.#failRun(error);
+    }
+    return journaled(recorded.seq, recorded.at, answer);
   }
 
   /** Resolve (which keys the call), access, limits, arguments; then the call counts. */
@@ -270,18 +569,36 @@ export class Run {
     } catch (error) {
       return this.#fail(call, error);
     }
+    if (call.interrupted) return this.#interruptedAnswer(call, out);
     if (!isThenable(out)) return this.#respond(call, out);
     return new Promise<Answer>((resolve) => {
       call.resolve = resolve;
       out.then(
         (value) => {
-          if (call.done || !this.#active) disposeStray(value, (v) => this.#table.holds(v));
-          else resolve(this.#respond(call, value));
+          if (call.done || !this.#active || call.interrupted) {
+            disposeStray(value, (v) => this.#table.holds(v));
+          } else resolve(this.#respond(call, value));
         },
         (error: unknown) => {
-          if (!call.done) resolve(this.#fail(call, error));
+          if (!call.done && !call.interrupted) resolve(this.#fail(call, error));
         },
       );
+    });
+  }
+
+  /**
+   * A replay call that interrupted the run synchronously: what its host code returned is dropped
+   * (the resume value answers the program); the call waits for the attempt's end.
+   */
+  #interruptedAnswer(call: CallState, out: unknown): Promise<Answer> {
+    if (isThenable(out)) {
+      out.then(
+        (value) => disposeStray(value, (v) => this.#table.holds(v)),
+        () => {},
+      );
+    } else disposeStray(out, (v) => this.#table.holds(v));
+    return new Promise<Answer>((resolve) => {
+      call.resolve = resolve;
     });
   }
 
@@ -293,12 +610,19 @@ export class Run {
       return this.#fail(call, error);
     }
     this.#finish(call, false, undefined);
-    return answer;
+    if (call.journal === undefined) return answer;
+    return call.journal === null
+      ? answer
+      : this.#recordAnswer(call, call.journal.outcome, call.journal.body, answer);
   }
 
-  #fail(call: CallState, error: unknown): Answer {
+  /** A call failed; in a replay run its error is journaled, unless `journal` is false (the attempt is ending under it). */
+  #fail(call: CallState, error: unknown, journal = true): Answer {
     this.#finish(call, true, error);
-    return failure(this.#errorRecord(error));
+    const record = this.#errorRecord(error);
+    const answer = failure(record);
+    if (!journal || call.name === undefined || call.interrupted) return answer;
+    return this.#recordAnswer(call, "error", encodeBody(record, call.events), answer);
   }
 
   /**
@@ -321,6 +645,7 @@ export class Run {
     call.done = true;
     this.#budget.inflight.delete(call);
     if (call.callbacks || call.signals) this.#releaseArguments(call);
+    if (this.#suspension !== undefined) this.#stopWhenDrained();
     if (this.#emitEvent) {
       this.#emit(callLabel(call), call.key, failed ? "error" : "ok", error, call.startedAt);
     }
@@ -331,7 +656,8 @@ export class Run {
     if (call.done) return;
     call.cutOff = reason;
     call.controller?.abort(reason);
-    const failed = this.#fail(call, reason);
+    // Cut off by the attempt's end (`answer` HALT), a call is not journaled: a replay runs it again.
+    const failed = this.#fail(call, reason, answer === undefined);
     call.resolve?.(answer ?? failed);
   }
 
@@ -371,7 +697,10 @@ export class Run {
       thisArg = handle.module.object;
     } else if (handle.kind === "target") {
       // Only prototype methods recorded when the object was registered, never own data properties.
-      if (handle.methods.has(method)) fn = (handle.target as Record<string, unknown>)[method];
+      if (handle.methods.has(method)) {
+        fn =
+          handle.target === null ? NOT_REVIVED : (handle.target as Record<string, unknown>)[method];
+      }
       thisArg = handle.target;
     } else if (method === "") {
       fn = handle.fn;
@@ -429,7 +758,8 @@ export class Run {
             { path },
           );
         }
-        return entry.kind === "target" ? entry.target : entry.fn;
+        if (entry.kind === "function") return entry.fn;
+        return table.liveTarget(entry, this.#hostObject);
       },
       signal: (id: unknown, aborted: boolean, reason: unknown): AbortSignal => {
         const controller = new AbortController();
@@ -442,7 +772,17 @@ export class Run {
         }
         return controller.signal;
       },
+      ...(this.#journal === undefined || isUnsafeToRepeat(call.fn)
+        ? {}
+        : {
+            stream: (_stream: ReadableStream, path: string): ReadableStream => {
+              throw notReplayable(call, `a ReadableStream (at ${path})`);
+            },
+          }),
       callback: (stub: (...args: unknown[]) => unknown) => {
+        if (this.#journal !== undefined && !isUnsafeToRepeat(call.fn)) {
+          throw notReplayable(call, "a callback");
+        }
         call.callbacks ??= [];
         call.callbacks.push(stub);
         return (...args: unknown[]): Promise<unknown> => {
@@ -527,6 +867,9 @@ export class Run {
     if ((typeof value !== "object" && typeof value !== "function") || value === null) {
       const size = dataSize(value, max, root, RESPONSE_LIMIT, "maxResponseBytes");
       budget.chargeResponse(size, () => callLabel(call));
+      if (this.#journal !== undefined && root === "result") {
+        call.journal = { outcome: "value", body: encodeBody(value, call.events) };
+      }
       return plain(value);
     }
     const handle = call.handle;
@@ -536,6 +879,8 @@ export class Run {
       const outgoing = writeResult(value, table, specifier, call.key, fresh, root, (stream) =>
         this.#wrapStream(stream),
       );
+      if (this.#journal !== undefined && root === "result")
+        this.#journalValue(call, value, fresh, outgoing.streams);
       const measured = outgoing.streams ? measurable(outgoing.wire) : outgoing.wire;
       const size = dataSize(measured, max, root, RESPONSE_LIMIT, "maxResponseBytes");
       budget.chargeResponse(size, () => callLabel(call));
@@ -545,6 +890,51 @@ export class Run {
       for (const id of fresh) table.forget(id);
       disposeStray(value, (v) => table.holds(v));
       throw error;
+    }
+  }
+
+  /**
+   * In a replay run, checks what a call returned can be replayed and sets the journal body of its
+   * answer: every object it returns must be revivable (`[handle.serialize]` and a kind its module's
+   * `[handle.revive]` map has); functions and streams are refused, unless the host function is
+   * marked unsafeToRepeat (then its marker stays unsettled when the value cannot be journaled).
+   * @throws BridgeError `bridge/not-replayable` naming what to add or do.
+   */
+  #journalValue(call: CallState, value: unknown, fresh: number[], streams: boolean): void {
+    const table = this.#table;
+    const unsafe = call.marker !== undefined;
+    if (!unsafe) {
+      if (streams) {
+        throw notReplayable(
+          call,
+          "a ReadableStream as its result",
+          "return an object with a bounded, journaled read() method (e.g. read() → { chunk, done }) instead",
+        );
+      }
+      for (const id of fresh) table.checkReplayable(id);
+    }
+    const methods: Record<string, string[]> = {};
+    let handles = false;
+    try {
+      const body = encodeBody(value, call.events, methods, (h) => {
+        const named = table.journalKind(h);
+        if (named === null) return "";
+        handles = true;
+        methods[named.kind] = named.methods;
+        return named.kind;
+      });
+      // `methods` was filled while encoding; the body text already holds it (encoded last).
+      call.journal = { outcome: handles ? "handle" : "value", body };
+    } catch (error) {
+      if (unsafe) {
+        call.journal = null;
+        return;
+      }
+      throw new BridgeError(
+        "bridge/not-replayable",
+        `What ${callLabel(call)} returned cannot be journaled for replay: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
   }
 

@@ -3,6 +3,7 @@ import { handle, toErrorRecord } from "@durablekit/handle-journal";
 import { MAX_DEPTH } from "./data-size";
 import { BridgeError } from "./errors";
 import type { HandleTable } from "./handle-table";
+import { JournaledHandle } from "./run-journal";
 import { isPlainObject, setOwn, TAG, tagOf } from "./wire";
 
 /**
@@ -107,6 +108,10 @@ export function writeResult(
     }
     if (typeof v !== "object" || v === null) return v;
     if (depth > MAX_DEPTH) throw tooDeep(path);
+    if (v instanceof JournaledHandle) {
+      out.special = true;
+      return table.addJournaled(v.record, v.methods, specifier, creatorKey, fresh);
+    }
     if (v instanceof RpcTarget) {
       out.special = true;
       return table.addTarget(v, specifier, creatorKey, fresh);
@@ -159,6 +164,8 @@ export interface ArgumentReader {
   signal(id: unknown, aborted: boolean, reason: unknown): AbortSignal;
   /** A guarded host function calling the program's callback while the call lasts. */
   callback(stub: (...args: unknown[]) => unknown): (...args: unknown[]) => unknown;
+  /** A ReadableStream the program passed (checked in replay runs); absent: passed as is. */
+  stream?(stream: ReadableStream, path: string): ReadableStream;
 }
 
 /**
@@ -171,7 +178,9 @@ export function readArgs(args: readonly unknown[], reader: ArgumentReader): unkn
     if (typeof v !== "object" || v === null) return v;
     if (depth > MAX_DEPTH) throw tooDeep(path);
     if (Array.isArray(v)) return mapItems(v, path, depth, walk);
-    if (!isPlainObject(v)) return v;
+    if (!isPlainObject(v)) {
+      return v instanceof ReadableStream && reader.stream ? reader.stream(v, path.toString()) : v;
+    }
     const tag = tagOf(v);
     if (tag === "h") return reader.handle((v as { id?: unknown }).id, path.toString());
     if (tag === "s") {

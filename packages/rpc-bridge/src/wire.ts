@@ -20,9 +20,11 @@ import type { ErrorRecord } from "@durablekit/handle-journal";
  * Functions (callbacks) and ReadableStreams cross as Workers RPC carries them.
  *
  * Version 3 replaced the `{ [TAG]: "v" | "x" }` answers and the numeric `special` flag of
- * version 2 with the named kinds below.
+ * version 2 with the named kinds below. Version 4 added, for runs whose policy is `"replay"` only:
+ * the `events` window as `invoke`'s fifth argument ({@link EventWindow}), the `"journaled"`
+ * answer envelope, `EvaluateOptions.replay` ({@link ReplayOptions}) and the `"diverged"` outcome.
  */
-export const WIRE_VERSION = 3;
+export const WIRE_VERSION = 4;
 
 /** The reserved property name of tagged records and envelopes. */
 export const TAG = "\u0000dk";
@@ -36,6 +38,17 @@ export const MAX_DEPTH = 100;
  * signals or streams the host must resolve.
  */
 export type ArgsKind = "plain" | "tagged";
+
+/**
+ * The isolate's event log window sent with a call of a replay run (`invoke`'s fifth argument):
+ * `list` is the log from index `from` (the point the latest answered call was issued at) up to
+ * where this call is issued. An event `n > 0` is the delivery of journal entry `n`'s answer to the
+ * program; `-k` is a firing of virtual timer `k` (timers are numbered 1, 2, … in creation order).
+ */
+export interface EventWindow {
+  from: number;
+  list: number[];
+}
 
 declare const PLAIN: unique symbol;
 
@@ -52,11 +65,15 @@ export type PlainData = { readonly [PLAIN]: true };
  * - `"error"`: the call failed; the isolate rethrows the record as an Error;
  * - `"halt"`: the run has ended. The isolate stops there: that call and every later one never
  *   settle on the isolate side and nothing more is sent to the host.
+ * - `"journaled"` (replay runs only): the answer of the journal entry with sequence `seq`,
+ *   recorded at `at` (epoch ms); the isolate delivers it in its recorded order and advances its
+ *   clock to `at`.
  */
 export type Envelope =
   | { [TAG]: "tagged"; value: unknown }
   | { [TAG]: "error"; record: ErrorRecord }
-  | { [TAG]: "halt" };
+  | { [TAG]: "halt" }
+  | { [TAG]: "journaled"; seq: number; at: number; answer: Answer };
 
 /**
  * What the host answers to a call (`invoke` always resolves: errors travel as records, never as
@@ -65,28 +82,45 @@ export type Envelope =
 export type Answer = PlainData | Envelope;
 
 /** What a program callback gives back to the host: its value (like a call's arguments) or its error. */
-export type Reply = PlainData | Exclude<Envelope, { [TAG]: "halt" }>;
+export type Reply = PlainData | Exclude<Envelope, { [TAG]: "halt" | "journaled" }>;
 
 /** The envelope of an answer or reply, or null when it is plain data. */
 export function envelopeOf(message: Answer | Reply | unknown): Envelope | null {
   if (typeof message !== "object" || message === null || !Object.hasOwn(message, TAG)) return null;
   const kind = (message as Record<string, unknown>)[TAG];
-  return kind === "tagged" || kind === "error" || kind === "halt" ? (message as Envelope) : null;
+  return kind === "tagged" || kind === "error" || kind === "halt" || kind === "journaled"
+    ? (message as Envelope)
+    : null;
 }
 
 /**
  * What the runner's `evaluate(input, bridge, options)` resolves to, once per attempt; it never
  * rejects for a program error. `"returned"`: the program's default export resolved to `value`.
  * `"threw"`: it threw (or could not load); `"unhandled-rejection"`: it left a rejected promise
- * unhandled; `"timer-error"`: it threw inside a timer callback.
+ * unhandled; `"timer-error"`: it threw inside a timer callback; `"diverged"` (replay runs): the
+ * program did not repeat the recorded order of events (the record names the expected event).
  */
 export type Outcome =
   | { kind: "returned"; value: unknown }
-  | { kind: "threw" | "unhandled-rejection" | "timer-error"; record: ErrorRecord };
+  | { kind: "threw" | "unhandled-rejection" | "timer-error" | "diverged"; record: ErrorRecord };
+
+/**
+ * What makes an attempt of a replay run deterministic, the same on every attempt: `seed` (64 hex
+ * characters, made once per execution) keys the isolate's randomness; `startedAt` (epoch ms, the
+ * execution's first start) starts its clock; `schedule` is the recorded event order to re-impose
+ * (`[]` on the first attempt), in {@link EventWindow} event numbers.
+ */
+export interface ReplayOptions {
+  seed: string;
+  startedAt: number;
+  schedule: number[];
+}
 
 /** The isolate-side options `evaluate` takes. */
 export interface EvaluateOptions {
   maxRequestBytes: number;
+  /** Present for every attempt of a replay run; absent otherwise. */
+  replay?: ReplayOptions;
 }
 
 /** The answer of a call that failed. */
@@ -105,6 +139,11 @@ export function plain(value: unknown): PlainData {
 /** The answer or reply of a value holding tagged records. */
 export function tagged(value: unknown): Envelope {
   return { [TAG]: "tagged", value };
+}
+
+/** The answer of journal entry `seq`, recorded at `at` (epoch ms), in a replay run. */
+export function journaled(seq: number, at: number, answer: Answer): Envelope {
+  return { [TAG]: "journaled", seq, at, answer };
 }
 
 /** Tagged record of a handle (object or function) the host sends. */

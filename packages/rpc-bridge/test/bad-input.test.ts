@@ -118,7 +118,7 @@ describe("bad input", () => {
       const code = await codeOf(() => new Executor(state, { loader: env.LOADER, modules: {} }));
       return { version, code };
     });
-    expect(result).toEqual({ version: 1, code: "bridge/schema-too-new" });
+    expect(result).toEqual({ version: 2, code: "bridge/schema-too-new" });
   });
 
   it("renames the meta table's key column of a 0.0 build to the shared convention", async () => {
@@ -127,12 +127,24 @@ describe("bad input", () => {
       sql.exec("DROP TABLE dk_bridge_meta");
       sql.exec("CREATE TABLE dk_bridge_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)");
       sql.exec("INSERT INTO dk_bridge_meta (key, value) VALUES ('schema_version', 1)");
+      // The executions table as a 0.0 build (schema version 1) left it.
+      for (const column of [
+        "seed",
+        "fingerprint",
+        "interrupt_key",
+        "interrupt_payload",
+        "journal_size",
+        "external_journal",
+      ]) {
+        sql.exec(`ALTER TABLE dk_bridge_executions DROP COLUMN ${column}`);
+      }
       new Executor(state, { loader: env.LOADER, modules: {} });
       return sql
         .exec<{ value: number }>("SELECT value FROM dk_bridge_meta WHERE name = 'schema_version'")
         .one().value;
     });
-    expect(version).toBe(1);
+    // Renamed, then migrated forward to the current version (step 2 adds the replay columns).
+    expect(version).toBe(2);
   });
 
   it("asks for its recovery wake through the object's alarm, earlier-only", async () => {

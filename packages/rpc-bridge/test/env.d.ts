@@ -5,6 +5,6 @@ declare namespace Cloudflare {
   interface Env extends FixtureEnv {}
   interface GlobalProps {
     mainModule: typeof import("./fixtures/worker");
-    durableNamespaces: "Fixture";
+    durableNamespaces: "Fixture" | "ReplayFixture";
   }
 }

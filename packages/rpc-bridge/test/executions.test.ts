@@ -102,14 +102,14 @@ describe("executions", () => {
     expect(after?.finishedAt).toBeGreaterThan(before?.startedAt ?? Number.POSITIVE_INFINITY);
   });
 
-  it('recovers each execution by the policy stored with it: a stored "replay" run fails with bridge/replay-unsupported', async () => {
+  it('recovers each execution by the policy stored with it: a "replay" row without a recorded fingerprint fails with bridge/fingerprint-changed, running nothing', async () => {
     const first = await startAndRestart(
       freshFixture(),
       HANG_ON_FIRST_ATTEMPT,
       "replay-row",
       "restart",
     );
-    // As if a later version had recorded a replay run before this version was deployed back.
+    // A replay row with no fingerprint (none is ever written so): it cannot be replayed safely.
     await inFixture(first, (_instance, state) => {
       state.storage.sql.exec(
         "UPDATE dk_bridge_executions SET on_interrupt = 'replay' WHERE id = 'replay-row'",
@@ -121,7 +121,7 @@ describe("executions", () => {
       attempts: instance.counters.attempts,
     }));
     expect(after.record).toMatchObject({ state: "failed", attempt: 1, onInterrupt: "replay" });
-    expect(after.record?.error?.code).toBe("bridge/replay-unsupported");
+    expect(after.record?.error?.code).toBe("bridge/fingerprint-changed");
     expect(after.attempts).toEqual([]);
   });
 
@@ -203,16 +203,20 @@ describe("executions", () => {
     expect(execution.error?.code).toBe("bridge/too-many-attempts");
   });
 
-  it('refuses onInterrupt "replay" until replay ships', async () => {
+  it("refuses an unknown onInterrupt policy, naming the three it takes", async () => {
     const stub = freshFixture();
-    const code = await inFixture(stub, (instance) =>
+    const refusal = await inFixture(stub, (instance) =>
       instance.executor
-        .execute(`export default () => 1;`, undefined, { onInterrupt: "replay" })
+        .execute(`export default () => 2;`, undefined, { onInterrupt: "retry" as never })
         .then(
-          () => "ran",
-          (error: { code: string }) => error.code,
+          () => null,
+          (error: { code: string; message: string }) => ({
+            code: error.code,
+            message: error.message,
+          }),
         ),
     );
-    expect(code).toBe("bridge/replay-unsupported");
+    expect(refusal?.code).toBe("bridge/invalid-argument");
+    expect(refusal?.message).toContain('"replay"');
   });
 });

@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { ExecuteOptions, Execution } from "../src/index";
 import type { Counters } from "./fixtures/modules";
-import type { Fixture } from "./fixtures/worker";
+import type { Fixture, ReplayFixture } from "./fixtures/worker";
 
 /** A fresh fixture object per test. */
 export function freshFixture(): DurableObjectStub<Fixture> {
@@ -32,4 +32,24 @@ export function run(
   return runInDurableObject(stub, (instance: Fixture) =>
     instance.executor.execute(source, input, options),
   );
+}
+
+/** A fresh replay fixture object per test. */
+export function freshReplay(): DurableObjectStub<ReplayFixture> {
+  return env.REPLAY.get(env.REPLAY.newUniqueId());
+}
+
+/** Runs inside the replay fixture object. */
+export function inReplay<T>(
+  stub: DurableObjectStub<ReplayFixture>,
+  fn: (instance: ReplayFixture, state: DurableObjectState) => T | Promise<T>,
+): Promise<T> {
+  return runInDurableObject(stub, fn);
+}
+
+/** The replay fixture's stored counters. */
+export function storedCounters(
+  stub: DurableObjectStub<ReplayFixture>,
+): Promise<Record<string, number>> {
+  return runInDurableObject(stub, (instance: ReplayFixture) => instance.counters.read());
 }

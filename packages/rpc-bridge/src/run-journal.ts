@@ -1,0 +1,320 @@
+import {
+  DivergenceError,
+  decode,
+  digestArgs,
+  digestText,
+  type ErrorRecord,
+  encode,
+  type HandleRecord,
+  isErrorRecord,
+  isJournalError,
+  type JournalEntry,
+  type JournalPort,
+  type OutcomeKind,
+  Replayer,
+  toErrorRecord,
+} from "@durablekit/handle-journal";
+import { BridgeError } from "./errors";
+import { buildSchedule } from "./replay-schedule";
+import { type EventWindow, isPlainObject, TAG, tagOf } from "./wire";
+
+/**
+ * Version of the bridge's journal payloads ("bridge journal format 1", see DESIGN.md): part of a
+ * replay run's fingerprint, so a run recorded in another format is never misread.
+ */
+export const JOURNAL_FORMAT = 1;
+
+/**
+ * The bridge's body of one journal entry, as handle-journal codec text (journal format 1):
+ * `r` the result value (handles as handle records), the error record, or the interrupt payload;
+ * `ev` the call's event window as `[from, ...list]`; `m` the method names of each handle kind `r`
+ * holds (`{ "<specifier>#<Kind>": ["method", …] }`), so a replay builds the program's object
+ * before any target exists.
+ */
+export interface EntryBody {
+  r: unknown;
+  ev?: number[];
+  m?: Record<string, string[]>;
+}
+
+/** A handle record read back from the journal: a target the replay registers lazily. */
+export class JournaledHandle {
+  constructor(
+    readonly record: HandleRecord,
+    readonly methods: readonly string[],
+  ) {}
+}
+
+/** Where a journaled call stands when the replay reaches its key. */
+export type ReplayedCall =
+  /** Not recorded: run it live (and record it). */
+  | { kind: "live" }
+  /** Recorded with a value (handles as {@link JournaledHandle}s): answer it without running. */
+  | { kind: "value"; seq: number; at: number; value: unknown }
+  /** Recorded with an error: answer it with this record without running. */
+  | { kind: "error"; seq: number; at: number; record: ErrorRecord }
+  /** Recorded as an interrupt that was not resumed: the attempt ends interrupted again. */
+  | { kind: "interrupt"; payload: unknown };
+
+/** What a recorded (or resolved) entry tells the isolate: its order and time. */
+export interface Recorded {
+  seq: number;
+  at: number;
+}
+
+/** The journal module name of a call: the module specifier, or `"<specifier>#<Kind>"` for a handle. */
+export interface JournalCallName {
+  key: string;
+  module: string;
+  method: string;
+  argsDigest: string;
+}
+
+function eventsOf(window: EventWindow | undefined): number[] | undefined {
+  return window === undefined ? undefined : [window.from, ...window.list];
+}
+
+/** An isolate's event window, checked (it is untrusted): integers only, `from` not negative. */
+export function checkEvents(value: unknown): EventWindow | undefined {
+  if (value === undefined || value === null) return undefined;
+  const w = value as Partial<EventWindow>;
+  if (
+    typeof w !== "object" ||
+    !Number.isSafeInteger(w.from) ||
+    (w.from as number) < 0 ||
+    !Array.isArray(w.list) ||
+    !w.list.every((n) => Number.isSafeInteger(n) && n !== 0)
+  ) {
+    throw new BridgeError("bridge/invalid-argument", "Malformed event window (wire mismatch).");
+  }
+  return { from: w.from as number, list: w.list as number[] };
+}
+
+/**
+ * The journal of one attempt of a replay run, host side: the entries loaded once when the attempt
+ * starts, the schedule built from their event windows, and every write of the attempt. Each call
+ * that got a key is checked against the entry at its key (same module, method and arguments) and
+ * answered from it, or run live and recorded before its answer is delivered. A port failure is
+ * thrown to the run, which ends the attempt: an answer is never delivered unrecorded.
+ */
+export class RunJournal {
+  readonly executionId: string;
+  /** The recorded event order the isolate re-imposes (`[]` when nothing is recorded). */
+  readonly schedule: number[];
+  /** Entries loaded when the attempt started. */
+  readonly size: number;
+  readonly #port: JournalPort;
+  readonly #replayer: Replayer;
+  readonly #now: () => number;
+
+  /**
+   * Loads the execution's journal through `port` (one read) and builds its schedule.
+   * @throws BridgeError `bridge/replay-diverged` when the recorded event windows disagree.
+   */
+  constructor(
+    port: JournalPort,
+    executionId: string,
+    now: () => number,
+    entries?: readonly JournalEntry[],
+  ) {
+    const loaded = entries ?? port.lookup(executionId);
+    this.executionId = executionId;
+    this.#port = port;
+    this.#now = now;
+    this.#replayer = new Replayer(loaded);
+    this.size = loaded.length;
+    const windows: EventWindow[] = [];
+    for (const entry of loaded) {
+      const ev = bodyOf(entry).ev;
+      if (ev !== undefined && ev.length > 0) {
+        windows.push({ from: ev[0] as number, list: ev.slice(1) });
+      }
+    }
+    this.schedule = buildSchedule(windows);
+  }
+
+  // ── Replay ─────────────────────────────────────────────────────────────────
+
+  /**
+   * The recorded outcome of the call at `call.key`, or `live` when it was never recorded.
+   * @throws BridgeError `bridge/replay-diverged` when another call is recorded at the key;
+   *   `bridge/unsafe-to-repeat` when the recorded call is an unsettled unsafeToRepeat marker.
+   */
+  next(call: JournalCallName): ReplayedCall {
+    let step: ReturnType<Replayer["next"]>;
+    try {
+      step = this.#replayer.next(call.key, call.module, call.method, call.argsDigest);
+    } catch (error) {
+      if (error instanceof DivergenceError) {
+        throw new BridgeError(
+          "bridge/replay-diverged",
+          `The replay diverged at call ${error.key}: the journal recorded ${error.expected}, the program now made ${error.actual}. The program, its input or what its calls returned changed since the run was recorded; start a new execution.`,
+          { cause: error },
+        );
+      }
+      if (isJournalError(error, "journal/unsafe-to-repeat")) {
+        throw new BridgeError(
+          "bridge/unsafe-to-repeat",
+          `The replay reached call ${call.key} (${call.module}.${call.method}), which is marked unsafeToRepeat and started without its outcome being recorded; it is not run twice, so the run fails. Start a new execution.`,
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+    if (step.status === "caught-up") return { kind: "live" };
+    const entry = step.entry;
+    const body = bodyOf(entry);
+    switch (entry.outcome) {
+      case "interrupt":
+        return { kind: "interrupt", payload: body.r };
+      case "error": {
+        const r = body.r;
+        const record = isErrorRecord(r) ? r : toErrorRecord(r);
+        return { kind: "error", seq: entry.seq, at: entry.recordedAt, record };
+      }
+      default:
+        return { kind: "value", seq: entry.seq, at: entry.recordedAt, value: body.r };
+    }
+  }
+
+  /**
+   * When the program ended: a journal with entries the replay never reached is a divergence.
+   * @throws BridgeError `bridge/replay-diverged` naming the first key left.
+   */
+  checkEnded(): void {
+    const left = this.#replayer.remaining;
+    if (left === 0) return;
+    throw new BridgeError(
+      "bridge/replay-diverged",
+      `The replay diverged: the program ended with ${left} recorded call(s) it did not make again (the journal holds calls past where the program now stops). Start a new execution.`,
+    );
+  }
+
+  // ── Recording ──────────────────────────────────────────────────────────────
+
+  /**
+   * Records a call's outcome (one port write) before its answer is delivered.
+   * @throws the port's error (the run ends; the answer is not delivered).
+   */
+  record(call: JournalCallName, outcome: OutcomeKind, body: string): Recorded {
+    const at = this.#now();
+    const { seq } = this.#port.record({
+      executionId: this.executionId,
+      key: call.key,
+      module: call.module,
+      method: call.method,
+      argsDigest: call.argsDigest,
+      outcome,
+      payload: body,
+      recordedAt: at,
+    });
+    return { seq, at };
+  }
+
+  /**
+   * Resolves an `unsafe` marker to its call's outcome (one port write).
+   * @throws BridgeError `bridge/conflict` when the marker is no longer pending.
+   */
+  resolve(key: string, seq: number, outcome: OutcomeKind, body: string): Recorded {
+    const at = this.#now();
+    if (!this.#port.resolve(this.executionId, key, outcome, body, at)) {
+      throw new BridgeError(
+        "bridge/conflict",
+        `Call ${key} of execution ${this.executionId} is no longer pending in the journal; another attempt settled it.`,
+      );
+    }
+    return { seq, at };
+  }
+}
+
+// ── Bodies ────────────────────────────────────────────────────────────────────
+
+/**
+ * The codec text of an entry body. `handleKind` names the handles `r` holds (the bridge's handle
+ * table knows each one's `"<specifier>#<Kind>"`).
+ * @throws CodecError when `r` is not data the codec carries.
+ */
+export function encodeBody(
+  r: unknown,
+  events: EventWindow | undefined,
+  methods?: Record<string, string[]>,
+  handleKind?: (handle: object) => string,
+): string {
+  const body: EntryBody = { r };
+  const ev = eventsOf(events);
+  if (ev !== undefined) body.ev = ev;
+  if (methods !== undefined) body.m = methods;
+  return encode(
+    body,
+    handleKind === undefined ? { path: "result" } : { path: "result", handleKind },
+  );
+}
+
+/**
+ * The body an `interrupt` entry is resolved to on resume: `r` the resume value, the same `ev`.
+ * @throws CodecError when `value` is not data.
+ */
+export function resumedBody(entry: JournalEntry, value: unknown): string {
+  const ev = entry.payload === null ? undefined : bodyOf(entry).ev;
+  return encode(ev === undefined ? { r: value } : { r: value, ev }, { path: "value" });
+}
+
+/**
+ * An entry's body, decoded: handle records become {@link JournaledHandle}s with their methods.
+ * @throws CodecError `journal/corrupt` for a payload this format did not write.
+ */
+export function bodyOf(entry: JournalEntry): EntryBody {
+  if (entry.payload === null) return { r: undefined };
+  const handles: JournaledHandle[] = [];
+  const body = decode(entry.payload, {
+    revive: (record) => {
+      const h = new JournaledHandle(record, []);
+      handles.push(h);
+      return h;
+    },
+  }) as EntryBody;
+  if (typeof body !== "object" || body === null || !Object.hasOwn(body, "r")) {
+    return { r: body };
+  }
+  const m = body.m;
+  for (const h of handles) {
+    const names = m !== undefined && Object.hasOwn(m, h.record.$handle) ? m[h.record.$handle] : [];
+    (h as { methods: readonly string[] }).methods = Array.isArray(names) ? names : [];
+  }
+  return body;
+}
+
+/**
+ * The digest of a call's arguments as the isolate sent them, with what a replay can reproduce:
+ * a handle as the key of the call that created it (`hostKey(id)`), a signal as whether it was
+ * aborted, a callback or stream as its kind. Never throws: arguments the codec cannot carry digest
+ * by their error, and the call is refused later.
+ */
+export function digestCallArgs(args: readonly unknown[], hostKey: (id: unknown) => string): string {
+  const walk = (v: unknown, depth: number): unknown => {
+    if (typeof v === "function") return { $callback: true };
+    if (typeof v !== "object" || v === null || depth > 100) return v;
+    if (Array.isArray(v)) return v.map((item) => walk(item, depth + 1));
+    if (v instanceof ReadableStream) return { $stream: true };
+    if (!isPlainObject(v)) return v;
+    const tag = tagOf(v);
+    if (tag === "h") return { $h: hostKey((v as { id?: unknown }).id) };
+    if (tag === "s") return { $signal: (v as { aborted?: unknown }).aborted === true };
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(v)) {
+      if (key === TAG) continue;
+      Object.defineProperty(out, key, {
+        value: walk((v as Record<string, unknown>)[key], depth + 1),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    return out;
+  };
+  try {
+    return digestArgs(walk(args, 0) as unknown[]).digest;
+  } catch (error) {
+    return digestText(`unencodable:${(error as { code?: string }).code ?? "?"}`);
+  }
+}

@@ -1,0 +1,88 @@
+import { evictDurableObject } from "cloudflare:test";
+import { thrownCode } from "@durablekit/test-kit";
+import { describe, expect, it } from "vitest";
+import { isBridgeError } from "../src/index";
+import { freshReplay, inReplay, storedCounters } from "./helpers";
+
+const APPROVE = `
+  import { approval, echo } from "test:replay";
+  export default async function () {
+    await echo("before");
+    const answer = await approval("ok?");
+    return { answer, after: await echo("after") };
+  }
+`;
+
+describe("replay: interrupt and resume", () => {
+  it("answers the interrupted call with the resume value without running its host function again", async () => {
+    const stub = freshReplay();
+    const first = await inReplay(stub, (i) =>
+      i.executor.execute(APPROVE, undefined, { id: "r-1" }),
+    );
+    expect(first).toMatchObject({
+      state: "interrupted",
+      interrupt: { key: "2", payload: { reason: "ok?" } },
+    });
+    await evictDurableObject(stub);
+    const done = await inReplay(stub, (i) => i.executor.resume("r-1", { approved: "yes" }));
+    expect(done).toEqual({
+      executionId: "r-1",
+      state: "completed",
+      result: { answer: { approved: "yes" }, after: "after" },
+    });
+    expect(await storedCounters(stub)).toMatchObject({ approvals: 1, echoes: 2 });
+  });
+
+  it("refuses to resume an unknown id, a running or finished run, a second time, and a value that is not data", async () => {
+    const stub = freshReplay();
+    await inReplay(stub, (i) => i.executor.execute(APPROVE, undefined, { id: "r-2" }));
+    const codes = await inReplay(stub, async (i) => {
+      const guard = isBridgeError as (e: unknown) => e is { code: string };
+      const unknown = await thrownCode(() => i.executor.resume("nobody", 1), guard);
+      const notData = await thrownCode(() => i.executor.resume("r-2", () => 1), guard);
+      const tooLarge = await thrownCode(
+        () => i.executor.resume("r-2", "x".repeat(2_000_000)),
+        guard,
+      );
+      const first = i.executor.resume("r-2", { approved: true });
+      const whileRunning = await thrownCode(() => i.executor.resume("r-2", 2), guard);
+      const ended = await first;
+      const finished = await thrownCode(() => i.executor.resume("r-2", 3), guard);
+      const badId = await thrownCode(() => i.executor.resume(5 as never, 3), guard);
+      return { unknown, notData, tooLarge, whileRunning, finished, badId, ended: ended.state };
+    });
+    expect(codes).toEqual({
+      unknown: "bridge/not-found",
+      notData: "bridge/unserializable",
+      tooLarge: "bridge/limit-input-bytes",
+      whileRunning: "bridge/conflict",
+      finished: "bridge/conflict",
+      badId: "bridge/invalid-argument",
+      ended: "completed",
+    });
+    expect((await storedCounters(stub)).approvals).toBe(1);
+  });
+
+  it("re-attaches execute with an existing id and a journal instead of refusing it", async () => {
+    const stub = freshReplay();
+    const out = await inReplay(stub, async (i, state) => {
+      const { JournalStore } = await import("@durablekit/handle-journal");
+      const journal = new JournalStore(state);
+      const first = await i.executor.execute(APPROVE, undefined, { id: "r-3", journal });
+      const again = await i.executor.execute(APPROVE, undefined, { id: "r-3", journal });
+      const withoutJournal = await i.executor.execute(APPROVE, undefined, { id: "r-3" }).then(
+        () => "ran",
+        (e: { code: string }) => e.code,
+      );
+      const done = await i.executor.resume("r-3", true, { journal });
+      const ended = await i.executor.execute(APPROVE, undefined, { id: "r-3", journal });
+      return { first, again, withoutJournal, done, ended };
+    });
+    expect(out.first.state).toBe("interrupted");
+    expect(out.again).toEqual(out.first);
+    expect(out.withoutJournal).toBe("bridge/conflict");
+    expect(out.done).toMatchObject({ state: "completed", result: { answer: true } });
+    expect(out.ended).toEqual(out.done);
+    expect(await storedCounters(stub)).toMatchObject({ approvals: 1, echoes: 2 });
+  });
+});
