@@ -1,5 +1,7 @@
+import { execFile } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Guide, GuideRun } from "../src/index.ts";
@@ -26,6 +28,19 @@ describe("the docs' shell examples against wrangler dev of the demo", () => {
 
   it("finds guides to run", () => {
     expect(guides.length).toBeGreaterThan(0);
+  });
+
+  it("durable-streams.md's official-client example writes and reads a stream", async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--disable-warning=ExperimentalWarning", "examples/protocol-client/notes.ts"],
+      {
+        cwd: fileURLToPath(new URL("..", import.meta.url)),
+        env: { ...process.env, BASE_URL: dev.url },
+        timeout: 60_000,
+      },
+    );
+    expect(JSON.parse(stdout)).toEqual([{ text: "first" }, { text: "second" }]);
   });
 
   for (const guide of guides) {
