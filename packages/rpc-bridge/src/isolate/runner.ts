@@ -1,12 +1,14 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
-import type { EvaluateOptions, Outcome } from "../wire";
-import { attach, type BridgeStub, end, toRecord } from "./runtime";
+import type { EvaluateOptions, Outcome, ReplayOptions } from "../wire";
+import { attach, type BridgeStub, end, type RealTimers, replay, toRecord } from "./runtime";
 
 /**
  * The isolate's main module, bundled at build time (scripts/build-isolate.mjs; `./runtime` is
  * imported from the `__dk_runtime.js` module, not bundled in). Its `evaluate(input, bridge,
  * options)` imports the program, runs its default export and resolves to an {@link Outcome}; it
- * never rejects for a program error.
+ * never rejects for a program error. In a replay run (`options.replay`) it first makes the
+ * isolate deterministic (runtime's `replay`), and the attempt also ends, as `"diverged"`, when the
+ * program stops repeating its recorded order of events.
  */
 
 /** The program module; a variable so the bundler leaves the import to the isolate. */
@@ -38,11 +40,74 @@ function guard<A extends unknown[]>(callback: unknown): unknown {
 type Schedule = (callback: unknown, ms?: number, ...args: unknown[]) => number;
 const realSetTimeout = globalThis.setTimeout as unknown as Schedule;
 const realSetInterval = globalThis.setInterval as unknown as Schedule;
+const realClearTimeout = globalThis.clearTimeout as (id: unknown) => void;
+/**
+ * The platform's timers for a replay run's delivery order (its macrotask turns and stall watch),
+ * taken before the program is imported (so a program replacing `Response` cannot reach them).
+ *
+ * A turn is the read of an empty `Response` body: workerd settles it from its event loop, after
+ * every queued microtask has run (a 20,000-step microtask chain finishes first), in ~20 µs; a
+ * zero-delay timer takes ~1.1 ms, and a `MessageChannel` message or `scheduler.yield()` arrives
+ * between microtasks, which is not a turn. test/deterministic-isolate.test.ts checks that two
+ * deliveries' microtask chains never interleave.
+ */
+function platformTimers(): RealTimers {
+  const timers: RealTimers = {
+    setTimeout: (callback, ms) => realSetTimeout(callback, ms),
+    // Called as the platform function, never as a method of this object (workerd checks `this`).
+    clearTimeout: (id) => realClearTimeout(id),
+    nextTurn: (callback) => {
+      realSetTimeout(callback, 0);
+    },
+  };
+  const EmptyBody = globalThis.Response;
+  const read = EmptyBody?.prototype.arrayBuffer;
+  if (typeof read !== "function") return timers;
+  timers.nextTurn = (callback) => {
+    read.call(new EmptyBody("")).then(callback, callback);
+  };
+  return timers;
+}
+
 const g = globalThis as unknown as Record<string, unknown>;
 g.setTimeout = (callback: unknown, ms?: number, ...args: unknown[]) =>
   realSetTimeout(guard(callback), ms, ...args);
 g.setInterval = (callback: unknown, ms?: number, ...args: unknown[]) =>
   realSetInterval(guard(callback), ms, ...args);
+
+// ── Program ───────────────────────────────────────────────────────────────────
+
+const NO_DEFAULT: Outcome = {
+  kind: "threw",
+  record: {
+    $error: {
+      name: "TypeError",
+      message:
+        "The program's default export must be a function: export default async function (input) { … }.",
+    },
+  },
+};
+
+/** Imports the program: its default export, or null when that is not a function. */
+async function importProgram(): Promise<((input: unknown) => unknown) | null> {
+  const program = (await import(PROGRAM_MODULE)) as { default?: unknown };
+  return typeof program.default === "function"
+    ? (program.default as (input: unknown) => unknown)
+    : null;
+}
+
+/** How a program that returned `value` ended: a rejection left unhandled or a timer error fails it. */
+async function checked(value: unknown): Promise<Outcome> {
+  // One macrotask turn: a rejection left unhandled just before return is reported by then.
+  await new Promise((resolve) => realSetTimeout(resolve, 0));
+  if (unhandled.size > 0) {
+    return { kind: "unhandled-rejection", record: toRecord(unhandled.values().next().value) };
+  }
+  if (thrownInTimers.length > 0) {
+    return { kind: "timer-error", record: toRecord(thrownInTimers[0]) };
+  }
+  return { kind: "returned", value };
+}
 
 // ── Entrypoint ────────────────────────────────────────────────────────────────
 
@@ -50,33 +115,32 @@ export default class Runner extends WorkerEntrypoint {
   async evaluate(input: unknown, bridge: BridgeStub, options: EvaluateOptions): Promise<Outcome> {
     attach(bridge, options);
     try {
-      const program = (await import(PROGRAM_MODULE)) as { default?: unknown };
-      if (typeof program.default !== "function") {
-        return {
-          kind: "threw",
-          record: {
-            $error: {
-              name: "TypeError",
-              message:
-                "The program's default export must be a function: export default async function (input) { … }.",
-            },
-          },
-        };
-      }
-      const value: unknown = await program.default(input);
-      // One macrotask turn: a rejection left unhandled just before return is reported by then.
-      await new Promise((resolve) => realSetTimeout(resolve, 0));
-      if (unhandled.size > 0) {
-        return { kind: "unhandled-rejection", record: toRecord(unhandled.values().next().value) };
-      }
-      if (thrownInTimers.length > 0) {
-        return { kind: "timer-error", record: toRecord(thrownInTimers[0]) };
-      }
-      return { kind: "returned", value };
+      if (options.replay !== undefined) return await replayed(input, options.replay);
+      const main = await importProgram();
+      if (main === null) return NO_DEFAULT;
+      return await checked(await main(input));
     } catch (error) {
       return { kind: "threw", record: toRecord(error) };
     } finally {
       end();
     }
   }
+}
+
+/**
+ * A replay run's attempt: the isolate is made deterministic before the program is imported, and
+ * the attempt ends as `"diverged"` when the program stops repeating its recorded order of events
+ * (a stall, or a return with recorded events left).
+ */
+async function replayed(input: unknown, options: ReplayOptions): Promise<Outcome> {
+  const isolate = replay(options, platformTimers(), (error) => thrownInTimers.push(error));
+  const running = (async (): Promise<Outcome> => {
+    const main = await importProgram();
+    if (main === null) return NO_DEFAULT;
+    const value = await main(input);
+    const record = isolate.finish();
+    return record === null ? checked(value) : { kind: "diverged", record };
+  })();
+  const diverged = isolate.diverged.then((record): Outcome => ({ kind: "diverged", record }));
+  return Promise.race([running, diverged]);
 }

@@ -4,11 +4,13 @@ import {
   type Answer,
   type ArgsKind,
   type EvaluateOptions,
+  type EventWindow,
   envelopeOf,
   type FunctionDescriptor,
   isPlainObject,
   MAX_DEPTH,
   plain,
+  type ReplayOptions,
   type Reply,
   setOwn,
   TAG,
@@ -16,19 +18,28 @@ import {
   tagged,
   tagOf,
 } from "../wire";
+import type { DeliveryOrder, RealTimers } from "./delivery-order";
+import { DeterministicIsolate } from "./deterministic-isolate";
 
 /**
  * The isolate half of the bridge, bundled at build time into the `__dk_runtime.js` module of every
  * isolate (scripts/build-isolate.mjs). It turns every call into one `invoke(handleId, method,
- * args, kind)`, builds objects for the handles the host returns, rebuilds errors with
- * handle-journal's `fromErrorRecord` (and builds them with its `toErrorRecord`), and mirrors
- * AbortSignals passed as arguments. Programs cannot import it (their imports are checked and
+ * args, kind)` (in a replay run, `invoke(…, events)`, answered through the delivery order of the
+ * run's {@link DeterministicIsolate}), builds objects for the handles the host returns, rebuilds
+ * errors with handle-journal's `fromErrorRecord` (and builds them with its `toErrorRecord`), and
+ * mirrors AbortSignals passed as arguments. Programs cannot import it (their imports are checked and
  * rewritten); it is the only holder of the bridge stub.
  */
 
 /** The host's endpoint, as the isolate sees it (a Workers RPC stub of `BridgeEndpoint`). */
 export interface BridgeStub {
-  invoke(handleId: number, method: string, args: unknown[], kind: ArgsKind): Promise<Answer>;
+  invoke(
+    handleId: number,
+    method: string,
+    args: unknown[],
+    kind: ArgsKind,
+    events?: EventWindow,
+  ): Promise<Answer>;
   dispose(handleId: number): Promise<void>;
   abort(signalId: number, reason: ErrorRecord): Promise<void>;
   streamEnd(streamId: number): Promise<ErrorRecord | null>;
@@ -80,6 +91,8 @@ export class IsolateRuntime {
   /** Once true, nothing more is sent to the host and every call stays pending forever. */
   #ended = false;
   #maxRequest = Number.POSITIVE_INFINITY;
+  /** A replay run's delivery order, through which journaled answers reach the program; else null. */
+  #order: DeliveryOrder | null = null;
   /** Handle ids of the objects and functions the host returned (to pass them back by id). */
   readonly #ids = new WeakMap<object, number>();
   readonly #byId = new Map<number, object>();
@@ -97,8 +110,14 @@ export class IsolateRuntime {
     if (typeof options?.maxRequestBytes === "number") this.#maxRequest = options.maxRequestBytes;
   }
 
+  /** Makes this a replay run: journaled answers go through `order`, and each call sends its events. */
+  replay(order: DeliveryOrder): void {
+    this.#order = order;
+  }
+
   end(): void {
     this.#ended = true;
+    this.#order?.end();
   }
 
   // ── Calls ──────────────────────────────────────────────────────────────────
@@ -134,7 +153,9 @@ export class IsolateRuntime {
     }
     if (weight > this.#maxRequest) return Promise.reject(requestTooLarge(this.#maxRequest));
     try {
-      return bridge.invoke(id, method, wire, kind).then(this.#onAnswer);
+      const order = this.#order;
+      if (order === null) return bridge.invoke(id, method, wire, kind).then(this.#onAnswer);
+      return order.call((events) => bridge.invoke(id, method, wire, kind, events), this.#onAnswer);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -160,8 +181,11 @@ export class IsolateRuntime {
       case "error":
         throw errorFrom(envelope.record);
       case "halt":
-        this.#ended = true;
+        this.end();
         return halted();
+      case "journaled":
+        // Only a replay run's delivery order unwraps these; elsewhere the answer is taken as it is.
+        return this.#answer(envelope.answer);
       default:
         throw new Error("The bridge sent an answer this runtime does not know (wire version).");
     }
@@ -408,9 +432,27 @@ export function end(): void {
   runtime.end();
 }
 
+/**
+ * Makes the run a replay run, before the program is imported: installs a
+ * {@link DeterministicIsolate} on the isolate's globals and routes journaled answers through its
+ * delivery order. Answers it, for the runner to race the program against its divergence.
+ * @throws TypeError when the seed is not 64 hexadecimal characters.
+ */
+export function replay(
+  options: ReplayOptions,
+  real: RealTimers,
+  onTimerError: (error: unknown) => void,
+): DeterministicIsolate {
+  const isolate = new DeterministicIsolate(options, real, onTimerError);
+  isolate.install(globalThis);
+  runtime.replay(isolate.order);
+  return isolate;
+}
+
 /** A host module's export (used by the generated shims). */
 export function fn(id: number, method: string): Callable {
   return runtime.fn(id, method);
 }
 
+export type { RealTimers };
 export { safeErrorRecord as toRecord };
