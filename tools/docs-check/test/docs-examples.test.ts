@@ -26,8 +26,15 @@ describe("the docs' shell examples against wrangler dev of the demo", () => {
     await dev?.dispose();
   });
 
-  it("finds guides to run", () => {
+  it("finds guides to run, and the tools they use on this machine", async () => {
     expect(guides.length).toBeGreaterThan(0);
+    for (const tool of ["bash", "curl", "jq"]) {
+      await promisify(execFile)("bash", ["-c", `command -v ${tool}`]).catch(() => {
+        expect.fail(
+          `the guides' shell examples use ${tool}, which is not on PATH (apt-get install ${tool})`,
+        );
+      });
+    }
   });
 
   it("durable-streams.md's official-client example writes and reads a stream", async () => {
