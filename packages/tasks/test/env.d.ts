@@ -2,9 +2,11 @@
 declare namespace Cloudflare {
   interface Env {
     FIXTURE: DurableObjectNamespace<import("./fixtures/worker").Fixture>;
+    PROGRAM: DurableObjectNamespace<import("./fixtures/program-host").ProgramHost>;
+    LOADER: WorkerLoader;
   }
   interface GlobalProps {
     mainModule: typeof import("./fixtures/worker");
-    durableNamespaces: "Fixture";
+    durableNamespaces: "Fixture" | "ProgramHost";
   }
 }
