@@ -334,6 +334,11 @@ export class Executor implements AlarmPart {
       "bridge/limit-input-bytes",
       "maxInputBytes",
     );
+    if (row.externalJournal && given === undefined) {
+      throw invalid(
+        `Execution "${executionId}" journals to the journal given to execute; pass the same one: resume(id, value, { journal }).`,
+      );
+    }
     const port = given ?? this.#ownJournal();
     const key = row.interruptKey;
     const changed = fingerprintChange(row.fingerprint, this.#fingerprint(row.source));
@@ -351,10 +356,17 @@ export class Executor implements AlarmPart {
       });
     }
     this.#requestRecoveryWake(this.#now());
+    let resumed = entries;
     if (entry !== undefined) {
-      port.resolve(executionId, key, "value", resumedBody(entry, value), this.#now());
+      const payload = resumedBody(entry, value);
+      const at = this.#now();
+      port.resolve(executionId, key, "value", payload, at);
+      // The attempt replays from the entries read above, the interrupt resolved: one read in all.
+      resumed = entries.map((e) =>
+        e === entry ? { ...e, outcome: "value" as const, payload, recordedAt: at } : e,
+      );
     }
-    return this.#driveStored(row, port, row.attempt + 1);
+    return this.#driveStored(row, port, row.attempt + 1, resumed);
   }
 
   /**
@@ -392,8 +404,11 @@ export class Executor implements AlarmPart {
     row: RunningExecution,
     port: JournalPort,
     attempt: number,
-    plan?: Extract<RecoveryPlan, { action: "restart" }>,
+    loaded: Extract<RecoveryPlan, { action: "restart" }> | readonly JournalEntry[],
   ): Promise<Execution> {
+    const plan = Array.isArray(loaded)
+      ? undefined
+      : (loaded as Extract<RecoveryPlan, { action: "restart" }>);
     let modules: Record<string, string>;
     let input: unknown;
     try {
@@ -415,8 +430,8 @@ export class Executor implements AlarmPart {
         port,
         seed: row.seed ?? "",
         startedAt: row.startedAt,
-        // Re-read in the attempt unless the plan already loaded it (one query per attempt).
-        entries: plan?.entries ?? port.lookup(row.id),
+        // Loaded once by the caller for this attempt.
+        entries: plan === undefined ? (loaded as readonly JournalEntry[]) : (plan.entries ?? []),
       },
     });
   }

@@ -93,4 +93,40 @@ describe("replay: recovery", () => {
     expect(record.record).toMatchObject({ state: "interrupted", interrupt: { key: "1" } });
     expect(record.wake).toBeNull();
   });
+
+  it("restarts a replay run again after a second object death only when its journal grew since the previous restart", async () => {
+    const TWO_SLOW = `import { slow } from "test:replay";
+      export default async () => [await slow(300), await slow(301)];`;
+    const waitFor = async (stub: DurableObjectStub<ReplayFixture>, starts: number) => {
+      for (;;) {
+        if (((await storedCounters(stub)).slowStarts ?? 0) >= starts) return;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
+    const crashAgain = async (stub: DurableObjectStub<ReplayFixture>, starts: number) => {
+      // The alarm drives attempt 2; the object dies under it once `starts` slow calls began.
+      const alarm = runDurableObjectAlarm(stub).catch(() => false);
+      await waitFor(stub, starts);
+      await stub.crash().catch(() => {});
+      await alarm;
+      return env.REPLAY.get(stub.id);
+    };
+    // Grew: attempt 2 journaled slow(300) and died in slow(301); attempt 3 finishes the run.
+    const grew = await crashAgain(
+      await startAndCrash(TWO_SLOW, "grow-1", (c) => c.slowStarts === 1),
+      3,
+    );
+    expect(await runDurableObjectAlarm(grew)).toBe(true);
+    const grown = await inReplay(grew, (i) => i.executor.get("grow-1"));
+    expect(grown).toMatchObject({ state: "completed", attempt: 3, result: [300, 301] });
+    // Did not grow: attempt 2 died in slow(300) again, before journaling anything.
+    const stuck = await crashAgain(
+      await startAndCrash(TWO_SLOW, "stuck-1", (c) => c.slowStarts === 1),
+      2,
+    );
+    expect(await runDurableObjectAlarm(stuck)).toBe(true);
+    const failed = await inReplay(stuck, (i) => i.executor.get("stuck-1"));
+    expect(failed).toMatchObject({ state: "failed", attempt: 2 });
+    expect(failed?.error?.code).toBe("bridge/too-many-attempts");
+  });
 });

@@ -1,4 +1,6 @@
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { JournalStore } from "@durablekit/handle-journal";
 import { thrownCode } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { isBridgeError } from "../src/index";
@@ -66,7 +68,6 @@ describe("replay: interrupt and resume", () => {
   it("re-attaches execute with an existing id and a journal instead of refusing it", async () => {
     const stub = freshReplay();
     const out = await inReplay(stub, async (i, state) => {
-      const { JournalStore } = await import("@durablekit/handle-journal");
       const journal = new JournalStore(state);
       const first = await i.executor.execute(APPROVE, undefined, { id: "r-3", journal });
       const again = await i.executor.execute(APPROVE, undefined, { id: "r-3", journal });
@@ -84,5 +85,66 @@ describe("replay: interrupt and resume", () => {
     expect(out.done).toMatchObject({ state: "completed", result: { answer: true } });
     expect(out.ended).toEqual(out.done);
     expect(await storedCounters(stub)).toMatchObject({ approvals: 1, echoes: 2 });
+  });
+
+  it("lets calls in flight finish and be journaled, and holds calls made after the interrupt, which run once after resume", async () => {
+    const stub = freshReplay();
+    const first = await inReplay(stub, (i) =>
+      i.executor.execute(
+        `import { approval, slow, echo } from "test:replay";
+         export default async function () {
+           const pending = slow(150);
+           const asked = approval("go?");
+           const held = echo("held");
+           return { slow: await pending, answer: await asked, held: await held };
+         }`,
+        undefined,
+        { id: "r-4" },
+      ),
+    );
+    expect(first).toMatchObject({ state: "interrupted", interrupt: { key: "2" } });
+    const during = await storedCounters(stub);
+    expect(during).toMatchObject({ slowStarts: 1, slowEnds: 1, approvals: 1 });
+    expect(during.echoes).toBeUndefined();
+    const entries = await inReplay(stub, (_i, state) =>
+      new JournalStore(state).entries("r-4").map((e) => [e.key, e.outcome]),
+    );
+    expect(entries).toEqual([
+      ["2", "interrupt"],
+      ["1", "value"],
+    ]);
+    const done = await inReplay(stub, (i) => i.executor.resume("r-4", "yes"));
+    expect(done).toMatchObject({
+      state: "completed",
+      result: { slow: 150, answer: "yes", held: "held" },
+    });
+    expect(await storedCounters(stub)).toMatchObject({ slowStarts: 1, approvals: 1, echoes: 1 });
+  });
+
+  it("leaves a run whose journal was given to execute to its owner, who re-attaches it after a restart", async () => {
+    const stub = freshReplay();
+    const program = `import { echo, slow } from "test:replay";
+      export default async () => [await echo(1), await slow(300), await echo(2)];`;
+    await inReplay(stub, (i, state) => {
+      state.waitUntil(
+        i.executor
+          .execute(program, undefined, { id: "r-5", journal: new JournalStore(state) })
+          .catch(() => {}),
+      );
+    });
+    for (;;) {
+      if ((await storedCounters(stub)).slowStarts === 1) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await stub.crash().catch(() => {});
+    const after = env.REPLAY.get(stub.id);
+    await runDurableObjectAlarm(after);
+    const left = await inReplay(after, (i) => i.executor.get("r-5")?.state);
+    expect(left).toBe("running");
+    const done = await inReplay(after, (i, state) =>
+      i.executor.execute(program, undefined, { id: "r-5", journal: new JournalStore(state) }),
+    );
+    expect(done).toMatchObject({ state: "completed", result: [1, 300, 2] });
+    expect(await storedCounters(after)).toMatchObject({ echoes: 2, slowStarts: 2 });
   });
 });
