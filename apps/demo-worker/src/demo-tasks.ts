@@ -1,6 +1,7 @@
 import { isWellFormedName } from "@durablekit/compose";
 import type { Streams } from "@durablekit/streams";
 import { isTasksError, type TaskStep } from "@durablekit/tasks";
+import { describeValue } from "./http";
 
 /** Input of `demo.count@v1`. */
 export interface CountInput {
@@ -44,24 +45,31 @@ function wait(ms: number, signal: AbortSignal): Promise<void> {
  * The demo's task definitions. `demo.count@v1` runs `steps` steps; each counts its real execution,
  * waits `stepMs`, and appends `{ "i": i }` to `stream` as that stream's producer `<runId>` with
  * producer seq `i`, so a step re-run after a crash is answered as a duplicate and the stream holds
- * each `i` exactly once. `demo.approval@v1` waits for an `approve` event and completes with its payload.
+ * each `i` exactly once; the last step's append also closes the stream, so its readers end with
+ * `done` (a run that fails or is cancelled ends it as errored: see the workspace). `demo.approval@v1` waits for an `approve` event and completes with its payload.
  */
 export function demoTaskDefinitions(host: DemoTaskHost) {
   return {
     "demo.count@v1": async (input: CountInput, step: TaskStep) => {
+      const last = input.steps - 1;
       for (let i = 0; i < input.steps; i++) {
         await step.do(`step-${i}`, async ({ signal }) => {
           host.countExecution(step.runId, `step-${i}`);
+          // Opened before the wait: the stream exists as soon as the first step starts.
+          const writer =
+            input.stream === undefined
+              ? null
+              : host.streams.open(input.stream, { producer: { id: step.runId, epoch: 0 } });
           if (input.stepMs) await wait(input.stepMs, signal);
-          if (input.stream !== undefined) {
-            const writer = host.streams.open(input.stream, {
-              producer: { id: step.runId, epoch: 0 },
-            });
-            writer.append({ i }, { producerSeq: i });
-          }
+          // The last step appends and closes in one write (readers get its chunk, then `done`);
+          // producer seq `i` makes a re-run of either write a duplicate, answered from the log.
+          if (i === last) writer?.close({ chunks: [{ i }], producerSeq: i });
+          else writer?.append({ i }, { producerSeq: i });
           return i;
         });
       }
+      // No steps: the stream is opened and closed at once (on a replay, closing it again is a no-op).
+      if (input.steps === 0 && input.stream !== undefined) host.streams.open(input.stream).close();
       return { counted: input.steps };
     },
     "demo.approval@v1": async (input: ApprovalInput | undefined, step: TaskStep) =>
@@ -75,19 +83,6 @@ export function demoTaskDefinitions(host: DemoTaskHost) {
 /** The names of the demo definitions. */
 export type DemoDefinition = keyof ReturnType<typeof demoTaskDefinitions>;
 
-function isCount(input: unknown): input is CountInput {
-  if (typeof input !== "object" || input === null) return false;
-  const { steps, stepMs, stream } = input as Record<string, unknown>;
-  return (
-    Number.isInteger(steps) &&
-    (steps as number) >= 0 &&
-    (steps as number) <= 1000 &&
-    (stepMs === undefined ||
-      (Number.isInteger(stepMs) && (stepMs as number) >= 0 && (stepMs as number) <= 60_000)) &&
-    (stream === undefined || isWellFormedName(stream, MAX_STREAM_ID))
-  );
-}
-
 /** The longest stream id (the streams package's limit), checked when a run starts, not at its first step. */
 const MAX_STREAM_ID = 256;
 
@@ -97,23 +92,62 @@ export const MAX_APPROVAL_MS = 30 * 24 * 60 * 60 * 1000;
 /** The longest cancel reason the demo stores. */
 export const MAX_REASON_LENGTH = 1_000;
 
-/** A message saying what is wrong with a definition's input, or null when it is acceptable. */
-export function checkInput(definition: string, input: unknown): string | null {
-  if (definition === "demo.count@v1" && !isCount(input)) {
-    return 'demo.count@v1 takes { "steps": 0–1000, "stepMs"?: 0–60000, "stream"?: "<stream id, 1–256 characters>" }.';
+/** The shape of each definition's input, as error messages show it. */
+export const INPUT_SHAPES: Record<DemoDefinition, string> = {
+  "demo.count@v1": '{ "steps": 0–1000, "stepMs"?: 0–60000, "stream"?: "<stream id>" }',
+  "demo.approval@v1": `{ "timeoutMs"?: 1–${MAX_APPROVAL_MS} }`,
+};
+
+function isIntegerIn(value: unknown, min: number, max: number): boolean {
+  return Number.isInteger(value) && (value as number) >= min && (value as number) <= max;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** What is wrong with a `demo.count@v1` input, or null. */
+function countProblem(input: unknown): string | null {
+  if (!isObject(input)) {
+    return `demo.count@v1 needs "input": ${INPUT_SHAPES["demo.count@v1"]}; got ${describeValue(input)} as "input".`;
   }
-  if (definition === "demo.approval@v1" && input !== undefined && input !== null) {
-    const { timeoutMs } = input as Record<string, unknown>;
-    const badTimeout =
-      timeoutMs !== undefined &&
-      (!Number.isInteger(timeoutMs) ||
-        (timeoutMs as number) < 1 ||
-        (timeoutMs as number) > MAX_APPROVAL_MS);
-    if (typeof input !== "object" || Array.isArray(input) || badTimeout) {
-      return `demo.approval@v1 takes nothing or { "timeoutMs": 1–${MAX_APPROVAL_MS} }.`;
-    }
+  const { steps, stepMs, stream } = input;
+  if (!isIntegerIn(steps, 0, 1000)) {
+    return `"input.steps" must be an integer from 0 to 1000; got ${describeValue(steps)}.`;
+  }
+  if (stepMs !== undefined && !isIntegerIn(stepMs, 0, 60_000)) {
+    return `"input.stepMs" must be an integer from 0 to 60000 (milliseconds); got ${describeValue(stepMs)}.`;
+  }
+  if (stream !== undefined && !isWellFormedName(stream, MAX_STREAM_ID)) {
+    return `"input.stream" must be a stream id of 1–${MAX_STREAM_ID} characters without lone surrogates; got ${describeValue(stream)}.`;
   }
   return null;
+}
+
+/** What is wrong with a `demo.approval@v1` input (nothing is fine), or null. */
+function approvalProblem(input: unknown): string | null {
+  if (input === undefined || input === null) return null;
+  if (!isObject(input)) {
+    return `demo.approval@v1 takes no "input" or "input": ${INPUT_SHAPES["demo.approval@v1"]}; got ${describeValue(input)} as "input".`;
+  }
+  const { timeoutMs } = input;
+  if (timeoutMs !== undefined && !isIntegerIn(timeoutMs, 1, MAX_APPROVAL_MS)) {
+    return `"input.timeoutMs" must be an integer from 1 to ${MAX_APPROVAL_MS} (milliseconds, 30 days); got ${describeValue(timeoutMs)}.`;
+  }
+  return null;
+}
+
+/** A message saying what is wrong with a definition's input, or null when it is acceptable. */
+export function checkInput(definition: string, input: unknown): string | null {
+  if (definition === "demo.count@v1") return countProblem(input);
+  if (definition === "demo.approval@v1") return approvalProblem(input);
+  return null;
+}
+
+/** The stream a `demo.count@v1` input writes, if any (after {@link checkInput} accepted it). */
+export function countStream(definition: string, input: unknown): string | null {
+  if (definition !== "demo.count@v1") return null;
+  return (input as CountInput).stream ?? null;
 }
 
 /** The outcome of a task call made over RPC: a value, or a coded error with its HTTP status. */
@@ -124,6 +158,15 @@ export type TaskCall<T> =
 /** A coded failure outcome. */
 export function failure(status: number, code: string, message: string): TaskCall<never> {
   return { ok: false, status, code, message };
+}
+
+/** The outcome for a new run whose `stream` an earlier run already wrote (and closed). */
+export function streamTaken(stream: string): TaskCall<never> {
+  return failure(
+    409,
+    "demo/stream-exists",
+    `Stream "${stream}" already exists: a run writes its own stream and closes it when it ends. Name a new "input.stream", or send the earlier run's "runId" or "idempotencyKey" to join that run.`,
+  );
 }
 
 /** The outcome for a run id that names no run. */

@@ -16,6 +16,8 @@ export interface Env {
   CHAT_TOKEN_DELAY_MS?: string;
   /** Optional `--var`: the protocol's long-poll timeout in ms (default 20000). */
   DS_LONG_POLL_MS?: string;
+  /** Optional `--var`: how long `GET /streams/:id/sse` waits for a stream not created yet, in ms (default 10000). */
+  DEMO_SSE_WAIT_MS?: string;
   /** `on` enables the `/debug/*` routes (off by default: they expose chunks and counters). */
   DEMO_DEBUG?: string;
   /** Comma-separated hosts the demo answers (`name` or `name:port`); default loopback on any port. */

@@ -101,3 +101,35 @@ export async function readJsonBody(
   }
   return { body };
 }
+
+/** How an error message names a value that was sent: short JSON, or its kind and size when long. */
+export function describeValue(value: unknown): string {
+  if (value === undefined) return "nothing";
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (typeof value === "string" && value.length > 40) {
+    return `a string of ${value.length} characters`;
+  }
+  const text = JSON.stringify(value);
+  if (text.length <= 60) return text;
+  return `an object with ${Object.keys(value as object)
+    .slice(0, 5)
+    .map((key) => JSON.stringify(key))
+    .join(", ")}`;
+}
+
+/**
+ * What is wrong with the top-level fields of a JSON body that takes `allowed`: `got "a", "b" at the
+ * top level` for the fields it does not take, or null when it has none.
+ */
+export function unexpectedFields(
+  body: Record<string, unknown>,
+  allowed: readonly string[],
+): string | null {
+  const extra = Object.keys(body).filter((key) => !allowed.includes(key));
+  if (extra.length === 0) return null;
+  const names = extra
+    .slice(0, 5)
+    .map((key) => JSON.stringify(key.length > 40 ? `${key.slice(0, 40)}…` : key))
+    .join(", ");
+  return `got ${names}${extra.length > 5 ? ` and ${extra.length - 5} more` : ""} at the top level`;
+}

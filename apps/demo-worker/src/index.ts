@@ -3,6 +3,7 @@ import { createRouter } from "./router";
 import { chatRoutes } from "./routes/chat";
 import { debugRoutes } from "./routes/debug";
 import { healthRoutes } from "./routes/health";
+import { pageRoutes } from "./routes/page";
 import { programRoutes } from "./routes/programs";
 import { streamRoutes } from "./routes/streams";
 import { taskRoutes } from "./routes/tasks";
@@ -14,6 +15,7 @@ export { Workspace } from "./workspace";
 
 // Each area of the demo's HTTP API (see README) lives in its own module under routes/.
 const route = createRouter([
+  ...pageRoutes,
   ...healthRoutes,
   ...taskRoutes,
   ...debugRoutes,

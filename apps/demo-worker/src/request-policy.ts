@@ -46,6 +46,16 @@ export class RequestPolicy {
     this.debug = env.DEMO_DEBUG === "on";
   }
 
+  /**
+   * The origins besides the server's own whose pages may use the demo (`DEMO_ALLOWED_ORIGINS`),
+   * those written as exact origins (`scheme://host[:port]`; another entry can never match).
+   */
+  get origins(): string[] {
+    return [...this.#origins].filter(
+      (origin) => URL.canParse(origin) && new URL(origin).origin === origin,
+    );
+  }
+
   // ── Checks ────────────────────────────────────────────────────────────────
 
   /**

@@ -11,16 +11,21 @@ import {
 } from "@durablekit/tasks";
 import {
   checkInput,
+  countStream,
   type DemoDefinition,
   type DemoTaskHost,
   demoTaskDefinitions,
   failure,
   runNotFound,
+  streamTaken,
   type TaskCall,
   taskCall,
 } from "./demo-tasks";
 import type { Env } from "./env";
 import { errorResponse } from "./http";
+
+/** How long `GET /streams/:id/sse` waits for a stream that does not exist yet, unless `DEMO_SSE_WAIT_MS` says otherwise. */
+const DEFAULT_SSE_WAIT_MS = 10_000;
 
 /** The name of the one workspace object that answers workspace-wide routes. */
 export const WORKSPACE_NAME = "default";
@@ -36,6 +41,10 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
     definitions: demoTaskDefinitions(this),
     claimTimeoutMs: 3_000,
     maxValueBytes: 65_536,
+    onEvent: (event) => {
+      if (event.type === "task:failed") this.#endRunStream(event.runId, event.error.message);
+      if (event.type === "task:cancelled") this.#endRunStream(event.runId, event.reason);
+    },
   });
   readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams] });
 
@@ -79,13 +88,41 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
   ): Promise<TaskCall<Pick<TaskReceipt, "runId" | "accepted" | "state">>> {
     const problem = checkInput(definition, body.input);
     if (problem) return failure(400, "demo/invalid-input", problem);
+    const stream = countStream(definition, body.input);
+    // One run writes a stream and closes it when it ends: a new run may not reuse its id (a retry
+    // that joins the run that wrote it may).
+    if (stream !== null && this.streams.status(stream) !== null) {
+      const joins = await taskCall(() => this.#joinsRun(body));
+      if (!joins.ok) return joins;
+      if (!joins.value) return streamTaken(stream);
+    }
     return taskCall(async () => {
       const receipt = await this.tasks.run(definition as DemoDefinition, body.input as never, {
         ...(body.idempotencyKey === undefined ? {} : { idempotencyKey: body.idempotencyKey }),
         ...(body.runId === undefined ? {} : { runId: body.runId }),
+        ...(stream === null ? {} : { metadata: { stream } }),
       });
       return { runId: receipt.runId, accepted: receipt.accepted, state: receipt.state };
     });
+  }
+
+  /** True when a start request names a run that exists (by run id or idempotency key). */
+  #joinsRun(body: Pick<TaskRunOptions, "idempotencyKey" | "runId">): boolean {
+    return (
+      (body.runId !== undefined && this.tasks.get(body.runId) !== null) ||
+      (body.idempotencyKey !== undefined &&
+        this.tasks.getByIdempotencyKey(body.idempotencyKey) !== null)
+    );
+  }
+
+  /**
+   * Ends the stream of a `demo.count@v1` run that failed or was cancelled as errored, so its readers
+   * end too (a completed run closed it in its last step). Creates it if no step did.
+   */
+  #endRunStream(runId: string, reason: string | null): void {
+    const metadata = this.tasks.get(runId)?.metadata as { stream?: unknown } | undefined;
+    if (typeof metadata?.stream !== "string") return;
+    this.streams.open(metadata.stream).error(reason ?? "The run was cancelled.");
   }
 
   /** A run's snapshot and its journal (`GET /tasks/:runId`). */
@@ -139,13 +176,30 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
 
   /**
    * `GET /streams/:id/sse`: a stream of this object as Server-Sent Events, from the request's
-   * `Last-Event-ID` (+1) or `?from=N`, tailing until the stream settles.
+   * `Last-Event-ID` (+1) or `?from=N`, tailing until the stream settles. A subscriber who arrives
+   * before the stream exists waits for it (`DEMO_SSE_WAIT_MS`, default 10 s); then a 404
+   * `demo/stream-not-found`. `corsOrigins` may read it from other origins.
    */
-  streamSse(streamId: string, request: Request): Response {
-    if (!this.streams.status(streamId)) {
-      return errorResponse(404, "demo/stream-not-found", `No stream "${streamId}" exists.`);
+  async streamSse(streamId: string, request: Request, corsOrigins: string[]): Promise<Response> {
+    const waitMs = Number(this.env.DEMO_SSE_WAIT_MS ?? DEFAULT_SSE_WAIT_MS);
+    const waitForStreamMs = Number.isFinite(waitMs) && waitMs >= 0 ? waitMs : DEFAULT_SSE_WAIT_MS;
+    const response = await sseResponse(this.streams, streamId, {
+      request,
+      waitForStreamMs,
+      ...(corsOrigins.length === 0 ? {} : { cors: { origin: corsOrigins } }),
+    });
+    if (response.status !== 404) return response;
+    await response.body?.cancel();
+    const answer = errorResponse(
+      404,
+      "demo/stream-not-found",
+      `No stream "${streamId}" exists (waited ${waitForStreamMs} ms for it to be created); start a run that writes it, e.g. POST /tasks/demo.count@v1 with { "input": { "steps": 5, "stream": ${JSON.stringify(streamId)} } }.`,
+    );
+    for (const name of ["access-control-allow-origin", "vary"]) {
+      const value = response.headers.get(name);
+      if (value !== null) answer.headers.set(name, value);
     }
-    return sseResponse(this.streams, streamId, { request });
+    return answer;
   }
 
   /** A stream's chunks, state and cursor (`GET /debug/streams/:streamId`), or null. */

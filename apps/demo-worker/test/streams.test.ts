@@ -101,7 +101,10 @@ describe("GET /streams/:id/sse", () => {
     const missing = await exports.default.fetch(`${base}/streams/nope-${id}/sse`);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toEqual({
-      error: { code: "demo/stream-not-found", message: `No stream "nope-${id}" exists.` },
+      error: {
+        code: "demo/stream-not-found",
+        message: `No stream "nope-${id}" exists (waited 300 ms for it to be created); start a run that writes it, e.g. POST /tasks/demo.count@v1 with { "input": { "steps": 5, "stream": "nope-${id}" } }.`,
+      },
     });
   });
 });

@@ -1,6 +1,6 @@
 import { MAX_CHAT_ID_LENGTH } from "@durablekit/chat-adapter";
 import type { Env } from "../env";
-import { errorResponse, readJsonBody } from "../http";
+import { describeValue, errorResponse, readJsonBody } from "../http";
 import type { Route } from "../router";
 
 /** The `ChatRoom` calls the routes make (typed here: the stub's inferred RPC type is too deep). */
@@ -41,7 +41,7 @@ export const chatRoutes: Route[] = [
         return errorResponse(
           400,
           "demo/bad-chat",
-          `The body needs "id": the chat id, 1 to ${MAX_CHAT_ID_LENGTH} characters.`,
+          `The body needs "id": the chat id, 1 to ${MAX_CHAT_ID_LENGTH} characters (the AI SDK's chat request { "id", "messages", … }); got ${describeValue(body?.id)} as "id".`,
         );
       }
       const messageId =
@@ -54,7 +54,13 @@ export const chatRoutes: Route[] = [
     path: "/chat/:chatId/stream",
     handle: (_request, env, { chatId }) => {
       const id = chatIdOf(chatId);
-      if (id === null) return errorResponse(400, "demo/bad-chat", "The chat id is malformed.");
+      if (id === null) {
+        return errorResponse(
+          400,
+          "demo/bad-chat",
+          `The chat id in the path must be 1 to ${MAX_CHAT_ID_LENGTH} characters; got ${describeValue(chatId)}.`,
+        );
+      }
       return room(env, id).resume(id);
     },
   },

@@ -1,10 +1,12 @@
 import { isWellFormedName } from "@durablekit/compose";
 import type { Env } from "../env";
-import { errorResponse, json, readJsonBody } from "../http";
+import { describeValue, errorResponse, json, readJsonBody, unexpectedFields } from "../http";
 import { PROGRAMS_NAME, type ProgramCall } from "../programs";
 import type { Route } from "../router";
 
 const INTERRUPT_POLICIES = new Set(["fail", "restart", "replay"]);
+/** The top-level fields of `POST /programs`. */
+const PROGRAM_BODY_FIELDS = ["code", "onInterrupt", "access", "id"] as const;
 const ACCESS = new Set(["read", "read-write"]);
 
 /** The longest execution id (the executor's limit). */
@@ -31,9 +33,13 @@ export const programRoutes: Route[] = [
       if ("error" in read) return read.error;
       const body = read.body;
       const usage =
-        'POST /programs takes { "code": "<ES module source>", "onInterrupt"?: "fail" | "restart", "access"?: "read" | "read-write", "id"?: "<execution id>" } (or the id as an Idempotency-Key header).';
+        'POST /programs takes { "code": "<ES module source>", "onInterrupt"?: "fail" | "restart" | "replay", "access"?: "read" | "read-write", "id"?: "<execution id>" } (or the id as an Idempotency-Key header).';
       if (typeof body !== "object" || body === null || Array.isArray(body)) {
-        return errorResponse(400, "demo/bad-request", usage);
+        return errorResponse(400, "demo/bad-request", `${usage} Got ${describeValue(body)}.`);
+      }
+      const extra = unexpectedFields(body as Record<string, unknown>, PROGRAM_BODY_FIELDS);
+      if (extra !== null) {
+        return errorResponse(400, "demo/bad-request", `${usage} The body ${extra}.`);
       }
       const { code, onInterrupt, access, id: bodyId } = body as Record<string, unknown>;
       const headerId = request.headers.get("idempotency-key");
@@ -49,21 +55,29 @@ export const programRoutes: Route[] = [
         return errorResponse(
           400,
           "demo/bad-request",
-          `An execution id ("id" or Idempotency-Key) is 1–${MAX_ID_LENGTH} characters with no lone surrogate.`,
+          `An execution id ("id" or Idempotency-Key) is 1–${MAX_ID_LENGTH} characters with no lone surrogate; got ${describeValue(id)}.`,
         );
       }
       if (typeof code !== "string" || code.length === 0) {
         return errorResponse(
           400,
           "demo/bad-request",
-          `"code" must be a non-empty string. ${usage}`,
+          `"code" must be a non-empty string; got ${describeValue(code)}. ${usage}`,
         );
       }
       if (onInterrupt !== undefined && !INTERRUPT_POLICIES.has(onInterrupt as string)) {
-        return errorResponse(400, "demo/bad-request", `"onInterrupt" must be "fail" or "restart".`);
+        return errorResponse(
+          400,
+          "demo/bad-request",
+          `"onInterrupt" must be "fail", "restart" or "replay"; got ${describeValue(onInterrupt)}.`,
+        );
       }
       if (access !== undefined && !ACCESS.has(access as string)) {
-        return errorResponse(400, "demo/bad-request", `"access" must be "read" or "read-write".`);
+        return errorResponse(
+          400,
+          "demo/bad-request",
+          `"access" must be "read" or "read-write"; got ${describeValue(access)}.`,
+        );
       }
       const call = await programs(env).runProgram(code, {
         ...(onInterrupt === undefined ? {} : { onInterrupt: onInterrupt as "fail" | "restart" }),

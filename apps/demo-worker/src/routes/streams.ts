@@ -1,5 +1,6 @@
 import { errorResponse } from "../http";
 import { PROTOCOL_BASE_PATH } from "../protocol-stream";
+import { RequestPolicy } from "../request-policy";
 import type { Route, RouteHandler } from "../router";
 import { WORKSPACE_NAME } from "../workspace";
 
@@ -15,7 +16,8 @@ const toStreamObject: RouteHandler = (request, env, { rest }) => {
  * - `/v1/stream/*`: the Durable Streams HTTP protocol (PUT create, POST append/close, GET catch-up,
  *   long-poll and SSE reads, HEAD, DELETE, CORS preflight), one Durable Object per stream path;
  * - `GET /streams/:id/sse`: a stream of the workspace object as Server-Sent Events, resumable with
- *   `Last-Event-ID` or `?from=N`.
+ *   `Last-Event-ID` or `?from=N`; a subscriber may arrive before the stream exists (it waits), and
+ *   pages of `DEMO_ALLOWED_ORIGINS` may read it (`OPTIONS` answers their preflight).
  */
 export const streamRoutes: Route[] = [
   ...["GET", "PUT", "POST", "DELETE", "OPTIONS"].map(
@@ -30,6 +32,31 @@ export const streamRoutes: Route[] = [
     method: "GET",
     path: "/streams/:id/sse",
     handle: (request, env, { id }) =>
-      env.WORKSPACE.getByName(WORKSPACE_NAME).streamSse(id as string, request),
+      env.WORKSPACE.getByName(WORKSPACE_NAME).streamSse(
+        id as string,
+        request,
+        new RequestPolicy(env).origins,
+      ),
+  },
+  {
+    method: "OPTIONS",
+    path: "/streams/:id/sse",
+    handle: (request, env) => ssePreflight(request, new RequestPolicy(env).origins),
   },
 ];
+
+/**
+ * The CORS preflight of `GET /streams/:id/sse`: an allowed origin (`DEMO_ALLOWED_ORIGINS`) may
+ * send `GET` with `Last-Event-ID`; any other origin gets no access header, so its browser stops.
+ */
+function ssePreflight(request: Request, allowed: string[]): Response {
+  const origin = request.headers.get("origin")?.toLowerCase();
+  const headers = new Headers({ vary: "Origin" });
+  if (origin !== undefined && allowed.includes(origin)) {
+    headers.set("access-control-allow-origin", origin);
+    headers.set("access-control-allow-methods", "GET");
+    headers.set("access-control-allow-headers", "Last-Event-ID");
+    headers.set("access-control-max-age", "600");
+  }
+  return new Response(null, { status: 204, headers });
+}

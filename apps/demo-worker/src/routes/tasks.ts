@@ -1,7 +1,10 @@
-import { MAX_REASON_LENGTH, type TaskCall } from "../demo-tasks";
-import { errorResponse, json, readJsonBody } from "../http";
+import { type DemoDefinition, INPUT_SHAPES, MAX_REASON_LENGTH, type TaskCall } from "../demo-tasks";
+import { describeValue, errorResponse, json, readJsonBody, unexpectedFields } from "../http";
 import type { Route } from "../router";
 import { WORKSPACE_NAME } from "../workspace";
+
+/** The top-level fields of a start request. */
+const TASK_BODY_FIELDS = ["input", "idempotencyKey", "runId"] as const;
 
 function answer<T>(call: TaskCall<T>, status = 200): Response {
   return call.ok ? json(call.value, status) : errorResponse(call.status, call.code, call.message);
@@ -19,17 +22,28 @@ export const taskRoutes: Route[] = [
       const read = await readJsonBody(request, { allowEmpty: true });
       if ("error" in read) return read.error;
       const body = read.body ?? {};
+      const shape = INPUT_SHAPES[definition as DemoDefinition] ?? "{ … }";
+      const usage = `POST /tasks/${definition} takes { "input": ${shape}, "idempotencyKey"?: "<key>", "runId"?: "<run id>" }`;
       if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return errorResponse(400, "demo/bad-request", `${usage}; got ${describeValue(body)}.`);
+      }
+      const extra = unexpectedFields(body as Record<string, unknown>, TASK_BODY_FIELDS);
+      if (extra !== null) {
+        // The usual slip: the definition's input sent bare, without its "input" wrapper.
         return errorResponse(
           400,
           "demo/bad-request",
-          'POST /tasks/:definition takes { "input"?, "idempotencyKey"?, "runId"? }.',
+          `The body needs the definition's input inside { "input": { … } }: ${usage}; ${extra}.`,
         );
       }
       const { input, idempotencyKey, runId } = body as Record<string, unknown>;
       for (const [field, value] of Object.entries({ idempotencyKey, runId })) {
         if (value !== undefined && typeof value !== "string") {
-          return errorResponse(400, "demo/bad-request", `"${field}" must be a string.`);
+          return errorResponse(
+            400,
+            "demo/bad-request",
+            `"${field}" must be a string; got ${describeValue(value)}.`,
+          );
         }
       }
       const call = await env.WORKSPACE.getByName(WORKSPACE_NAME).startTask(definition as string, {
@@ -54,17 +68,21 @@ export const taskRoutes: Route[] = [
       const read = await readJsonBody(request, { allowEmpty: true });
       if ("error" in read) return read.error;
       const body = read.body ?? {};
+      const usage = `POST /tasks/:runId/cancel takes nothing or { "reason"?: "<at most ${MAX_REASON_LENGTH} characters>" }`;
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return errorResponse(400, "demo/bad-request", `${usage}; got ${describeValue(body)}.`);
+      }
+      const extra = unexpectedFields(body as Record<string, unknown>, ["reason"]);
+      if (extra !== null) return errorResponse(400, "demo/bad-request", `${usage}; ${extra}.`);
       const reason = (body as { reason?: unknown }).reason;
       if (
-        typeof body !== "object" ||
-        body === null ||
-        Array.isArray(body) ||
-        (reason !== undefined && (typeof reason !== "string" || reason.length > MAX_REASON_LENGTH))
+        reason !== undefined &&
+        (typeof reason !== "string" || reason.length > MAX_REASON_LENGTH)
       ) {
         return errorResponse(
           400,
           "demo/bad-request",
-          `POST /tasks/:runId/cancel takes { "reason"?: "<at most ${MAX_REASON_LENGTH} characters>" }.`,
+          `"reason" must be a string of at most ${MAX_REASON_LENGTH} characters; got ${describeValue(reason)}.`,
         );
       }
       return answer(

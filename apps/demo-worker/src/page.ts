@@ -1,0 +1,420 @@
+/**
+ * The demo's page for a person (`GET /`): the routes, and forms that start a task, a program and a
+ * chat turn and show their streams live. No framework and no external asset: the HTML, its script
+ * (`/page.js`) and its style (`/page.css`) are the three strings below, served under a CSP that
+ * allows only this origin's own files (no inline script or style).
+ *
+ * Exactly once across reloads: the page keeps every stream it watches in `localStorage` with the
+ * chunks it has shown and the last event id. A reload shows the stored chunks and reconnects with
+ * `?from=<last id + 1>`; an `EventSource` that reconnects by itself sends `Last-Event-ID`. A chunk
+ * whose id is at or below the last one shown is never shown again.
+ */
+
+/** The Content-Security-Policy of the page and its files. */
+export const PAGE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+export const PAGE_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>durablekit demo</title>
+<link rel="stylesheet" href="/page.css">
+<script type="module" src="/page.js"></script>
+</head>
+<body>
+<header>
+  <h1>durablekit demo</h1>
+  <p>One Worker composing the durablekit packages. Start something below and watch its stream
+  arrive live; reload the page at any time: each stream continues where it was, each chunk shown once.</p>
+</header>
+<main>
+  <section id="task">
+    <h2>Task → stream → this page over SSE</h2>
+    <p><code>POST /tasks/demo.count@v1</code> runs <em>steps</em> durable steps; each appends
+    <code>{"i": i}</code> to the stream, the last one closes it. The page reads
+    <code>GET /streams/:id/sse</code> with an <code>EventSource</code>.</p>
+    <form id="task-form">
+      <label>steps <input id="task-steps" type="number" min="0" max="1000" value="10"></label>
+      <label>stepMs <input id="task-step-ms" type="number" min="0" max="60000" value="500"></label>
+      <label>stream <input id="task-stream" type="text" maxlength="256" placeholder="a new stream id (generated when empty)"></label>
+      <button id="task-start" type="submit">Start demo.count@v1</button>
+    </form>
+    <form id="watch-form">
+      <label>watch an existing stream <input id="watch-stream" type="text" maxlength="256" placeholder="stream id"></label>
+      <button id="watch-start" type="submit">Watch</button>
+    </form>
+    <p class="answer" id="task-answer"></p>
+    <div id="streams"></div>
+  </section>
+  <section id="program">
+    <h2>Program</h2>
+    <p><code>POST /programs</code> runs an ES module in an isolate against the <code>codemode:jobs</code>
+    host module and answers when it ends.</p>
+    <form id="program-form">
+      <textarea id="program-code" rows="7" spellcheck="false"></textarea>
+      <button id="program-run" type="submit">Run program</button>
+    </form>
+    <div id="programs"></div>
+  </section>
+  <section id="chat">
+    <h2>Chat turn</h2>
+    <p><code>POST /chat</code> starts a turn answered word by word by a scripted local model;
+    <code>GET /chat/:chatId/stream</code> resumes it after a reload.</p>
+    <form id="chat-form">
+      <label>message <input id="chat-text" type="text" value="Tell me about durable objects."></label>
+      <button id="chat-send" type="submit">Send</button>
+    </form>
+    <div id="chats"></div>
+  </section>
+  <section id="routes">
+    <h2>Routes</h2>
+    <table>
+      <thead><tr><th>route</th><th>does</th></tr></thead>
+      <tbody>
+        <tr><td><code>GET /health</code></td><td>the workspace object writes and reads its SQLite</td></tr>
+        <tr><td><code>POST /tasks/:definition</code></td><td><code>{ "input": { … }, "idempotencyKey"?, "runId"? }</code> starts a run: <code>demo.count@v1</code>, <code>demo.approval@v1</code></td></tr>
+        <tr><td><code>GET /tasks/:runId</code></td><td>a run's state and journal</td></tr>
+        <tr><td><code>POST /tasks/:runId/cancel</code></td><td>cancels a run</td></tr>
+        <tr><td><code>POST /tasks/:runId/events/:type</code></td><td>delivers an event (e.g. <code>approve</code>)</td></tr>
+        <tr><td><code>GET /streams/:id/sse</code></td><td>a stream as Server-Sent Events; resumes after <code>Last-Event-ID</code> or from <code>?from=N</code>; waits briefly for a stream not created yet</td></tr>
+        <tr><td><code>/v1/stream/*</code></td><td>the Durable Streams HTTP protocol (create, append, read from <code>?offset=</code>, long-poll, SSE)</td></tr>
+        <tr><td><code>POST /programs</code></td><td><code>{ "code", "onInterrupt"?, "access"?, "id"? }</code> runs a program to its end</td></tr>
+        <tr><td><code>GET /programs/:id</code></td><td>an execution's record</td></tr>
+        <tr><td><code>POST /chat</code></td><td>the AI SDK chat request: a new turn as a UI message stream</td></tr>
+        <tr><td><code>GET /chat/:chatId/stream</code></td><td>the active turn from its start; 204 when none</td></tr>
+        <tr><td><code>GET /debug/*</code></td><td>inspection routes, only with <code>DEMO_DEBUG=on</code></td></tr>
+      </tbody>
+    </table>
+  </section>
+</main>
+</body>
+</html>
+`;
+
+export const PAGE_CSS = `
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 980px; padding: 0 16px 48px; color: #1d232b; }
+h1 { margin-bottom: 4px; }
+h2 { border-bottom: 1px solid #d5dbe3; padding-bottom: 4px; margin-top: 32px; }
+code { background: #f1f4f8; padding: 0 3px; border-radius: 3px; }
+form { display: flex; flex-wrap: wrap; gap: 8px 12px; align-items: end; margin: 8px 0; }
+label { display: flex; flex-direction: column; font-size: 13px; color: #4a5563; }
+input[type=number] { width: 90px; }
+input[type=text] { min-width: 260px; }
+textarea { width: 100%; font: 13px/1.4 ui-monospace, monospace; }
+button { padding: 5px 12px; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+td, th { text-align: left; border-bottom: 1px solid #e6eaef; padding: 4px 6px; vertical-align: top; }
+.answer { font-size: 13px; color: #4a5563; min-height: 1em; }
+.answer.failed { color: #a11; }
+.card { border: 1px solid #d5dbe3; border-radius: 6px; padding: 8px 12px; margin: 10px 0; }
+.card header { display: flex; gap: 12px; align-items: baseline; flex-wrap: wrap; }
+.card .title { font-weight: 600; }
+.state { font-size: 12px; padding: 1px 8px; border-radius: 10px; background: #eef1f5; }
+.state.live { background: #e3f4e8; color: #17612f; }
+.state.done { background: #dde8fb; color: #1b4aa0; }
+.state.error { background: #fbe3e3; color: #a11; }
+.chunks { display: flex; flex-wrap: wrap; gap: 4px; list-style: none; padding: 0; margin: 8px 0 0; }
+.chunk { font: 12px ui-monospace, monospace; background: #f1f4f8; border-radius: 4px; padding: 2px 6px; }
+.text { white-space: pre-wrap; margin: 8px 0 0; }
+pre { font-size: 12px; background: #f6f8fa; padding: 6px; overflow-x: auto; margin: 6px 0 0; }
+.remove { margin-left: auto; font-size: 12px; }
+`;
+
+export const PAGE_JS = `
+const STORE_KEY = "durablekit-demo:v1";
+const DEFAULT_PROGRAM = [
+  'import { createJob } from "codemode:jobs";',
+  "export default async function () {",
+  '  const job = await createJob({ name: "build" });',
+  "  const run = await job.start({ durationMs: 300 });",
+  "  return { job: await job.info(), run: await run.wait() };",
+  "}",
+].join("\\n");
+
+// ── Saved state ──
+// { streams: [{ streamId, runId, lastId, chunks: [{ seq, data }], state }],
+//   programs: [{ executionId, answer }], chats: [{ chatId, text, count, state }] }
+function load() {
+  try {
+    const saved = JSON.parse(localStorage.getItem(STORE_KEY) || "null");
+    if (saved && Array.isArray(saved.streams)) return saved;
+  } catch {}
+  return { streams: [], programs: [], chats: [] };
+}
+const saved = load();
+saved.programs = saved.programs || [];
+saved.chats = saved.chats || [];
+function save() {
+  localStorage.setItem(STORE_KEY, JSON.stringify(saved));
+}
+
+function el(tag, props, children) {
+  const node = document.createElement(tag);
+  Object.assign(node, props || {});
+  for (const child of children || []) node.append(child);
+  return node;
+}
+function setAnswer(node, text, failed) {
+  node.textContent = text;
+  node.classList.toggle("failed", Boolean(failed));
+}
+async function postJson(path, body, headers) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: Object.assign({ "Content-Type": "application/json" }, headers || {}),
+    body: JSON.stringify(body),
+  });
+  return response;
+}
+function describeError(body, status) {
+  const error = body && body.error;
+  return error ? status + " " + error.code + ": " + error.message : "HTTP " + status;
+}
+function newId(prefix) {
+  return prefix + "-" + Math.random().toString(36).slice(2, 10);
+}
+
+// ── Streams (EventSource) ──
+const views = new Map();
+
+/** Shows one watched stream and keeps its EventSource; chunks are shown once, in seq order. */
+function watch(entry) {
+  const list = el("ul", { className: "chunks" });
+  const state = el("span", { className: "state" });
+  const remove = el("button", { className: "remove", type: "button", textContent: "forget" });
+  const title = el("span", { className: "title", textContent: "stream " + entry.streamId });
+  const run = el("span", { textContent: entry.runId ? "run " + entry.runId : "" });
+  const card = el("div", { className: "card stream" }, [el("header", {}, [title, run, state, remove]), list]);
+  card.dataset.stream = entry.streamId;
+  document.getElementById("streams").prepend(card);
+  const view = { entry, list, state, source: null };
+  views.set(entry.streamId, view);
+  for (const chunk of entry.chunks) showChunk(view, chunk);
+  remove.addEventListener("click", () => {
+    if (view.source) view.source.close();
+    views.delete(entry.streamId);
+    saved.streams = saved.streams.filter((item) => item !== entry);
+    save();
+    card.remove();
+  });
+  if (entry.state === "done" || entry.state === "error") setState(view, entry.state, entry.note);
+  else connect(view);
+}
+
+function showChunk(view, chunk) {
+  const item = el("li", { className: "chunk", textContent: "#" + chunk.seq + " " + chunk.data });
+  item.dataset.seq = String(chunk.seq);
+  view.list.append(item);
+}
+
+/**
+ * Shows a stream's state. Only the stream's own ends (done, error) are saved: a connection that
+ * failed (a refusal, or the page going away) is retried by the next page load.
+ */
+function setState(view, state, note) {
+  view.state.className = "state " + state;
+  view.state.textContent = note ? state + ": " + note : state;
+  view.state.dataset.state = state;
+  if (state !== "done" && state !== "error") return;
+  view.entry.state = state;
+  view.entry.note = note || "";
+  save();
+}
+
+function connect(view) {
+  const entry = view.entry;
+  // A fresh page resumes from the route's query parameter; the EventSource itself then sends
+  // Last-Event-ID on every reconnect (the header wins over ?from on the server).
+  const from = entry.lastId === null ? "" : "?from=" + (entry.lastId + 1);
+  const source = new EventSource("/streams/" + encodeURIComponent(entry.streamId) + "/sse" + from);
+  view.source = source;
+  setState(view, "connecting");
+  source.addEventListener("message", (event) => {
+    const seq = Number(event.lastEventId);
+    if (!Number.isInteger(seq) || (entry.lastId !== null && seq <= entry.lastId)) return;
+    const chunk = { seq, data: event.data };
+    entry.chunks.push(chunk);
+    entry.lastId = seq;
+    save();
+    showChunk(view, chunk);
+  });
+  source.addEventListener("up-to-date", () => setState(view, "live"));
+  source.addEventListener("done", () => {
+    source.close();
+    setState(view, "done");
+  });
+  source.addEventListener("error", (event) => {
+    if (event.data) {
+      // The stream's own end: errored, deleted or expired.
+      source.close();
+      let reason = event.data;
+      try {
+        reason = JSON.parse(event.data).reason || reason;
+      } catch {}
+      setState(view, "error", String(reason));
+    } else if (source.readyState === EventSource.CLOSED) {
+      // A refusal (e.g. 404 once the server's wait for the stream passed): EventSource stops.
+      setState(view, "refused", "no such stream yet; reload to try again");
+    } else {
+      setState(view, "reconnecting");
+    }
+  });
+}
+
+function startWatching(streamId, runId) {
+  const known = views.get(streamId);
+  if (known) return known;
+  const entry = { streamId, runId: runId || null, lastId: null, chunks: [], state: "connecting" };
+  saved.streams.push(entry);
+  save();
+  watch(entry);
+  return views.get(streamId);
+}
+
+document.getElementById("task-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const answer = document.getElementById("task-answer");
+  const streamId = document.getElementById("task-stream").value.trim() || newId("page");
+  const input = {
+    steps: Number(document.getElementById("task-steps").value),
+    stepMs: Number(document.getElementById("task-step-ms").value),
+    stream: streamId,
+  };
+  setAnswer(answer, "starting…");
+  const response = await postJson("/tasks/demo.count@v1", { input });
+  const body = await response.json().catch(() => null);
+  if (!response.ok) return setAnswer(answer, describeError(body, response.status), true);
+  setAnswer(answer, response.status + " " + JSON.stringify(body));
+  document.getElementById("task-stream").value = "";
+  startWatching(streamId, body.runId);
+});
+
+document.getElementById("watch-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const streamId = document.getElementById("watch-stream").value.trim();
+  if (streamId) startWatching(streamId, null);
+});
+
+// ── Programs ──
+function showProgram(record) {
+  const result = el("pre", { textContent: JSON.stringify(record.answer, null, 2) });
+  const card = el("div", { className: "card program" }, [
+    el("header", {}, [el("span", { className: "title", textContent: "execution " + record.executionId })]),
+    result,
+  ]);
+  document.getElementById("programs").prepend(card);
+  return result;
+}
+
+document.getElementById("program-code").value = DEFAULT_PROGRAM;
+document.getElementById("program-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const executionId = newId("page-program");
+  const record = { executionId, answer: "running…" };
+  saved.programs.push(record);
+  save();
+  const out = showProgram(record);
+  // The id makes a retry after a reload join the same execution.
+  const response = await postJson("/programs", { code: document.getElementById("program-code").value, id: executionId }).catch(() => null);
+  // No answer (the page or the connection went away): the next page load asks how it ended.
+  if (response === null) return;
+  const body = await response.json().catch(() => null);
+  record.answer = response.ok ? body : describeError(body, response.status);
+  save();
+  out.textContent = JSON.stringify(record.answer, null, 2);
+});
+
+async function refreshProgram(record) {
+  const out = showProgram(record);
+  if (record.answer !== "running…") return;
+  // Still running when the page went away: read how it ended.
+  const response = await fetch("/programs/" + encodeURIComponent(record.executionId));
+  const body = await response.json().catch(() => null);
+  record.answer = response.ok ? body : describeError(body, response.status);
+  save();
+  out.textContent = JSON.stringify(record.answer, null, 2);
+}
+
+// ── Chat ──
+function showChat(chat) {
+  const text = el("p", { className: "text", textContent: chat.text });
+  const state = el("span", { className: "state" });
+  const card = el("div", { className: "card chat" }, [
+    el("header", {}, [el("span", { className: "title", textContent: "chat " + chat.chatId }), state]),
+    text,
+  ]);
+  document.getElementById("chats").prepend(card);
+  return { text, state };
+}
+
+function setChatState(chat, view, state) {
+  chat.state = state;
+  view.state.className = "state " + state;
+  view.state.textContent = state;
+  save();
+}
+
+/** Reads a UI message stream (SSE data lines); skips the first chat.count chunks, shown already. */
+async function readTurn(chat, view, response) {
+  setChatState(chat, view, "live");
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let index = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end = buffer.indexOf("\\n\\n");
+    while (end !== -1) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      end = buffer.indexOf("\\n\\n");
+      const data = frame.split("\\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5).trim()).join("\\n");
+      if (!data || data === "[DONE]") continue;
+      index += 1;
+      if (index <= chat.count) continue;
+      chat.count = index;
+      const chunk = JSON.parse(data);
+      if (chunk.type === "text-delta") chat.text += chunk.delta;
+      if (chunk.type === "error") chat.text += " [error: " + chunk.errorText + "]";
+      view.text.textContent = chat.text;
+      save();
+    }
+  }
+  setChatState(chat, view, "done");
+}
+
+document.getElementById("chat-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const chat = { chatId: newId("page-chat"), text: "", count: 0, state: "connecting" };
+  saved.chats.push(chat);
+  save();
+  const view = showChat(chat);
+  const message = { id: newId("user"), role: "user", parts: [{ type: "text", text: document.getElementById("chat-text").value }] };
+  const response = await postJson("/chat", { id: chat.chatId, messages: [message], trigger: "submit-message" });
+  if (!response.ok) {
+    const body = await response.json().catch(() => null);
+    chat.text = describeError(body, response.status);
+    view.text.textContent = chat.text;
+    return setChatState(chat, view, "error");
+  }
+  await readTurn(chat, view, response).catch(() => setChatState(chat, view, "interrupted"));
+});
+
+async function resumeChat(chat) {
+  const view = showChat(chat);
+  setChatState(chat, view, chat.state);
+  if (chat.state === "done" || chat.state === "error") return;
+  const response = await fetch("/chat/" + encodeURIComponent(chat.chatId) + "/stream");
+  if (response.status === 204) return setChatState(chat, view, "ended while away");
+  // A dropped connection leaves the turn to the next page load, which resumes it.
+  await readTurn(chat, view, response).catch(() => setChatState(chat, view, "interrupted"));
+}
+
+// ── Start: everything saved continues where it was ──
+for (const entry of saved.streams) watch(entry);
+for (const record of saved.programs) refreshProgram(record);
+for (const chat of saved.chats) resumeChat(chat);
+`;

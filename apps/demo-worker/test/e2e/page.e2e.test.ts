@@ -1,0 +1,119 @@
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { poll } from "./poll.ts";
+
+const demoDir = fileURLToPath(new URL("../..", import.meta.url));
+const screenshots = fileURLToPath(new URL("./__screenshots__/", import.meta.url));
+
+/** The Debian package's Chromium (installed by `.ci/run` when missing); never a downloaded browser. */
+const CHROMIUM = "/usr/bin/chromium";
+
+/** The seqs of the chunks the page shows for its one stream, in page order. */
+function shownSeqs(page: Page): Promise<number[]> {
+  return page.$$eval(".card.stream li.chunk", (items) =>
+    items.map((item) => Number(item.getAttribute("data-seq"))),
+  );
+}
+
+function shownState(page: Page): Promise<string | null> {
+  return page.$eval(".card.stream .state", (node) => node.getAttribute("data-state"));
+}
+
+describe("the demo page in headless Chromium under wrangler dev", () => {
+  let dev: WranglerDev;
+  let browser: Browser;
+  beforeAll(async () => {
+    dev = await startWranglerDev({
+      cwd: demoDir,
+      vars: { DEMO_DEBUG: "on", CHAT_TOKEN_DELAY_MS: "60" },
+    });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--headless", "--no-sandbox"],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await dev?.dispose();
+  });
+
+  it("starts a task, shows its chunks live, and after a reload shows each chunk exactly once", async () => {
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(`console: ${message.text()}`);
+    });
+    await page.goto(`${dev.url}/`);
+    await page.fill("#task-steps", "8");
+    await page.fill("#task-step-ms", "400");
+    await page.click("#task-start");
+
+    // Live: chunks appear one by one while the run is still going.
+    await page.locator(".card.stream li.chunk").nth(1).waitFor({ timeout: 30_000 });
+    const before = await shownSeqs(page);
+    expect(before.length).toBeLessThan(8);
+    expect(await shownState(page)).toBe("live");
+
+    // Reload mid-stream: the page shows what it had and continues from there.
+    await page.reload();
+    await page.waitForSelector('.card.stream .state[data-state="done"]', { timeout: 30_000 });
+    const after = await shownSeqs(page);
+    expect(after).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(after.slice(0, before.length)).toEqual(before);
+    const values = await page.$$eval(".card.stream li.chunk", (items) =>
+      items.map((item) => item.textContent),
+    );
+    expect(values).toEqual(after.map((seq) => `#${seq} {"i":${seq}}`));
+
+    // Another reload of a finished stream shows the same chunks, still once each.
+    await page.reload();
+    await page.waitForSelector('.card.stream .state[data-state="done"]');
+    expect(await shownSeqs(page)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(problems).toEqual([]);
+
+    // For the record: the page as a person leaves it.
+    mkdirSync(screenshots, { recursive: true });
+    await page.screenshot({ path: `${screenshots}page.png`, fullPage: true });
+    await page.close();
+  });
+
+  it("runs a program and shows its result, and continues a chat turn across a reload without repeating a word", async () => {
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    await page.goto(`${dev.url}/`);
+
+    await page.click("#program-run");
+    await page
+      .locator(".card.program pre", { hasText: '"state": "completed"' })
+      .waitFor({ timeout: 30_000 });
+    expect(await page.locator(".card.program pre").textContent()).toContain('"name": "build"');
+
+    await page.click("#chat-send");
+    const text = page.locator(".card.chat .text");
+    // Mid-turn: some words shown, the turn still streaming.
+    await poll(
+      async () => (((await text.textContent()) ?? "").split(" ").length >= 8 ? true : undefined),
+      30_000,
+      "the first words of the answer",
+    );
+    await page.reload();
+    await page.locator(".card.chat .state.done").waitFor({ timeout: 30_000 });
+    const answer = (await text.textContent()) ?? "";
+    expect(answer.startsWith("Durable Objects keep state next to the code that changes it. ")).toBe(
+      true,
+    );
+    expect(answer.endsWith("finished, or with an error chunk.")).toBe(true);
+    // Each word once: the scripted answer has 70 words, and its first sentence appears once.
+    expect(answer.split(/\s+/).length).toBe(70);
+    expect(answer.split("Durable Objects keep state").length).toBe(2);
+    // The program's result is still shown after the reload.
+    expect(await page.locator(".card.program pre").textContent()).toContain('"state": "completed"');
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+});
