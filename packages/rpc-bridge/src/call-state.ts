@@ -29,6 +29,8 @@ export interface CallState {
   callbacks?: Array<(...args: unknown[]) => unknown>;
   signals?: Array<[number, AbortController]>;
   // Replay runs only:
+  /** Why the call is refused once keyed (no such method): journaled as its answer. */
+  refusal?: BridgeError;
   /** The isolate's event window sent with the call. */
   events?: EventWindow | undefined;
   /** What the journal records the call as (key, module, method, argument digest). */

@@ -430,6 +430,7 @@ export class Run {
       }
     }
     try {
+      if (call.refusal) throw call.refusal;
       this.#reviveFor(call);
       this.#checkAccess(call);
       const size = this.#budget.check(call, kind === "tagged");
@@ -691,6 +692,7 @@ export class Run {
     // changed between attempts cannot shift the keys of the calls after it.
     const key = this.#keys.next(handle);
     let fn: unknown;
+    let unknown: BridgeError | undefined;
     let thisArg: unknown;
     if (handle.kind === "module") {
       fn = handle.module.functions.get(method);
@@ -706,12 +708,19 @@ export class Run {
       fn = handle.fn;
     }
     if (typeof fn !== "function") {
-      throw new BridgeError(
+      const refusal = new BridgeError(
         "bridge/unknown-method",
         `${labelOf(handle, method)} is not a function of this ${handle.kind === "module" ? "module" : "object"}.`,
       );
+      // A replay run journals the refusal under the key the call took (see #invokeJournaled).
+      if (!this.#journal) throw refusal;
+      fn = () => {
+        throw refusal;
+      };
+      unknown = refusal;
     }
     return {
+      ...(unknown === undefined ? {} : { refusal: unknown }),
       key,
       handle,
       method,
