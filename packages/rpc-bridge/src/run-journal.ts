@@ -74,7 +74,13 @@ function eventsOf(window: EventWindow | undefined): number[] | undefined {
   return window === undefined ? undefined : [window.from, ...window.list];
 }
 
-/** An isolate's event window, checked (it is untrusted): integers only, `from` not negative. */
+/** Most events one call's window may carry (a bound on what an untrusted isolate makes the journal keep). */
+const MAX_WINDOW_EVENTS = 1_000_000;
+
+/**
+ * An isolate's event window, checked (it is untrusted): integers only, `from` not negative, at
+ * most a million events.
+ */
 export function checkEvents(value: unknown): EventWindow | undefined {
   if (value === undefined || value === null) return undefined;
   const w = value as Partial<EventWindow>;
@@ -83,6 +89,7 @@ export function checkEvents(value: unknown): EventWindow | undefined {
     !Number.isSafeInteger(w.from) ||
     (w.from as number) < 0 ||
     !Array.isArray(w.list) ||
+    w.list.length > MAX_WINDOW_EVENTS ||
     !w.list.every((n) => Number.isSafeInteger(n) && n !== 0)
   ) {
     throw new BridgeError("bridge/invalid-argument", "Malformed event window (wire mismatch).");
