@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startWranglerDev } from "@durablekit/wrangler-harness";
@@ -128,6 +128,29 @@ describe("a release installed from a registry", () => {
 
       const lockfile = readFileSync(join(project, "pnpm-lock.yaml"), "utf8");
       expect(lockfile).not.toMatch(/workspace:|link:/);
+      // The tarball stands alone: licence, registry-safe README links, maps whose sources it ships.
+      const installed = join(project, "node_modules", "@durablekit", dir);
+      for (const file of [
+        "LICENSE",
+        "README.md",
+        "CHANGELOG.md",
+        "dist/index.js",
+        "dist/index.d.ts",
+      ]) {
+        expect(existsSync(join(installed, file)), file).toBe(true);
+      }
+      expect(readFileSync(join(installed, "README.md"), "utf8")).not.toMatch(
+        /\]\((?!https:|#)[^)\s]+\)/,
+      );
+      for (const map of ["dist/index.js.map", "dist/index.d.ts.map"]) {
+        const { sources } = JSON.parse(readFileSync(join(installed, map), "utf8")) as {
+          sources: string[];
+        };
+        expect(sources.length, map).toBeGreaterThan(0);
+        for (const source of sources) {
+          expect(existsSync(join(installed, "dist", source)), `${map} → ${source}`).toBe(true);
+        }
+      }
       const imported = await run(
         process.execPath,
         [
