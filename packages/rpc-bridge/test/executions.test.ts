@@ -203,10 +203,13 @@ describe("executions", () => {
     expect(execution.error?.code).toBe("bridge/too-many-attempts");
   });
 
-  it("refuses an unknown onInterrupt policy, naming the three it takes", async () => {
+  it('runs onInterrupt "replay" and refuses an unknown policy, naming the three it takes', async () => {
     const stub = freshFixture();
-    const refusal = await inFixture(stub, (instance) =>
-      instance.executor
+    const out = await inFixture(stub, async (instance) => {
+      const replay = await instance.executor.execute(`export default () => 1;`, undefined, {
+        onInterrupt: "replay",
+      });
+      const refusal = await instance.executor
         .execute(`export default () => 2;`, undefined, { onInterrupt: "retry" as never })
         .then(
           () => null,
@@ -214,9 +217,11 @@ describe("executions", () => {
             code: error.code,
             message: error.message,
           }),
-        ),
-    );
-    expect(refusal?.code).toBe("bridge/invalid-argument");
-    expect(refusal?.message).toContain('"replay"');
+        );
+      return { replay, refusal };
+    });
+    expect(out.replay).toMatchObject({ state: "completed", result: 1 });
+    expect(out.refusal?.code).toBe("bridge/invalid-argument");
+    expect(out.refusal?.message).toContain('"replay"');
   });
 });
