@@ -29,7 +29,9 @@ async function bundle(entry, plugins = []) {
     platform: "neutral",
     target: "es2023",
     write: false,
-    minifySyntax: true,
+    // Every run ships these texts to a fresh isolate, and its start grows with their size: minified,
+    // the runtime with the deterministic isolate of replay runs starts as fast as it did without it.
+    minify: true,
     legalComments: "none",
     external: ["cloudflare:*"],
     plugins,
