@@ -124,7 +124,7 @@ describe("deterministic isolate: timers", () => {
     expect(value).toEqual({ fired: ["first"], now: STARTED + 10_000 });
   });
 
-  it("replays setInterval, clearInterval, scheduler.wait and AbortSignal.timeout in their recorded order", async () => {
+  it("replays setInterval, clearInterval, setImmediate, scheduler.wait and AbortSignal.timeout in their recorded order", async () => {
     const program = `
       import { done } from "./m.js";
       export default async function () {
@@ -134,6 +134,7 @@ describe("deterministic isolate: timers", () => {
           order.push("tick" + ++ticks + "@" + (Date.now() - performance.timeOrigin));
           if (ticks === 3) clearInterval(interval);
         }, 5);
+        setImmediate(() => order.push("immediate@" + performance.now()));
         const signal = AbortSignal.timeout(50);
         signal.addEventListener("abort", () => order.push("abort:" + signal.reason.name));
         await scheduler.wait(100);
@@ -143,17 +144,50 @@ describe("deterministic isolate: timers", () => {
         await done();
         return order;
       }`;
+    // setImmediate is there under nodejs_compat.
+    const flags = ["nodejs_compat"];
     const live = new FakeBridge();
-    const recorded = returned(await evaluate(program, live, replayOf([])));
+    const recorded = returned(await evaluate(program, live, replayOf([]), flags));
     expect(recorded).toContain("waited@100");
+    expect(recorded).toContain("immediate@0");
     expect(recorded).not.toContain("never");
     const schedule = buildSchedule(live.windows());
     expect(schedule.filter((e) => e === -1)).toHaveLength(3);
 
     const started = Date.now();
-    const replayed = returned(await evaluate(program, new FakeBridge(), replayOf(schedule)));
+    const replayed = returned(await evaluate(program, new FakeBridge(), replayOf(schedule), flags));
     expect(replayed).toEqual(recorded);
     expect(Date.now() - started).toBeLessThan(1000);
+  });
+});
+
+describe("deterministic isolate: timer edge cases", () => {
+  it("ends the attempt as timer-error when a virtual timer's callback throws", async () => {
+    const program = `
+      export default async function () {
+        setTimeout(() => { throw Object.assign(new Error("tick failed"), { code: "E_TICK" }); }, 5);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        return "returned";
+      }`;
+    for (const schedule of [[], [-1, -2]]) {
+      const outcome = await evaluate(program, new FakeBridge(), replayOf(schedule));
+      expect(outcome).toMatchObject({
+        kind: "timer-error",
+        record: { $error: { message: "tick failed", code: "E_TICK" } },
+      });
+    }
+  });
+
+  it("never fires a timer that another timer due at the same time cleared", async () => {
+    const program = `
+      export default async function () {
+        let fired = false;
+        setTimeout(() => clearTimeout(second), 1);
+        const second = setTimeout(() => { fired = true; }, 1);
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        return fired;
+      }`;
+    expect(returned(await evaluate(program, new FakeBridge(), replayOf([])))).toBe(false);
   });
 });
 
