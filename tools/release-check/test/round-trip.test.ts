@@ -2,7 +2,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startWranglerDev } from "@durablekit/wrangler-harness";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { childEnv, pnpm, run } from "../src/commands.ts";
 import { LocalRegistry, type PublishedManifest } from "../src/local-registry.ts";
 
@@ -60,6 +60,13 @@ function scratchDir(prefix: string): string {
 beforeAll(async () => {
   registry = await LocalRegistry.start();
   env = childEnv({ npm_config_userconfig: registry.npmrc });
+});
+
+beforeEach((context) => {
+  // A failed install often means the registry could not reach upstream: show what it said.
+  context.onTestFailed(() => {
+    console.error(`--- verdaccio ---\n${registry.output()}`);
+  });
 });
 
 afterAll(async () => {
