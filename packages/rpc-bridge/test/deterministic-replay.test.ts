@@ -1,6 +1,7 @@
-import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { Executor } from "../src/index";
 import type { ReplayFixture } from "./fixtures/worker";
 import { freshReplay, inReplay, storedCounters } from "./helpers";
 
@@ -76,5 +77,23 @@ describe("deterministic replay, end to end", () => {
     const restarted = env.REPLAY.get(stub.id);
     await recovered(restarted, "det-crash");
     expect(await storedCounters(restarted)).toMatchObject({ echoes: 1, slowStarts: 4 });
+  });
+
+  it("runs a replay run under the executor's default compatibility date", async () => {
+    // Regression: the isolate's timers once called the platform's clearTimeout as a method, which
+    // workerd refuses ("Illegal invocation") before the 2026-11-01 compatibility date.
+    const execution = await runInDurableObject(freshReplay(), (_instance, state) =>
+      new Executor(state, {
+        loader: env.LOADER,
+        modules: { "test:echo": { echo: ([value]: [unknown]) => value } },
+        onInterrupt: "replay",
+      }).execute(`
+        import { echo } from "test:echo";
+        export default async function () {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          return echo([typeof Date.now(), typeof Math.random(), crypto.randomUUID().length]);
+        }`),
+    );
+    expect(execution).toMatchObject({ state: "completed", result: ["number", "number", 36] });
   });
 });
