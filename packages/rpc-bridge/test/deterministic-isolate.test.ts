@@ -178,6 +178,24 @@ describe("deterministic isolate: timer edge cases", () => {
     }
   });
 
+  it("fires a timer set during the replay when it was due by the wall clock once the run is live again", async () => {
+    const program = `
+      import { a } from "./m.js";
+      export default async function () {
+        const slept = new Promise((resolve) => setTimeout(resolve, 10_000));
+        await a();
+        await slept;
+        return Date.now() - performance.timeOrigin;
+      }`;
+    // The run started 10 s ago; its one recorded answer came 100 ms in. The timer is due now.
+    const startedAt = Date.now() - 10_000;
+    const bridge = new FakeBridge(() => ({ at: startedAt + 100 }));
+    const started = Date.now();
+    const value = returned(await evaluate(program, bridge, replayOf([1], SEED_A, startedAt)));
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(value).toBe(10_000);
+  });
+
   it("never fires a timer that another timer due at the same time cleared", async () => {
     const program = `
       export default async function () {

@@ -14,6 +14,8 @@ export class VirtualClock {
   readonly startedAt: number;
   /** Epoch ms the program reads. Invariant: never decreases. */
   #now: number;
+  /** The platform's own `Date.now`, kept before `install` replaces it. */
+  readonly #platformNow = Date.now;
 
   constructor(startedAt: number) {
     this.startedAt = startedAt;
@@ -23,6 +25,15 @@ export class VirtualClock {
   /** Epoch ms the program reads now. */
   get now(): number {
     return this.#now;
+  }
+
+  /**
+   * The platform's time (epoch ms), for arming real timers only: the program never reads it. At
+   * least the virtual time, which follows recorded host times and so lags it (while code runs, and
+   * across a restart), never leads it.
+   */
+  wallNow(): number {
+    return Math.max(this.#now, this.#platformNow());
   }
 
   /** Moves the clock to `at` when that is later; it never goes back. */

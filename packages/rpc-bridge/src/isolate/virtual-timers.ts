@@ -156,8 +156,13 @@ export class VirtualTimers implements TimerPort {
     this.#arm(timer);
   }
 
-  #arm(timer: Timer): void {
-    const left = Math.max(0, timer.due - this.#clock.now);
+  /**
+   * Live: a real timer for the time `timer` has left: its delay when it is set now, or, for a timer
+   * set during a replay (`goLive`), until its due time by the platform's clock, so a timer set before
+   * a restart fires when it was due rather than its whole delay after the replay caught up.
+   */
+  #arm(timer: Timer, now = this.#clock.now): void {
+    const left = Math.max(0, timer.due - now);
     timer.real = this.#real.setTimeout(() => {
       timer.real = null;
       if (this.#pending.get(timer.k) === timer) this.#order.enqueue(this.#firing(timer));
@@ -189,7 +194,8 @@ export class VirtualTimers implements TimerPort {
   }
 
   goLive(): void {
-    for (const timer of this.#pending.values()) if (timer.real === null) this.#arm(timer);
+    const now = this.#clock.wallNow();
+    for (const timer of this.#pending.values()) if (timer.real === null) this.#arm(timer, now);
   }
 
   // ── Globals ────────────────────────────────────────────────────────────────
