@@ -27,7 +27,7 @@ const PROGRAM = `
     seen.push(winner, Date.now(), Math.random());
     const echoed = await echo(seen);
     // The object restarts while this call is in flight.
-    await slow(400);
+    await slow(1000);
     return { echoed, seen, after: [Date.now() >= seen[0], Math.random(), crypto.randomUUID()] };
   }
 `;
