@@ -47,6 +47,10 @@ import { type ErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
  * - `bridge/replay-diverged`: a replay met another call than the journal recorded at a key (module,
  *   method or arguments), the program ended with recorded calls left, or the isolate saw events
  *   in another order than recorded.
+ * - `bridge/replay-nondeterministic` (thrown to program code, in the isolate): a replay run asked
+ *   for something the isolate cannot repeat identically (Web Crypto key generation, randomized
+ *   signing or encryption). Pass keys in as input, or run with `onInterrupt` "fail" or "restart".
+ *   Uncaught, it ends the run as the program's error (the code moves to `programCode`).
  * - `bridge/fingerprint-changed`: recovery of a replay run found the program, its source modules,
  *   the compatibility date or flags, the wire or journal format changed since it was recorded.
  * - `bridge/too-many-attempts`: a `"restart"` run was interrupted more than `maxAttempts` times.
@@ -91,6 +95,7 @@ export type BridgeErrorCode =
   | "bridge/interrupted"
   | "bridge/unsafe-to-repeat"
   | "bridge/replay-diverged"
+  | "bridge/replay-nondeterministic"
   | "bridge/fingerprint-changed"
   | "bridge/too-many-attempts"
   | "bridge/unhandled-rejection"
