@@ -1,7 +1,9 @@
 import { isWellFormedName } from "@durablekit/compose";
+import { type Executor, isBridgeError } from "@durablekit/rpc-bridge";
 import type { Streams } from "@durablekit/streams";
-import { isTasksError, type TaskStep } from "@durablekit/tasks";
+import { isTasksError, NonRetryableError, type TaskStep } from "@durablekit/tasks";
 import { describeValue } from "./http";
+import { type HttpExecution, httpForm } from "./programs";
 
 /** Input of `demo.count@v1`. */
 export interface CountInput {
@@ -19,9 +21,17 @@ export interface ApprovalInput {
   timeoutMs?: number;
 }
 
+/** Input of `demo.program@v1`. */
+export interface ProgramInput {
+  /** The program: an ES module whose default export runs, importing the demo host modules. */
+  code: string;
+}
+
 /** What the demo definitions need from the object that hosts them. */
 export interface DemoTaskHost {
   readonly streams: Streams;
+  /** Runs `demo.program@v1`'s programs (replay runs over the run's step journal). */
+  readonly executor: Executor;
   /** Counts one real execution of a step (not a journal replay) in the side table. */
   countExecution(runId: string, step: string): void;
 }
@@ -41,12 +51,53 @@ function wait(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** The execution id of a `demo.program@v1` run's program: the same on every attempt. */
+export function programExecutionId(runId: string): string {
+  return `program:${runId}`;
+}
+
+/**
+ * Runs a `demo.program@v1` program in a step, or re-attaches to it: `execute` with the run's
+ * execution id and step journal drives a run an eviction cut off from its journal, and returns an
+ * interrupted or ended one as it is. With `answer`, the interrupt at `answer.key` is resumed with
+ * `answer.value`. A program the bridge refuses (it does not parse, imports an unknown module) fails
+ * the step without retries.
+ * @throws NonRetryableError naming the bridge's code, for a refused program.
+ */
+async function runProgram(
+  executor: Executor,
+  step: TaskStep,
+  code: string,
+  answer?: { key: string; value: unknown },
+): Promise<HttpExecution> {
+  const journal = step.journal("program");
+  const id = programExecutionId(step.runId);
+  try {
+    let execution = await executor.execute(code, undefined, {
+      id,
+      onInterrupt: "replay",
+      journal,
+    });
+    if (answer && execution.state === "interrupted" && execution.interrupt?.key === answer.key) {
+      execution = await executor.resume(id, answer.value, { journal });
+    }
+    return httpForm(execution);
+  } catch (error) {
+    if (!isBridgeError(error)) throw error;
+    throw new NonRetryableError(`${error.code}: ${error.message}`, { cause: error });
+  }
+}
+
 /**
  * The demo's task definitions. `demo.count@v1` runs `steps` steps; each counts its real execution,
  * waits `stepMs`, and appends `{ "i": i }` to `stream` as that stream's producer `<runId>` with
  * producer seq `i`, so a step re-run after a crash is answered as a duplicate and the stream holds
  * each `i` exactly once; the last step's append also closes the stream, so its readers end with
  * `done` (a run that fails or is cancelled ends it as errored: see the workspace). `demo.approval@v1` waits for an `approve` event and completes with its payload.
+ * `demo.program@v1` runs a program inside the task: a replay run whose calls are rows of the task's
+ * journal (`step.journal("program")`); each time the program is interrupted (`approval()`), the task
+ * waits for a `resume` event and resumes the program with its payload, so the program's host calls
+ * run once each across evictions and restarts. Completes with the execution in its HTTP form.
  */
 export function demoTaskDefinitions(host: DemoTaskHost) {
   return {
@@ -77,6 +128,17 @@ export function demoTaskDefinitions(host: DemoTaskHost) {
         type: "approve",
         ...(input?.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
       }),
+    "demo.program@v1": async (input: ProgramInput, step: TaskStep) => {
+      let execution = await step.do("program", () => runProgram(host.executor, step, input.code));
+      for (let i = 1; execution.state === "interrupted" && execution.interrupt; i++) {
+        const { key } = execution.interrupt;
+        const value = await step.waitForEvent(`resume ${i}`, { type: "resume" });
+        execution = await step.do(`program ${i}`, () =>
+          runProgram(host.executor, step, input.code, { key, value }),
+        );
+      }
+      return execution;
+    },
   };
 }
 
@@ -96,6 +158,7 @@ export const MAX_REASON_LENGTH = 1_000;
 export const INPUT_SHAPES: Record<DemoDefinition, string> = {
   "demo.count@v1": '{ "steps": 0–1000, "stepMs"?: 0–60000, "stream"?: "<stream id>" }',
   "demo.approval@v1": `{ "timeoutMs"?: 1–${MAX_APPROVAL_MS} }`,
+  "demo.program@v1": '{ "code": "<ES module source>" }',
 };
 
 function isIntegerIn(value: unknown, min: number, max: number): boolean {
@@ -137,10 +200,26 @@ function approvalProblem(input: unknown): string | null {
   return null;
 }
 
+/** What is wrong with a `demo.program@v1` input, or null. */
+function programProblem(input: unknown): string | null {
+  if (!isObject(input)) {
+    return `demo.program@v1 needs "input": ${INPUT_SHAPES["demo.program@v1"]}; got ${describeValue(input)} as "input".`;
+  }
+  const extra = Object.keys(input).filter((key) => key !== "code");
+  if (extra.length > 0) {
+    return `demo.program@v1's "input" has only "code"; got ${extra.map((key) => JSON.stringify(key)).join(", ")} too.`;
+  }
+  if (typeof input.code !== "string" || input.code.length === 0) {
+    return `"input.code" must be a non-empty string (an ES module with a default export); got ${describeValue(input.code)}.`;
+  }
+  return null;
+}
+
 /** A message saying what is wrong with a definition's input, or null when it is acceptable. */
 export function checkInput(definition: string, input: unknown): string | null {
   if (definition === "demo.count@v1") return countProblem(input);
   if (definition === "demo.approval@v1") return approvalProblem(input);
+  if (definition === "demo.program@v1") return programProblem(input);
   return null;
 }
 

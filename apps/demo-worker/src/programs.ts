@@ -9,8 +9,9 @@ import {
   Executor,
   isBridgeError,
 } from "@durablekit/rpc-bridge";
-import { type JobCounters, JobStore, jobsModule } from "./demo-jobs";
 import type { Env } from "./env";
+import type { HostCounts } from "./host-counts";
+import { DemoHostModules } from "./host-modules";
 
 /** The name of the one programs object that answers the program routes. */
 export const PROGRAMS_NAME = "default";
@@ -27,7 +28,7 @@ export type HttpExecution<E extends Execution = Execution> = Omit<E, "result"> &
 };
 
 /** An execution (or record) in its HTTP form: the result in the codec's JSON form, never lossy. */
-function httpForm<E extends Execution>(execution: E): HttpExecution<E> {
+export function httpForm<E extends Execution>(execution: E): HttpExecution<E> {
   const { result, ...rest } = execution;
   if (!("result" in execution)) return rest;
   const { json, meta } = JSON.parse(encode(result)) as { json: unknown; meta?: unknown };
@@ -45,17 +46,30 @@ export type ProgramCall<T> =
   | { ok: true; value: T }
   | { ok: false; status: number; code: string; message: string };
 
+/** The HTTP status of a bridge refusal: an unknown execution 404, one in the wrong state 409, else 400. */
+const REFUSAL_STATUS: Record<string, number> = {
+  "bridge/not-found": 404,
+  "bridge/conflict": 409,
+};
+
+/** The demo's program limits: a run attempt's wall time and each call's deadline. */
+export const PROGRAM_LIMITS = { runTimeoutMs: 30_000, callTimeoutMs: 15_000 };
+
 /**
  * The demo's programs Durable Object: runs program source in Worker Loader isolates through
- * `@durablekit/rpc-bridge`, against the demo host modules (`codemode:jobs`). Executions are
- * recorded in its SQLite (`dk_bridge_executions`); its alarm settles executions a restart cut off.
+ * `@durablekit/rpc-bridge`, against the demo host modules (`codemode:jobs`, `codemode:approval`,
+ * `codemode:process`). Runs are replay runs unless a request picks another policy: every call is
+ * journaled, `approval()` releases the run until `resume`, and a run cut off by a restart is
+ * replayed from its journal. Executions are recorded in its SQLite (`dk_bridge_executions`, the
+ * journal in `dk_journal_*`); its alarm settles executions a restart cut off.
  */
 export class Programs extends DurableObject<Env> {
-  readonly #jobs = new JobStore(this.ctx.storage.sql);
+  readonly #host = new DemoHostModules(this.ctx.storage);
   readonly executor = new Executor(this.ctx, {
     loader: this.env.LOADER,
-    modules: { "codemode:jobs": jobsModule(this.#jobs) },
-    limits: { runTimeoutMs: 30_000, callTimeoutMs: 15_000 },
+    modules: this.#host.modules,
+    onInterrupt: "replay",
+    limits: PROGRAM_LIMITS,
   });
   readonly alarms = new Alarms(this.ctx, { parts: [this.executor] });
 
@@ -70,18 +84,29 @@ export class Programs extends DurableObject<Env> {
    */
   async runProgram(
     code: string,
-    options: { onInterrupt?: BridgeInterruptPolicy | "replay"; access?: BridgeAccess; id?: string },
+    options: { onInterrupt?: BridgeInterruptPolicy; access?: BridgeAccess; id?: string },
   ): Promise<ProgramCall<HttpExecution>> {
     try {
       return { ok: true, value: httpForm(await this.executor.execute(code, undefined, options)) };
     } catch (error) {
-      if (isBridgeError(error)) {
-        if (error.code === "bridge/conflict" && options.id !== undefined) {
-          return { ok: true, value: httpForm(await this.#join(options.id)) };
-        }
-        return { ok: false, status: 400, code: error.code, message: error.message };
+      if (isBridgeError(error, "bridge/conflict") && options.id !== undefined) {
+        return { ok: true, value: httpForm(await this.#join(options.id)) };
       }
-      throw error;
+      return refusal(error);
+    }
+  }
+
+  /**
+   * Resumes an interrupted replay run: the interrupted call answers `value` and the run replays
+   * to its end (or its next interrupt). Refused with 404 `bridge/not-found` for an unknown id,
+   * 409 `bridge/conflict` for a run that is not interrupted (running, ended, resumed already), and
+   * 400 for a value over the input limit.
+   */
+  async resumeProgram(id: string, value: unknown): Promise<ProgramCall<HttpExecution>> {
+    try {
+      return { ok: true, value: httpForm(await this.executor.resume(id, value)) };
+    } catch (error) {
+      return refusal(error);
     }
   }
 
@@ -95,12 +120,13 @@ export class Programs extends DurableObject<Env> {
       const record = this.executor.get(id) as ExecutionRecord;
       // Past the deadline the caller gets the running record and may read it later.
       if (record.state !== "running" || Date.now() > deadline) {
-        const { executionId, state, result, error } = record;
+        const { executionId, state, result, error, interrupt } = record;
         return {
           executionId,
           state,
           ...("result" in record ? { result } : {}),
           ...(error === undefined ? {} : { error }),
+          ...(interrupt === undefined ? {} : { interrupt }),
         };
       }
       if (this.executor.running.includes(id)) {
@@ -117,8 +143,22 @@ export class Programs extends DurableObject<Env> {
     return record === null ? null : httpForm(record);
   }
 
-  /** What the jobs module really did. */
-  jobCounters(): JobCounters {
-    return this.#jobs.counters();
+  /** What the host modules really did: for one execution, or for all of them. */
+  hostCounts(executionId?: string): HostCounts {
+    return this.#host.counters.read(executionId);
   }
+}
+
+/**
+ * A bridge refusal as a coded 4xx outcome (`REFUSAL_STATUS`); anything else is rethrown.
+ * @throws what it was given, when it is not a BridgeError.
+ */
+function refusal(error: unknown): ProgramCall<never> {
+  if (!isBridgeError(error)) throw error;
+  return {
+    ok: false,
+    status: REFUSAL_STATUS[error.code] ?? 400,
+    code: error.code,
+    message: error.message,
+  };
 }

@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { Alarms } from "@durablekit/compose";
+import { Executor } from "@durablekit/rpc-bridge";
 import { sseResponse } from "@durablekit/sse";
 import { Streams } from "@durablekit/streams";
 import {
@@ -16,13 +17,17 @@ import {
   type DemoTaskHost,
   demoTaskDefinitions,
   failure,
+  programExecutionId,
   runNotFound,
   streamTaken,
   type TaskCall,
   taskCall,
 } from "./demo-tasks";
 import type { Env } from "./env";
+import type { HostCounts } from "./host-counts";
+import { DemoHostModules } from "./host-modules";
 import { errorResponse } from "./http";
+import { PROGRAM_LIMITS } from "./programs";
 
 /** How long `GET /streams/:id/sse` waits for a stream that does not exist yet, unless `DEMO_SSE_WAIT_MS` says otherwise. */
 const DEFAULT_SSE_WAIT_MS = 10_000;
@@ -36,6 +41,13 @@ export const WORKSPACE_NAME = "default";
  */
 export class Workspace extends DurableObject<Env> implements DemoTaskHost {
   readonly streams = new Streams(this.ctx);
+  readonly #host = new DemoHostModules(this.ctx.storage);
+  /** Runs the programs of `demo.program@v1` runs, journaled in their runs' step journals. */
+  readonly executor = new Executor(this.ctx, {
+    loader: this.env.LOADER,
+    modules: this.#host.modules,
+    limits: PROGRAM_LIMITS,
+  });
   // A short claim timeout: a run whose isolate died (a crash, a deploy) resumes seconds later.
   readonly tasks = new Tasks(this.ctx, {
     definitions: demoTaskDefinitions(this),
@@ -46,7 +58,7 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
       if (event.type === "task:cancelled") this.#endRunStream(event.runId, event.reason);
     },
   });
-  readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams] });
+  readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams, this.executor] });
 
   override alarm() {
     return this.alarms.alarm();
@@ -158,6 +170,15 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
       out[row.step] = row.n;
     }
     return out;
+  }
+
+  /**
+   * What the host modules really did for the program of a `demo.program@v1` run
+   * (`GET /debug/executions/:runId/jobs`), or null for no such run.
+   */
+  programHostCounts(runId: string): HostCounts | null {
+    if (!this.tasks.get(runId)) return null;
+    return this.#host.counters.read(programExecutionId(runId));
   }
 
   /**

@@ -51,7 +51,8 @@ describe("POST /programs and GET /programs/:id", () => {
     expect(await record.json()).toMatchObject({
       executionId: execution.executionId,
       state: "completed",
-      onInterrupt: "fail",
+      // Replay is the default: every call was journaled.
+      onInterrupt: "replay",
       access: "read-write",
       attempt: 1,
       calls: 5,
@@ -102,11 +103,6 @@ describe("POST /programs and GET /programs/:id", () => {
       [{ code: 42 }, 400, "demo/bad-request"],
       [{ code: "export default () => 1;", onInterrupt: "sometimes" }, 400, "demo/bad-request"],
       [{ code: "export default () => 1;", access: "all" }, 400, "demo/bad-request"],
-      [
-        { code: "export default () => 1;", onInterrupt: "replay" },
-        400,
-        "bridge/replay-unsupported",
-      ],
       [
         { code: `import x from "codemode:nope"; export default () => x;` },
         400,

@@ -3,6 +3,7 @@ import type { Env } from "../env";
 import { describeValue, errorResponse, json, readJsonBody, unexpectedFields } from "../http";
 import { PROGRAMS_NAME, type ProgramCall } from "../programs";
 import type { Route } from "../router";
+import { WORKSPACE_NAME } from "../workspace";
 
 const INTERRUPT_POLICIES = new Set(["fail", "restart", "replay"]);
 /** The top-level fields of `POST /programs`. */
@@ -21,8 +22,9 @@ function answer<T>(call: ProgramCall<T>): Response {
 }
 
 /**
- * The program routes: run a program against the demo host modules (`codemode:jobs`), read an
- * execution, and see what the jobs module really did.
+ * The program routes: run a program against the demo host modules (`codemode:jobs`,
+ * `codemode:approval`, `codemode:process`; a replay run unless the body picks another policy),
+ * resume an interrupted one, read an execution, and see what the host modules really did.
  */
 export const programRoutes: Route[] = [
   {
@@ -80,7 +82,9 @@ export const programRoutes: Route[] = [
         );
       }
       const call = await programs(env).runProgram(code, {
-        ...(onInterrupt === undefined ? {} : { onInterrupt: onInterrupt as "fail" | "restart" }),
+        ...(onInterrupt === undefined
+          ? {}
+          : { onInterrupt: onInterrupt as "fail" | "restart" | "replay" }),
         ...(access === undefined ? {} : { access: access as "read" | "read-write" }),
         ...(id === undefined ? {} : { id }),
       });
@@ -99,11 +103,54 @@ export const programRoutes: Route[] = [
     },
   },
   {
+    method: "POST",
+    path: "/programs/:id/resume",
+    async handle(request, env, { id }) {
+      const read = await readJsonBody(request);
+      if ("error" in read) return read.error;
+      const body = read.body;
+      const usage =
+        'POST /programs/:id/resume takes { "value": <any JSON> }: the answer of the interrupted call.';
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return errorResponse(400, "demo/bad-request", `${usage} Got ${describeValue(body)}.`);
+      }
+      const extra = unexpectedFields(body as Record<string, unknown>, ["value"]);
+      if (extra !== null)
+        return errorResponse(400, "demo/bad-request", `${usage} The body ${extra}.`);
+      if (!("value" in body)) {
+        return errorResponse(400, "demo/bad-request", `${usage} The body has no "value".`);
+      }
+      return answer(await programs(env).resumeProgram(id as string, body.value));
+    },
+  },
+  {
     method: "GET",
     path: "/debug/jobs",
     debug: true,
     async handle(_request, env) {
-      return json(await programs(env).jobCounters());
+      return json(await programs(env).hostCounts());
+    },
+  },
+  {
+    method: "GET",
+    path: "/debug/jobs/:executionId",
+    debug: true,
+    async handle(_request, env, { executionId }) {
+      return json(await programs(env).hostCounts(executionId as string));
+    },
+  },
+  {
+    method: "GET",
+    path: "/debug/executions/:runId/jobs",
+    debug: true,
+    async handle(_request, env, { runId }) {
+      const counts = await env.WORKSPACE.getByName(WORKSPACE_NAME).programHostCounts(
+        runId as string,
+      );
+      if (counts === null) {
+        return errorResponse(404, "tasks/not-found", `No run "${runId}" exists; check the run id.`);
+      }
+      return json(counts);
     },
   },
 ];
