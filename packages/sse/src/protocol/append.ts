@@ -1,4 +1,4 @@
-import type { StreamValue, StreamWriteOptions } from "@durablekit/streams";
+import type { StreamValue, StreamWriteOptions, StreamWriteResult } from "@durablekit/streams";
 import { readWriteBody, tooManyMessages } from "./body";
 import { storedBytes, storedMessage, strictUtf8 } from "./codec";
 import { writeErrorResponse } from "./errors-map";
@@ -12,7 +12,8 @@ import type { ProtocolContext } from "./types";
  * POST: appends a body (flattened into messages in JSON mode), optionally closing the stream in
  * the same write, as an idempotent producer when the three producer headers are present
  * (protocol §5.2, §5.2.1, §5.3). One `Streams.write`, so the append, the producer's state and the
- * closure commit together.
+ * closure commit together; it runs through the handler's group commit, so concurrent appends
+ * share commits and each is answered once its own is durable.
  */
 export async function handlePost(
   ctx: ProtocolContext,
@@ -79,17 +80,24 @@ export async function handlePost(
   if (producer.value !== null) options.producer = producer.value;
   if (writerSeq !== null) options.writerSeq = writerSeq;
   if (close) options.settle = true;
-  let result: ReturnType<typeof ctx.streams.write>;
+  let result: StreamWriteResult;
   try {
-    result = ctx.streams.write(streamId, values, options);
+    // Answered only once the commit holding the write is durable; appends arriving meanwhile share
+    // the next commit (GroupCommit).
+    result = await ctx.commits.run(() => {
+      const written = ctx.streams.write(streamId, values, options);
+      // A write that stored nothing (a producer retry, a repeated close) still counts as activity
+      // for a sliding TTL; stored chunks and settlements refresh it themselves.
+      if (written.duplicate || (values.length === 0 && !written.settled)) {
+        ctx.streams.touch(streamId);
+      }
+      return written;
+    });
   } catch (error) {
     const answer = writeErrorResponse(error, ctx.streams, streamId);
     if (answer === null) throw error;
     return answer;
   }
-  // A write that stored nothing (a producer retry, a repeated close) still counts as activity for
-  // a sliding TTL; stored chunks and settlements refresh it themselves.
-  if (result.duplicate || (values.length === 0 && !result.settled)) ctx.streams.touch(streamId);
 
   const answer = baseHeaders({ [H.nextOffset]: formatOffset(result.cursor) });
   if (result.state !== "streaming") answer.set(H.closed, "true");

@@ -4,6 +4,7 @@ import { handlePost } from "./append";
 import { DEFAULT_MAX_WRITE_BYTES, DEFAULT_MAX_WRITE_MESSAGES } from "./body";
 import { handlePut } from "./create";
 import { ForkLedger } from "./forks";
+import { GroupCommit } from "./group-commit";
 import { LiveTails } from "./live-tail";
 import { handleGet, handleHead } from "./read";
 import { baseHeaders, preflight, problem } from "./responses";
@@ -148,6 +149,7 @@ export class DurableStreamsHandler implements AlarmPart {
       maxForkBytes,
       maxWriteBytes,
       maxWriteMessages,
+      commits: new GroupCommit(ctx.storage),
       tails: new LiveTails(streams),
       cursorIntervalMs,
       now,

@@ -1,4 +1,5 @@
 import type { StreamStatus, Streams } from "@durablekit/streams";
+import type { GroupCommit } from "./group-commit";
 import type { LiveTails } from "./live-tail";
 import type { ProtocolStore } from "./store";
 
@@ -129,6 +130,8 @@ export interface ProtocolContext {
   readonly maxForkBytes: number;
   readonly maxWriteBytes: number;
   readonly maxWriteMessages: number;
+  /** Appends of this handler: writes arriving while a commit is in flight share the next one. */
+  readonly commits: GroupCommit;
   /** The live SSE readers of this handler: shared waits and coalesced reads after a wake. */
   readonly tails: LiveTails;
   readonly cursorIntervalMs: number;
