@@ -15,8 +15,11 @@ export const DEFAULT_READ_BYTES = 4_096;
 export const MAX_READ_BYTES = 65_536;
 /** The longest command line. */
 const MAX_COMMAND_LENGTH = 1_000;
-/** The most lines `seq` prints. */
-const MAX_SEQ_LINES = 100_000;
+/**
+ * The most lines `seq` prints (at most about 50 KB of output, stored once per spawn: a program's
+ * `maxCalls` spawns stay within tens of megabytes).
+ */
+const MAX_SEQ_LINES = 10_000;
 
 /** A process as stored. */
 interface ProcessRow {
@@ -34,7 +37,7 @@ export interface ProcessChunk {
 
 /**
  * The output and exit code of a demo command: `echo <words>` and `seq [first] <last>` (at most
- * 100,000 lines); anything else exits 127. The demo runs no real processes: a command's output is
+ * 10,000 lines); anything else exits 127. The demo runs no real processes: a command's output is
  * computed when it is spawned and read back in bounded chunks.
  */
 function runCommand(command: string): { output: string; exitCode: number } {
@@ -52,7 +55,7 @@ function runCommand(command: string): { output: string; exitCode: number } {
       (last as number) - (first as number) >= MAX_SEQ_LINES
     ) {
       return {
-        output: `seq: takes [first] last, integers at most ${MAX_SEQ_LINES} lines apart\n`,
+        output: `seq: takes [first] last, integers, at most ${MAX_SEQ_LINES} lines\n`,
         exitCode: 1,
       };
     }

@@ -177,7 +177,7 @@ export default async function () {
     expect(await counts(id)).toMatchObject({ spawns: 1, reads: 14 });
   });
 
-  it("refuses a bad command or read size with a coded TypeError the program catches", async () => {
+  it("refuses a bad command or read size with a coded TypeError the program catches, and bounds seq to 10,000 lines", async () => {
     const response = await call("POST", "/programs", {
       code: `import { spawn } from "codemode:process";
         export default async function () {
@@ -185,7 +185,8 @@ export default async function () {
           try { await spawn(""); } catch (e) { codes.push(e.name + " " + e.code); }
           const proc = await spawn("nope --x");
           try { await proc.read({ maxBytes: 0 }); } catch (e) { codes.push(e.name + " " + e.code); }
-          return { codes, out: await proc.read(), exit: await proc.wait() };
+          const huge = await spawn("seq 20000");
+          return { codes, out: await proc.read(), exit: await proc.wait(), huge: await huge.wait() };
         }`,
     });
     expect(response.body).toMatchObject({
@@ -194,6 +195,8 @@ export default async function () {
         codes: ["TypeError E_PROCESS_COMMAND", "TypeError E_PROCESS_OPTIONS"],
         out: { chunk: "nope: command not found (the demo runs echo and seq)\n", done: true },
         exit: { exitCode: 127 },
+        // Over the 10,000 lines a spawn may store: refused as seq refuses a bad range.
+        huge: { exitCode: 1 },
       },
     });
   });
