@@ -134,6 +134,20 @@ describe("replayable programs: codemode:jobs, codemode:approval and resume", () 
     });
   });
 
+  it("refuses approval() in a read-only program before it runs, so a read-only run is never interrupted", async () => {
+    const id = `read-${crypto.randomUUID()}`;
+    const response = await call("POST", "/programs", {
+      id,
+      access: "read",
+      code: `import { approval } from "codemode:approval";
+        export default async function () {
+          try { await approval("may I?"); return "asked"; } catch (e) { return e.code; }
+        }`,
+    });
+    expect(response.body).toMatchObject({ state: "completed", result: "bridge/access-denied" });
+    expect((await counts(id)).approvals).toBe(0);
+  });
+
   it("joins an interrupted execution when POST /programs is retried with its id", async () => {
     const id = `jobs-${crypto.randomUUID()}`;
     const first = await interrupted(id, JOBS_PROGRAM);
