@@ -4,7 +4,7 @@ import type { ErrorRecord } from "@durablekit/handle-journal";
  * The bridge's wire format between the isolate and the host, version 3 (see DESIGN.md). Host and
  * isolate runtime share these types. Values cross as Workers RPC structured clones; the few things
  * the bridge must intercept cross as small tagged records and envelopes, marked by an own property
- * named {@link TAG} that ordinary data cannot have (the host refuses plain objects that use the tag
+ * named `TAG` that ordinary data cannot have (the host refuses plain objects that use the tag
  * key, and the isolate wraps a callback reply that uses it).
  *
  * Host to isolate (inside a `"tagged"` envelope's `value`):
@@ -21,8 +21,8 @@ import type { ErrorRecord } from "@durablekit/handle-journal";
  *
  * Version 3 replaced the `{ [TAG]: "v" | "x" }` answers and the numeric `special` flag of
  * version 2 with the named kinds below. Version 4 added, for runs whose policy is `"replay"` only:
- * the `events` window as `invoke`'s fifth argument ({@link EventWindow}), the `"journaled"`
- * answer envelope, `EvaluateOptions.replay` ({@link ReplayOptions}) and the `"diverged"` outcome.
+ * the `events` window as `invoke`'s fifth argument (`EventWindow`), the `"journaled"`
+ * answer envelope, `EvaluateOptions.replay` (`ReplayOptions`) and the `"diverged"` outcome.
  */
 export const WIRE_VERSION = 4;
 

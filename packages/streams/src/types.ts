@@ -194,8 +194,8 @@ export interface StreamImportChunk {
 }
 
 /**
- * Options of {@link Streams.import}: a stream written elsewhere (another store, an older table),
- * recreated with its chunks, timestamps and final state.
+ * Options of {@link Streams.importStream}: a stream written elsewhere (another store, an older
+ * table), recreated with its chunks, timestamps and final state.
  */
 export interface StreamImportOptions extends Omit<StreamOpenOptions, "producer"> {
   /** The state the stream ends in. Default `streaming` (an in-flight stream a writer reopens). */
