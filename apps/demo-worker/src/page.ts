@@ -8,6 +8,10 @@
  * chunks it has shown and the last event id. A reload shows the stored chunks and reconnects with
  * `?from=<last id + 1>`; an `EventSource` that reconnects by itself sends `Last-Event-ID`. A chunk
  * whose id is at or below the last one shown is never shown again.
+ *
+ * Programs: the page keeps each program's answer; one left running or interrupted is read again
+ * from `GET /programs/:id` on the next load, and an interrupted one's card offers a Resume form
+ * (`POST /programs/:id/resume` with `{ value }`).
  */
 
 /** The Content-Security-Policy of the page and its files. */
@@ -50,10 +54,19 @@ export const PAGE_HTML = `<!doctype html>
   </section>
   <section id="program">
     <h2>Program</h2>
-    <p><code>POST /programs</code> runs an ES module in an isolate against the <code>codemode:jobs</code>
-    host module and answers when it ends.</p>
+    <p><code>POST /programs</code> runs an ES module in an isolate against the host modules
+    <code>codemode:jobs</code>, <code>codemode:approval</code> and <code>codemode:process</code>, and
+    answers when it ends or is interrupted. Programs are replayable: every host call is journaled
+    and never runs twice. <code>approval(reason)</code> interrupts the program until a person answers:
+    its card shows the reason and a Resume form, which sends the answer to
+    <code>POST /programs/:id/resume</code>; the program then runs on from its journal (a job it
+    started is not started again).</p>
     <form id="program-form">
-      <textarea id="program-code" rows="7" spellcheck="false"></textarea>
+      <label>example <select id="program-example">
+        <option value="jobs">a job and its run</option>
+        <option value="approval">a job, an approval, then its run</option>
+      </select></label>
+      <textarea id="program-code" rows="9" spellcheck="false"></textarea>
       <button id="program-run" type="submit">Run program</button>
     </form>
     <div id="programs"></div>
@@ -74,14 +87,15 @@ export const PAGE_HTML = `<!doctype html>
       <thead><tr><th>route</th><th>does</th></tr></thead>
       <tbody>
         <tr><td><code>GET /health</code></td><td>the workspace object writes and reads its SQLite</td></tr>
-        <tr><td><code>POST /tasks/:definition</code></td><td><code>{ "input": { … }, "idempotencyKey"?, "runId"? }</code> starts a run: <code>demo.count@v1</code>, <code>demo.approval@v1</code></td></tr>
+        <tr><td><code>POST /tasks/:definition</code></td><td><code>{ "input": { … }, "idempotencyKey"?, "runId"? }</code> starts a run: <code>demo.count@v1</code>, <code>demo.approval@v1</code>, <code>demo.program@v1</code></td></tr>
         <tr><td><code>GET /tasks/:runId</code></td><td>a run's state and journal</td></tr>
         <tr><td><code>POST /tasks/:runId/cancel</code></td><td>cancels a run</td></tr>
         <tr><td><code>POST /tasks/:runId/events/:type</code></td><td>delivers an event (e.g. <code>approve</code>)</td></tr>
         <tr><td><code>GET /streams/:id/sse</code></td><td>a stream as Server-Sent Events; resumes after <code>Last-Event-ID</code> or from <code>?from=N</code>; waits briefly for a stream not created yet</td></tr>
         <tr><td><code>/v1/stream/*</code></td><td>the Durable Streams HTTP protocol (create, append, read from <code>?offset=</code>, long-poll, SSE)</td></tr>
-        <tr><td><code>POST /programs</code></td><td><code>{ "code", "onInterrupt"?, "access"?, "id"? }</code> runs a program to its end</td></tr>
-        <tr><td><code>GET /programs/:id</code></td><td>an execution's record</td></tr>
+        <tr><td><code>POST /programs</code></td><td><code>{ "code", "onInterrupt"?: "replay" (default) | "fail" | "restart", "access"?, "id"? }</code> runs a program to its end or its interrupt: <code>{ executionId, state, result?, error?, interrupt? }</code>, <code>state</code> <code>"completed"</code>, <code>"failed"</code> or <code>"interrupted"</code> (then <code>interrupt</code> is <code>{ key, callId, payload }</code>); a retry with the same <code>id</code> joins the first execution</td></tr>
+        <tr><td><code>POST /programs/:id/resume</code></td><td><code>{ "value": … }</code> answers the interrupted call and runs the program on from its journal; answers like <code>POST /programs</code>; 404 <code>bridge/not-found</code>, 409 <code>bridge/conflict</code> (not interrupted, or resumed already), 400 for a bad body</td></tr>
+        <tr><td><code>GET /programs/:id</code></td><td>an execution's record: <code>state</code>, <code>result</code> / <code>error</code>, <code>interrupt</code> while interrupted, <code>onInterrupt</code>, <code>access</code>, <code>attempt</code>, <code>calls</code>, times; 404 <code>demo/program-not-found</code></td></tr>
         <tr><td><code>POST /chat</code></td><td>the AI SDK chat request: a new turn as a UI message stream</td></tr>
         <tr><td><code>GET /chat/:chatId/stream</code></td><td>the active turn from its start; 204 when none</td></tr>
         <tr><td><code>GET /debug/*</code></td><td>inspection routes, only with <code>DEMO_DEBUG=on</code></td></tr>
@@ -114,24 +128,42 @@ td, th { text-align: left; border-bottom: 1px solid #e6eaef; padding: 4px 6px; v
 .state { font-size: 12px; padding: 1px 8px; border-radius: 10px; background: #eef1f5; }
 .state.live { background: #e3f4e8; color: #17612f; }
 .state.done { background: #dde8fb; color: #1b4aa0; }
-.state.error { background: #fbe3e3; color: #a11; }
+.state.error, .state.failed { background: #fbe3e3; color: #a11; }
+.state.interrupted { background: #fbf0d9; color: #7a4d00; }
+.state.completed { background: #dde8fb; color: #1b4aa0; }
 .chunks { display: flex; flex-wrap: wrap; gap: 4px; list-style: none; padding: 0; margin: 8px 0 0; }
 .chunk { font: 12px ui-monospace, monospace; background: #f1f4f8; border-radius: 4px; padding: 2px 6px; }
 .text { white-space: pre-wrap; margin: 8px 0 0; }
 pre { font-size: 12px; background: #f6f8fa; padding: 6px; overflow-x: auto; margin: 6px 0 0; }
 .remove { margin-left: auto; font-size: 12px; }
+.interrupt p { margin: 8px 0 0; font-size: 13px; }
 `;
 
 export const PAGE_JS = `
 const STORE_KEY = "durablekit-demo:v1";
-const DEFAULT_PROGRAM = [
-  'import { createJob } from "codemode:jobs";',
-  "export default async function () {",
-  '  const job = await createJob({ name: "build" });',
-  "  const run = await job.start({ durationMs: 300 });",
-  "  return { job: await job.info(), run: await run.wait() };",
-  "}",
-].join("\\n");
+const EXAMPLES = {
+  jobs: [
+    'import { createJob } from "codemode:jobs";',
+    "export default async function () {",
+    '  const job = await createJob({ name: "build" });',
+    "  const run = await job.start({ durationMs: 300 });",
+    "  return { job: await job.info(), run: await run.wait() };",
+    "}",
+  ].join("\\n"),
+  // Interrupted at approval(); the resume's value is its answer. start() is journaled, so the
+  // resumed program waits on the run it started before the interrupt.
+  approval: [
+    'import { createJob } from "codemode:jobs";',
+    'import { approval } from "codemode:approval";',
+    "export default async function () {",
+    '  const job = await createJob({ name: "release" });',
+    "  const run = await job.start({ durationMs: 300 });",
+    '  const answer = await approval("ship the release?");',
+    "  if (answer !== true) return { shipped: false, answer };",
+    "  return { shipped: true, run: await run.wait() };",
+    "}",
+  ].join("\\n"),
+};
 
 // ── Saved state ──
 // { streams: [{ streamId, runId, lastId, chunks: [{ seq, data }], state }],
@@ -298,43 +330,106 @@ document.getElementById("watch-form").addEventListener("submit", (event) => {
 });
 
 // ── Programs ──
-function showProgram(record) {
-  const result = el("pre", { textContent: JSON.stringify(record.answer, null, 2) });
-  const card = el("div", { className: "card program" }, [
-    el("header", {}, [el("span", { className: "title", textContent: "execution " + record.executionId })]),
-    result,
-  ]);
-  document.getElementById("programs").prepend(card);
-  return result;
+// A saved answer is "running…" (no answer yet), an error line, or the execution as the server
+// answered it ({ state, result?, error?, interrupt? }, or GET /programs/:id's record).
+
+/** An answer the server may still change: no answer yet, running, or waiting for a resume. */
+function unsettled(answer) {
+  return answer === "running…" || (answer !== null && typeof answer === "object" && (answer.state === "running" || answer.state === "interrupted"));
 }
 
-document.getElementById("program-code").value = DEFAULT_PROGRAM;
+/** Shows one program's card; its view re-renders the card whenever the saved answer changes. */
+function showProgram(record) {
+  const state = el("span", { className: "state" });
+  const result = el("pre", { className: "result" });
+  const interrupt = el("div", { className: "interrupt" });
+  const card = el("div", { className: "card program" }, [
+    el("header", {}, [el("span", { className: "title", textContent: "execution " + record.executionId }), state]),
+    result,
+    interrupt,
+  ]);
+  card.dataset.execution = record.executionId;
+  document.getElementById("programs").prepend(card);
+  const view = { record, state, result, interrupt };
+  renderProgram(view);
+  return view;
+}
+
+function setProgramAnswer(view, answer) {
+  view.record.answer = answer;
+  save();
+  renderProgram(view);
+}
+
+function renderProgram(view) {
+  const answer = view.record.answer;
+  const state = answer === "running…" ? "running" : typeof answer === "string" ? "error" : String(answer && answer.state);
+  view.state.className = "state " + state;
+  view.state.textContent = state;
+  view.state.dataset.state = state;
+  view.result.textContent = JSON.stringify(answer, null, 2);
+  view.interrupt.replaceChildren();
+  if (state === "interrupted" && answer.interrupt) view.interrupt.append(...resumeForm(view, answer.interrupt));
+}
+
+/** The interrupt's payload and a form that answers it: POST /programs/:id/resume with { value }. */
+function resumeForm(view, interrupt) {
+  const payload = el("pre", { className: "payload", textContent: JSON.stringify(interrupt.payload, null, 2) });
+  const value = el("input", { className: "resume-value", type: "text", value: "true", spellcheck: false });
+  const button = el("button", { className: "resume", type: "submit", textContent: "Resume" });
+  const note = el("p", { className: "answer" });
+  const form = el("form", { className: "resume-form" }, [el("label", { textContent: "value (JSON)" }, [value]), button]);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    let parsed;
+    try {
+      parsed = JSON.parse(value.value);
+    } catch {
+      return setAnswer(note, "the value is not JSON: " + value.value, true);
+    }
+    button.disabled = true;
+    setAnswer(note, "resuming…");
+    const path = "/programs/" + encodeURIComponent(view.record.executionId) + "/resume";
+    const response = await postJson(path, { value: parsed }).catch(() => null);
+    button.disabled = false;
+    // No answer: the saved answer stays interrupted, and the next page load asks how it is.
+    if (response === null) return setAnswer(note, "no answer; reload to see how it is", true);
+    const body = await response.json().catch(() => null);
+    if (!response.ok) return setAnswer(note, describeError(body, response.status), true);
+    setProgramAnswer(view, body);
+  });
+  return [el("p", { textContent: "interrupted, waiting for an answer to:" }), payload, form, note];
+}
+
+const programExample = document.getElementById("program-example");
+programExample.value = "jobs";
+document.getElementById("program-code").value = EXAMPLES.jobs;
+programExample.addEventListener("change", () => {
+  document.getElementById("program-code").value = EXAMPLES[programExample.value];
+});
 document.getElementById("program-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const executionId = newId("page-program");
   const record = { executionId, answer: "running…" };
   saved.programs.push(record);
   save();
-  const out = showProgram(record);
+  const view = showProgram(record);
   // The id makes a retry after a reload join the same execution.
   const response = await postJson("/programs", { code: document.getElementById("program-code").value, id: executionId }).catch(() => null);
   // No answer (the page or the connection went away): the next page load asks how it ended.
   if (response === null) return;
   const body = await response.json().catch(() => null);
-  record.answer = response.ok ? body : describeError(body, response.status);
-  save();
-  out.textContent = JSON.stringify(record.answer, null, 2);
+  setProgramAnswer(view, response.ok ? body : describeError(body, response.status));
 });
 
 async function refreshProgram(record) {
-  const out = showProgram(record);
-  if (record.answer !== "running…") return;
-  // Still running when the page went away: read how it ended.
-  const response = await fetch("/programs/" + encodeURIComponent(record.executionId));
+  const view = showProgram(record);
+  if (!unsettled(record.answer)) return;
+  // Running when the page went away, or interrupted (and maybe resumed since): read how it is.
+  const response = await fetch("/programs/" + encodeURIComponent(record.executionId)).catch(() => null);
+  if (response === null) return;
   const body = await response.json().catch(() => null);
-  record.answer = response.ok ? body : describeError(body, response.status);
-  save();
-  out.textContent = JSON.stringify(record.answer, null, 2);
+  setProgramAnswer(view, response.ok ? body : describeError(body, response.status));
 }
 
 // ── Chat ──

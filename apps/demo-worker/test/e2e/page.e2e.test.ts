@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { HostCounts } from "../../src/host-counts.ts";
 import { poll } from "./poll.ts";
 
 const demoDir = fileURLToPath(new URL("../..", import.meta.url));
@@ -113,6 +114,65 @@ describe("the demo page in headless Chromium under wrangler dev", () => {
     expect(answer.split("Durable Objects keep state").length).toBe(2);
     // The program's result is still shown after the reload.
     expect(await page.locator(".card.program pre").textContent()).toContain('"state": "completed"');
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it("runs the approval example to its interrupt, and after a reload resumes it from its card to completion, the job started once", async () => {
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    await page.goto(`${dev.url}/`);
+
+    await page.selectOption("#program-example", "approval");
+    expect(await page.inputValue("#program-code")).toContain('from "codemode:approval"');
+    await page.click("#program-run");
+    const card = page.locator(".card.program");
+    await card.locator('.state[data-state="interrupted"]').waitFor({ timeout: 30_000 });
+    expect(await card.locator("pre.result").textContent()).toContain('"state": "interrupted"');
+    expect(JSON.parse((await card.locator("pre.payload").textContent()) ?? "null")).toEqual({
+      reason: "ship the release?",
+    });
+    const executionId = await card.getAttribute("data-execution");
+    expect(executionId).toMatch(/^page-program-/);
+
+    // After a reload the card is still interrupted (read back from GET /programs/:id) and offers Resume.
+    await page.reload();
+    await card.locator('.state[data-state="interrupted"]').waitFor({ timeout: 30_000 });
+    expect(await card.locator(".resume-value").inputValue()).toBe("true");
+
+    // A value that is not JSON is refused on the page, shown as an error; nothing is sent.
+    await card.locator(".resume-value").fill("yes please");
+    await card.locator("button.resume").click();
+    await card.locator(".interrupt .answer.failed").waitFor();
+    expect(await card.locator('.state[data-state="interrupted"]').count()).toBe(1);
+
+    await card.locator(".resume-value").fill("true");
+    await card.locator("button.resume").click();
+    await card.locator('.state[data-state="completed"]').waitFor({ timeout: 30_000 });
+    const result = JSON.parse((await card.locator("pre.result").textContent()) ?? "null");
+    expect(result).toMatchObject({
+      executionId,
+      state: "completed",
+      result: { shipped: true, run: { id: `run:${executionId}:1.1`, status: "succeeded" } },
+    });
+    expect(await card.locator("button.resume").count()).toBe(0);
+
+    // The wrangler dev of this file runs with DEMO_DEBUG=on, so /debug/jobs answers.
+    const counts = (await (
+      await fetch(`${dev.url}/debug/jobs/${executionId}`)
+    ).json()) as HostCounts;
+    // Before the interrupt: the job created and its run started, once; the resume replayed them.
+    expect(counts).toMatchObject({ creates: 1, starts: 1, approvals: 1, spawns: 0, reads: 0 });
+    // After the resume: wait() ran once, on the Run revived from the journal.
+    expect(counts).toMatchObject({ waits: 1, revives: 1, revivedWaits: 1 });
+    expect(counts.disposals).toBe(counts.targets);
+
+    // Settled: another reload shows the same answer and no Resume.
+    await page.reload();
+    await card.locator('.state[data-state="completed"]').waitFor();
+    expect(JSON.parse((await card.locator("pre.result").textContent()) ?? "null")).toEqual(result);
+    expect(await card.locator("button.resume").count()).toBe(0);
     expect(problems).toEqual([]);
     await page.close();
   });
