@@ -183,7 +183,9 @@ export class GuideRun {
       const [, exit, scriptLine, , command] = failure;
       const origin = this.#origins.get(Number(scriptLine));
       const at = origin ? this.#byDocLine(origin.docLine) : null;
-      return `${this.#where(at)}: exited ${exit}\n  $ ${command}`;
+      // bash names the failing function's last command (`return $?` of the curl wrapper): show the
+      // guide's own command where the line is known.
+      return `${this.#where(at)}: exited ${exit}\n  $ ${at?.command || command}`;
     }
     return `${this.#guide.name}: bash exited ${code} with no failing command recorded`;
   }

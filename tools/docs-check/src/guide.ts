@@ -34,13 +34,14 @@ export const STATUS_COMMENT = /#\s*→\s*(\d{3})\s*$/;
 /** A Markdown guide and its shell examples, in document order. */
 export class Guide {
   readonly path: string;
+  /** How test titles and failures name the guide: its file name unless the reader gave one. */
   readonly name: string;
   readonly blocks: readonly ShellBlock[];
   readonly files: readonly FileBlock[];
 
-  constructor(path: string, markdown: string) {
+  constructor(path: string, markdown: string, name: string = basename(path)) {
     this.path = path;
-    this.name = basename(path);
+    this.name = name;
     const blocks: ShellBlock[] = [];
     const files: FileBlock[] = [];
     for (const fenced of Guide.#fencedBlocks(markdown)) {
@@ -65,9 +66,9 @@ export class Guide {
     this.files = files;
   }
 
-  /** Reads and parses the guide at `path`. */
-  static read(path: string): Guide {
-    return new Guide(path, readFileSync(path, "utf8"));
+  /** Reads and parses the guide at `path`, named `name` (default: its file name). */
+  static read(path: string, name?: string): Guide {
+    return new Guide(path, readFileSync(path, "utf8"), name);
   }
 
   /** The blocks the docs test runs (every ```sh block not marked `no-run`). */

@@ -3,7 +3,16 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
-const docsDir = fileURLToPath(new URL("../../../docs/", import.meta.url));
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const docsDir = join(root, "docs");
+
+/** The guides of docs/ and the demo's README (whose links point into the packages and docs/). */
+const pages = [
+  ...readdirSync(docsDir)
+    .filter((file) => file.endsWith(".md"))
+    .map((file) => join("docs", file)),
+  "apps/demo-worker/README.md",
+];
 
 /** The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens. */
 function slug(heading: string): string {
@@ -37,12 +46,13 @@ function links(path: string): { target: string; line: number }[] {
 }
 
 describe("links between the guides", () => {
-  for (const name of readdirSync(docsDir).filter((file) => file.endsWith(".md"))) {
-    it(`${name} links only to files and headings that exist`, () => {
+  for (const page of pages) {
+    it(`${page} links only to files and headings that exist`, () => {
       const broken: string[] = [];
-      for (const { target, line } of links(join(docsDir, name))) {
+      const source = join(root, page);
+      for (const { target, line } of links(source)) {
         const [file = "", anchor] = target.split("#");
-        const path = file === "" ? join(docsDir, name) : join(dirname(join(docsDir, name)), file);
+        const path = file === "" ? source : join(dirname(source), file);
         if (!existsSync(path)) broken.push(`line ${line}: ${target} (no such file)`);
         else if (anchor && statSync(path).isFile() && !anchors(path).has(anchor)) {
           broken.push(`line ${line}: ${target} (no such heading)`);

@@ -9,12 +9,17 @@ import { Guide, GuideRun } from "../src/index.ts";
 const docsDir = fileURLToPath(new URL("../../../docs/", import.meta.url));
 const demoDir = fileURLToPath(new URL("../../../apps/demo-worker/", import.meta.url));
 
-/** Every guide of docs/ with at least one runnable ```sh block, in name order. */
-const guides = readdirSync(docsDir)
-  .filter((name) => name.endsWith(".md"))
-  .sort()
-  .map((name) => Guide.read(docsDir + name))
-  .filter((guide) => guide.runnable.length > 0);
+/**
+ * Every guide of docs/ with at least one runnable ```sh block, in name order, then the demo's
+ * README, whose examples run against the same server as one more guide.
+ */
+const guides = [
+  ...readdirSync(docsDir)
+    .filter((name) => name.endsWith(".md"))
+    .sort()
+    .map((name) => Guide.read(docsDir + name)),
+  Guide.read(`${demoDir}README.md`, "apps/demo-worker/README.md"),
+].filter((guide) => guide.runnable.length > 0);
 
 describe("the docs' shell examples against wrangler dev of the demo", () => {
   let dev: WranglerDev;
@@ -26,8 +31,9 @@ describe("the docs' shell examples against wrangler dev of the demo", () => {
     await dev?.dispose();
   });
 
-  it("finds guides to run, and the tools they use on this machine", async () => {
-    expect(guides.length).toBeGreaterThan(0);
+  it("finds guides to run, the demo's README among them, and the tools they use on this machine", async () => {
+    expect(guides.length).toBeGreaterThan(1);
+    expect(guides.map((guide) => guide.name)).toContain("apps/demo-worker/README.md");
     for (const tool of ["bash", "curl", "jq"]) {
       await promisify(execFile)("bash", ["-c", `command -v ${tool}`]).catch(() => {
         expect.fail(

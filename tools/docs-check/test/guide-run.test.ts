@@ -70,6 +70,15 @@ describe("GuideRun", () => {
       );
   });
 
+  it("reports a failing curl as the command the guide wrote, not the curl wrapper's line", async () => {
+    const outcome = await run(`${fence}sh\ntrue\ncurl -sS http://127.0.0.1:9/x\n${fence}\n`);
+    expect(outcome.ok).toBe(false);
+    if (!outcome.ok)
+      expect(outcome.message).toMatch(
+        /block 1 \(line 3\): exited 7\n {2}\$ curl -sS http:\/\/127\.0\.0\.1:9\/x\n/,
+      );
+  });
+
   it("fails a block that reads a variable no earlier block set", async () => {
     const outcome = await run(`${fence}sh\necho "$run_id"\n${fence}\n`);
     expect(outcome.ok).toBe(false);
