@@ -133,6 +133,34 @@ describe("group commit of appends", () => {
     });
   });
 
+  it("keeps arrival order inside a group: an append queued behind a close of the same group is refused as closed", async () => {
+    await inFixture(async ({ streams }, state) => {
+      const gated = gatedState(state);
+      const handler = new DurableStreamsHandler(gated.state, { streams });
+      await handler.fetch(new Request(`${ORIGIN}/v1/stream/g`, { method: "PUT", headers: json }));
+      const first = append(handler, "a");
+      await sleep(10);
+      const close = handler.fetch(
+        new Request(`${ORIGIN}/v1/stream/g`, {
+          method: "POST",
+          headers: { "Stream-Closed": "true" },
+        }),
+      );
+      await sleep(10);
+      const late = append(handler, "b");
+      await sleep(30);
+      gated.open(0);
+      gated.open(1);
+      expect((await first).status).toBe(204);
+      expect((await close).status).toBe(204);
+      const refused = await late;
+      expect(refused.status).toBe(409);
+      expect(refused.headers.get("Stream-Closed")).toBe("true");
+      expect(await stored(handler)).toEqual(["a"]);
+      expect(gated.syncs()).toBe(2);
+    });
+  });
+
   it("answers the appends of a group whose commit failed with a 500, and the group queued behind it still commits", async () => {
     await inFixture(async ({ streams }, state) => {
       const gated = gatedState(state);
