@@ -1,5 +1,10 @@
 import { RpcTarget } from "cloudflare:workers";
-import { Executor, readOnly } from "@durablekit/rpc-bridge";
+import {
+  DEFAULT_COMPATIBILITY_DATE,
+  DEFAULT_LIMITS,
+  Executor,
+  readOnly,
+} from "@durablekit/rpc-bridge";
 
 /** The function every side calls: the bridged host call, the handle method and the direct RPC call. */
 export function add([a, b]: [number, number]): number {
@@ -41,4 +46,22 @@ export default async function () {
   for (let i = 0; i < ${calls}; i++) sum = await add(sum, 1);
   return sum;
 }`;
+}
+
+/**
+ * The default entrypoint of a fresh isolate whose main module is `source`, loaded as the bridge
+ * loads a program's (same compatibility date and CPU limit, no network, no bindings).
+ */
+export function loadRunner<T>(loader: WorkerLoader, source: string): T {
+  const limits = { cpuMs: DEFAULT_LIMITS.cpuMs };
+  const worker = loader.load({
+    compatibilityDate: DEFAULT_COMPATIBILITY_DATE,
+    compatibilityFlags: [],
+    limits,
+    mainModule: "runner.js",
+    modules: { "runner.js": source },
+    env: {},
+    globalOutbound: null,
+  });
+  return worker.getEntrypoint(undefined, { limits }) as unknown as T;
 }

@@ -1,7 +1,6 @@
 import { RpcTarget } from "cloudflare:workers";
-import { DEFAULT_COMPATIBILITY_DATE, DEFAULT_LIMITS } from "@durablekit/rpc-bridge";
 import type { Figures, Workload, WorkloadContext } from "../workload";
-import { add, benchExecutor, Counter } from "./bridge-programs";
+import { add, benchExecutor, Counter, loadRunner } from "./bridge-programs";
 
 const BATCH = 400;
 const BATCHES = 10;
@@ -85,19 +84,9 @@ export const bridgeVsRpc: Workload = {
   anchor: {
     name: "direct Workers RPC",
     async run({ env }: WorkloadContext): Promise<Figures> {
-      const limits = { cpuMs: DEFAULT_LIMITS.cpuMs };
-      const worker = env.LOADER.load({
-        compatibilityDate: DEFAULT_COMPATIBILITY_DATE,
-        compatibilityFlags: [],
-        limits,
-        mainModule: "runner.js",
-        modules: { "runner.js": DIRECT_RUNNER },
-        env: {},
-        globalOutbound: null,
-      });
-      const entry = worker.getEntrypoint(undefined, { limits }) as unknown as {
+      const entry = loadRunner<{
         evaluate(input: unknown, direct: Direct): Promise<{ host: number; method: number }>;
-      };
+      }>(env.LOADER, DIRECT_RUNNER);
       const { host, method } = await entry.evaluate(
         { batch: BATCH, batches: BATCHES },
         new Direct(),
