@@ -17,7 +17,8 @@ export class BridgeEndpoint extends RpcTarget {
   /**
    * Calls function or method `method` of handle `handleId` (`""` calls a function handle) with
    * `args`, whose wire `ArgsKind` is `kind` (checked by the run). `events` is the isolate's event
-   * window of a replay run (wire v4), absent otherwise.
+   * window of a replay run (wire v4), absent otherwise; `answered` reports the calls the isolate of a
+   * replay run answered itself since its previous `invoke` (wire v5).
    */
   invoke(
     handleId: unknown,
@@ -25,8 +26,9 @@ export class BridgeEndpoint extends RpcTarget {
     args: unknown,
     kind: unknown,
     events?: unknown,
+    answered?: unknown,
   ): Answer | Promise<Answer> {
-    return this.#run.invoke(handleId, method, args, kind, events);
+    return this.#run.invoke(handleId, method, args, kind, events, answered);
   }
 
   /** Releases a handle the program disposed. */

@@ -745,6 +745,7 @@ export class Executor implements AlarmPart {
           seed: drive.replay.seed,
           startedAt: drive.replay.startedAt,
           schedule: journal?.schedule ?? [],
+          answers: run.prefetch(),
         };
       }
       const evaluation = (entrypoint as unknown as Evaluator)
@@ -761,6 +762,9 @@ export class Executor implements AlarmPart {
                 ),
               };
             }
+            // The calls the isolate answered itself after its last invoke are checked first.
+            const mismatch = run.checkAnsweredInIsolate(outcome.answered);
+            if (mismatch !== undefined) return { kind: "failed", error: mismatch };
             // A replay run's program ended: the journal must hold nothing it did not ask for again.
             const left = run.checkJournalEnded();
             if (left !== undefined) return { kind: "failed", error: left };

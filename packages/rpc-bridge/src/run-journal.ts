@@ -56,6 +56,15 @@ export type ReplayedCall =
   /** Recorded as an interrupt that was not resumed: the attempt ends interrupted again. */
   | { kind: "interrupt"; payload: unknown };
 
+/**
+ * A recorded top-level call whose answer is plain data or an error (no handles, not an interrupt
+ * or marker): the isolate may answer it without calling the host (wire v5 `PrefetchedAnswer`).
+ */
+export type PlainEntry = JournalCallName & { seq: number; at: number } & (
+    | { kind: "value"; value: unknown }
+    | { kind: "error"; record: ErrorRecord }
+  );
+
 /** What a recorded (or resolved) entry tells the isolate: its order and time. */
 export interface Recorded {
   seq: number;
@@ -110,6 +119,8 @@ export class RunJournal {
   readonly schedule: number[];
   /** Entries loaded when the attempt started. */
   readonly size: number;
+  /** The loaded top-level entries with plain answers, in key order (what the isolate may answer). */
+  readonly plain: readonly PlainEntry[];
   readonly #port: JournalPort;
   readonly #replayer: Replayer;
   readonly #now: () => number;
@@ -131,13 +142,33 @@ export class RunJournal {
     this.#replayer = new Replayer(loaded);
     this.size = loaded.length;
     const windows: EventWindow[] = [];
+    const plain: PlainEntry[] = [];
     for (const entry of loaded) {
-      const ev = bodyOf(entry).ev;
+      const body = bodyOf(entry);
+      const ev = body.ev;
       if (ev !== undefined && ev.length > 0) {
         windows.push({ from: ev[0] as number, list: ev.slice(1) });
       }
+      const top = entry.key.indexOf(".") < 0;
+      if (top && (entry.outcome === "value" || entry.outcome === "error")) {
+        const name = {
+          key: entry.key,
+          module: entry.module,
+          method: entry.method,
+          argsDigest: entry.argsDigest,
+          seq: entry.seq,
+          at: entry.recordedAt,
+        };
+        const r = body.r;
+        plain.push(
+          entry.outcome === "error"
+            ? { ...name, kind: "error", record: isErrorRecord(r) ? r : toErrorRecord(r) }
+            : { ...name, kind: "value", value: r },
+        );
+      }
     }
     this.schedule = buildSchedule(windows);
+    this.plain = plain;
   }
 
   // ── Replay ─────────────────────────────────────────────────────────────────

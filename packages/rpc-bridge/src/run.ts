@@ -22,6 +22,7 @@ import {
   digestCallArgs,
   encodeBody,
   type JournalCallName,
+  type PlainEntry,
   type Recorded,
   type RunJournal,
 } from "./run-journal";
@@ -29,10 +30,12 @@ import { SignalMirrors } from "./signal-mirrors";
 import { type ArgumentReader, readArgs, writeResult } from "./values";
 import {
   type Answer,
+  type AnsweredCall,
   envelopeOf,
   failure,
   HALT,
   journaled,
+  type PrefetchedAnswer,
   plain,
   type Reply,
   TAG,
@@ -131,6 +134,8 @@ export class Run {
   #suspension: RunInterrupt | undefined;
   /** Calls held while suspending, answered HALT when the attempt ends. */
   readonly #held: Array<(answer: Answer) => void> = [];
+  /** Seqs of the journal entries sent to the isolate to answer itself, not yet reported answered. */
+  readonly #prefetched = new Set<number>();
   /** Rejects the `ctx.interrupt()` promises of a replay run when the attempt ends. */
   readonly #interrupts: Array<(error: unknown) => void> = [];
 
@@ -358,8 +363,9 @@ export class Run {
     args: unknown,
     kind: unknown,
     events?: unknown,
+    answered?: unknown,
   ): Answer | Promise<Answer> {
-    if (this.#journal) return this.#invokeJournaled(handleId, method, args, kind, events);
+    if (this.#journal) return this.#invokeJournaled(handleId, method, args, kind, events, answered);
     const startedAt = Date.now();
     // A program looping on calls can starve the run's timer: every call also checks the deadline.
     if (startedAt >= this.deadline) this.#timeOut();
@@ -386,6 +392,7 @@ export class Run {
     args: unknown,
     kind: unknown,
     rawEvents: unknown,
+    answered: unknown,
   ): Answer | Promise<Answer> {
     const journal = this.#journal as RunJournal;
     const startedAt = Date.now();
@@ -393,6 +400,14 @@ export class Run {
     if (!this.#active) return HALT;
     // A released run answers nothing more: the call is neither run nor journaled.
     if (this.#suspension !== undefined) return this.#hold();
+    // The calls the isolate answered itself came before this one: they take their keys first.
+    if (answered !== undefined) {
+      try {
+        this.#checkAnswered(answered);
+      } catch (error) {
+        return this.#failRun(error);
+      }
+    }
     let call: CallState;
     try {
       const events = checkEvents(rawEvents);
@@ -452,6 +467,107 @@ export class Run {
       }
     }
     return this.#perform(call);
+  }
+
+  // ── Answered in the isolate (wire v5) ──────────────────────────────────────
+
+  /**
+   * The journal's plain answers of top-level calls, for the isolate to answer those calls itself
+   * (`ReplayOptions.answers`); empty for a run that is not a replay run. Entries whose value would
+   * register a handle, or whose module is not configured now, are left to the host.
+   */
+  prefetch(): PrefetchedAnswer[] {
+    const journal = this.#journal;
+    if (journal === undefined) return [];
+    const out: PrefetchedAnswer[] = [];
+    for (const entry of journal.plain) {
+      const module = this.#registry.bySpecifier.get(entry.module);
+      if (module?.kind !== "host") continue;
+      const answer =
+        entry.kind === "error" ? failure(entry.record) : this.#plainAnswer(entry, entry.value);
+      if (answer === null) continue;
+      // Invariant: the isolate can report as answered only an entry it was sent.
+      this.#prefetched.add(entry.seq);
+      out.push({
+        key: entry.key,
+        id: module.handleId,
+        method: entry.method,
+        digest: entry.argsDigest,
+        seq: entry.seq,
+        at: entry.at,
+        answer,
+      });
+    }
+    return out;
+  }
+
+  /** The wire answer of a journaled value that holds no handle, or null when it would register one. */
+  #plainAnswer(entry: PlainEntry, value: unknown): Answer | null {
+    if ((typeof value !== "object" && typeof value !== "function") || value === null) {
+      return plain(value);
+    }
+    const fresh: number[] = [];
+    try {
+      const outgoing = writeResult(value, this.#table, entry.module, entry.key, fresh);
+      if (fresh.length === 0)
+        return outgoing.special ? tagged(outgoing.wire) : plain(outgoing.wire);
+    } catch {
+      // Left to the host, which answers it as before.
+    }
+    for (const id of fresh) this.#table.forget(id);
+    return null;
+  }
+
+  /**
+   * The calls the isolate reports it answered itself (in an `invoke` or the attempt's outcome),
+   * checked exactly as if each had come to the host: in order, each is keyed, its arguments
+   * digested here and compared with the journal entry at its key, and counted; the entry must be
+   * the one the isolate used. Answers the record of the first mismatch, or undefined.
+   */
+  checkAnsweredInIsolate(list: unknown): ErrorRecord | undefined {
+    if (this.#journal === undefined || list === undefined) return undefined;
+    try {
+      this.#checkAnswered(list);
+      return undefined;
+    } catch (error) {
+      return safeErrorRecord(error);
+    }
+  }
+
+  /**
+   * {@link checkAnsweredInIsolate}, throwing.
+   * @throws BridgeError `bridge/replay-diverged` (or `bridge/unsafe-to-repeat`) at the first call
+   *   that is not the journal's entry the isolate answered it with.
+   */
+  #checkAnswered(list: unknown): void {
+    const journal = this.#journal as RunJournal;
+    if (!Array.isArray(list)) {
+      throw new BridgeError(
+        "bridge/invalid-argument",
+        "Malformed report of calls answered in the isolate (wire mismatch).",
+      );
+    }
+    for (const item of list as unknown[]) {
+      const { id, method, args, seq } = (item ?? {}) as Partial<AnsweredCall>;
+      const handle = typeof id === "number" ? this.#table.get(id) : undefined;
+      if (handle?.kind !== "module" || typeof seq !== "number" || !this.#prefetched.has(seq)) {
+        throw new BridgeError(
+          "bridge/replay-diverged",
+          `The isolate reported a call it answered with journal entry ${String(seq)}, which the host did not send it for a module call; the attempt is not trusted. Start a new execution.`,
+        );
+      }
+      const now = Date.now();
+      const call = this.#resolve(id, method, args, now, now);
+      const step = journal.next(this.#journalName(call));
+      if ((step.kind !== "value" && step.kind !== "error") || step.seq !== seq) {
+        throw new BridgeError(
+          "bridge/replay-diverged",
+          `The replay diverged at call ${call.key} (${callLabel(call)}): the isolate answered it with journal entry ${seq}, which is not the entry recorded at that key. Start a new execution.`,
+        );
+      }
+      this.#prefetched.delete(seq);
+      this.#budget.admit(0);
+    }
   }
 
   /** What the journal records a call as: its key, module (`"<specifier>#<Kind>"` for an object), method and argument digest. */

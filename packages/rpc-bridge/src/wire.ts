@@ -23,8 +23,12 @@ import type { ErrorRecord } from "@durablekit/handle-journal";
  * version 2 with the named kinds below. Version 4 added, for runs whose policy is `"replay"` only:
  * the `events` window as `invoke`'s fifth argument (`EventWindow`), the `"journaled"`
  * answer envelope, `EvaluateOptions.replay` (`ReplayOptions`) and the `"diverged"` outcome.
+ * Version 5 added, for replay runs only: the journal's plain answers sent ahead in
+ * `ReplayOptions.answers` (`PrefetchedAnswer`), answered inside the isolate without a call to the
+ * host, and reported back in order (`AnsweredCall`) as `invoke`'s sixth argument and in the
+ * outcome's `answered`.
  */
-export const WIRE_VERSION = 4;
+export const WIRE_VERSION = 5;
 
 /** The reserved property name of tagged records and envelopes. */
 export const TAG = "\u0000dk";
@@ -100,9 +104,41 @@ export function envelopeOf(message: Answer | Reply | unknown): Envelope | null {
  * unhandled; `"timer-error"`: it threw inside a timer callback; `"diverged"` (replay runs): the
  * program did not repeat the recorded order of events (the record names the expected event).
  */
-export type Outcome =
+export type Outcome = (
   | { kind: "returned"; value: unknown }
-  | { kind: "threw" | "unhandled-rejection" | "timer-error" | "diverged"; record: ErrorRecord };
+  | { kind: "threw" | "unhandled-rejection" | "timer-error" | "diverged"; record: ErrorRecord }
+) & {
+  /** Replay runs: the calls answered inside the isolate since the last `invoke`, in call order. */
+  answered?: AnsweredCall[];
+};
+
+/**
+ * A journal entry of a replay run the isolate may answer itself (wire v5): a top-level call (key
+ * `"1"`, `"2"`, …) to exported function `method` of host module handle `id` whose arguments
+ * digest to `digest` (handle-journal's `digestArgs`), recorded with a plain answer or an error
+ * (never handles, never an interrupt or marker) as entry `seq` at `at` (epoch ms).
+ */
+export interface PrefetchedAnswer {
+  key: string;
+  id: number;
+  method: string;
+  digest: string;
+  seq: number;
+  at: number;
+  answer: Answer;
+}
+
+/**
+ * A call the isolate answered from a {@link PrefetchedAnswer} (entry `seq`), reported to the host
+ * with its arguments as they were when it was made. The host keys it, digests its arguments and
+ * checks it against its journal, in order, before the call that carries the report.
+ */
+export interface AnsweredCall {
+  id: number;
+  method: string;
+  args: unknown[];
+  seq: number;
+}
 
 /**
  * What makes an attempt of a replay run deterministic, the same on every attempt: `seed` (64 hex
@@ -114,6 +150,8 @@ export interface ReplayOptions {
   seed: string;
   startedAt: number;
   schedule: number[];
+  /** The journal's plain answers of top-level calls, which the isolate answers without the host. */
+  answers?: PrefetchedAnswer[];
 }
 
 /** The isolate-side options `evaluate` takes. */

@@ -148,7 +148,7 @@ describe("isolate runtime: wire and depth", () => {
       { kind: "plain", args: [{ a: [1, 2] }] },
     ]);
     expect(host.others).toBe(0);
-    expect(WIRE_VERSION).toBe(4);
+    expect(WIRE_VERSION).toBe(5);
   });
 
   it("sends arguments holding a signal or callback as a tagged request", async () => {

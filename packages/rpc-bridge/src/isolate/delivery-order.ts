@@ -163,6 +163,14 @@ export class DeliveryOrder {
     });
   }
 
+  /**
+   * An answer the isolate already holds (a prefetched journal entry), arriving in a later macrotask
+   * as a host's answer would: it then takes exactly the path of one ({@link call}).
+   */
+  later(answer: Answer): Promise<Answer> {
+    return new Promise((resolve) => this.#real.nextTurn(() => resolve(answer)));
+  }
+
   #arrive(delivery: Delivery): void {
     if (this.#ended) return;
     if (this.#replaying) this.#held.set(delivery.event, delivery);

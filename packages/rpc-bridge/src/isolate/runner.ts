@@ -1,6 +1,14 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import type { EvaluateOptions, Outcome, ReplayOptions } from "../wire";
-import { attach, type BridgeStub, end, type RealTimers, replay, toRecord } from "./runtime";
+import {
+  attach,
+  type BridgeStub,
+  end,
+  type RealTimers,
+  replay,
+  takeAnswered,
+  toRecord,
+} from "./runtime";
 
 /**
  * The isolate's main module, bundled at build time (scripts/build-isolate.mjs; `./runtime` is
@@ -115,16 +123,23 @@ export default class Runner extends WorkerEntrypoint {
   async evaluate(input: unknown, bridge: BridgeStub, options: EvaluateOptions): Promise<Outcome> {
     attach(bridge, options);
     try {
-      if (options.replay !== undefined) return await replayed(input, options.replay);
+      if (options.replay !== undefined) return reported(await replayed(input, options.replay));
       const main = await importProgram();
       if (main === null) return NO_DEFAULT;
       return await checked(await main(input));
     } catch (error) {
-      return { kind: "threw", record: toRecord(error) };
+      const threw: Outcome = { kind: "threw", record: toRecord(error) };
+      return options.replay === undefined ? threw : reported(threw);
     } finally {
       end();
     }
   }
+}
+
+/** A replay run's outcome carries the calls answered in the isolate that no invoke reported yet. */
+function reported(outcome: Outcome): Outcome {
+  const answered = takeAnswered();
+  return answered.length === 0 ? outcome : { ...outcome, answered };
 }
 
 /**

@@ -1,14 +1,17 @@
-import { type ErrorRecord, fromErrorRecord } from "@durablekit/handle-journal";
+import { digestArgs, type ErrorRecord, fromErrorRecord } from "@durablekit/handle-journal";
 import { safeErrorRecord } from "../safe-error-record";
 import {
   type Answer,
+  type AnsweredCall,
   type ArgsKind,
   type EvaluateOptions,
   type EventWindow,
   envelopeOf,
   type FunctionDescriptor,
   isPlainObject,
+  journaled,
   MAX_DEPTH,
+  type PrefetchedAnswer,
   plain,
   type ReplayOptions,
   type Reply,
@@ -39,6 +42,7 @@ export interface BridgeStub {
     args: unknown[],
     kind: ArgsKind,
     events?: EventWindow,
+    answered?: AnsweredCall[],
   ): Promise<Answer>;
   dispose(handleId: number): Promise<void>;
   abort(signalId: number, reason: ErrorRecord): Promise<void>;
@@ -75,6 +79,25 @@ export function errorFrom(record: unknown): Error {
   }
 }
 
+/**
+ * True when `v` is data that crosses to the host unchanged (primitives, plain objects and arrays
+ * of them, no tagged key): only such arguments are digested and answered in the isolate.
+ */
+function isPlainData(v: unknown, depth: number): boolean {
+  if (typeof v === "function" || typeof v === "symbol") return false;
+  if (typeof v !== "object" || v === null) return true;
+  if (depth > MAX_DEPTH) return false;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (!isPlainData(v[i], depth + 1)) return false;
+    return true;
+  }
+  if (Object.getPrototypeOf(v) !== Object.prototype || Object.hasOwn(v, TAG)) return false;
+  for (const k of Object.keys(v)) {
+    if (!isPlainData((v as Record<string, unknown>)[k], depth + 1)) return false;
+  }
+  return true;
+}
+
 /** Never settles: the run has ended and this isolate makes no more progress through the bridge. */
 function halted(): Promise<never> {
   return new Promise<never>(() => {});
@@ -93,6 +116,12 @@ export class IsolateRuntime {
   #maxRequest = Number.POSITIVE_INFINITY;
   /** A replay run's delivery order, through which journaled answers reach the program; else null. */
   #order: DeliveryOrder | null = null;
+  /** A replay run's prefetched answers by top-level key; consumed as their keys come. */
+  readonly #prefetched = new Map<string, PrefetchedAnswer>();
+  /** Top-level calls sent or answered so far: mirrors the host's key counter (keys `"1"`, `"2"`, …). */
+  #top = 0;
+  /** Calls answered in the isolate and not yet reported to the host, in call order. */
+  #answered: AnsweredCall[] = [];
   /** Handle ids of the objects and functions the host returned (to pass them back by id). */
   readonly #ids = new WeakMap<object, number>();
   readonly #byId = new Map<number, object>();
@@ -110,9 +139,20 @@ export class IsolateRuntime {
     if (typeof options?.maxRequestBytes === "number") this.#maxRequest = options.maxRequestBytes;
   }
 
-  /** Makes this a replay run: journaled answers go through `order`, and each call sends its events. */
-  replay(order: DeliveryOrder): void {
+  /**
+   * Makes this a replay run: journaled answers go through `order`, each call sends its events, and
+   * a top-level call matching one of `answers` is answered here.
+   */
+  replay(order: DeliveryOrder, answers: readonly PrefetchedAnswer[] = []): void {
     this.#order = order;
+    for (const a of answers) this.#prefetched.set(a.key, a);
+  }
+
+  /** The calls answered in the isolate since the last report, in call order (the list is handed over). */
+  takeAnswered(): AnsweredCall[] {
+    const list = this.#answered;
+    this.#answered = [];
+    return list;
   }
 
   end(): void {
@@ -127,7 +167,7 @@ export class IsolateRuntime {
    * whose arguments are all primitives is sent as it is (no walk). Arguments over
    * `maxRequestBytes` are refused here, before anything crosses.
    */
-  call(id: number, method: string, args: unknown[]): Promise<unknown> {
+  call(id: number, method: string, args: unknown[], top = false): Promise<unknown> {
     if (this.#ended) return halted();
     const bridge = this.#bridge;
     if (bridge === null) {
@@ -155,15 +195,60 @@ export class IsolateRuntime {
     try {
       const order = this.#order;
       if (order === null) return bridge.invoke(id, method, wire, kind).then(this.#onAnswer);
-      return order.call((events) => bridge.invoke(id, method, wire, kind, events), this.#onAnswer);
+      const local = top ? this.#prefetch(String(++this.#top), id, method, wire, kind) : null;
+      if (local !== null) {
+        const answer = journaled(local.seq, local.at, local.answer);
+        return order.call(() => order.later(answer), this.#onAnswer);
+      }
+      const answered = this.#answered.length > 0 ? this.takeAnswered() : undefined;
+      return order.call(
+        (events) => bridge.invoke(id, method, wire, kind, events, answered),
+        this.#onAnswer,
+      );
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  /** A host module's export: a function calling `method` of handle `id`. */
+  /**
+   * The prefetched answer of top-level call `key` when it is that call (same module handle, method
+   * and argument digest, arguments plain data); the call is then queued for the report to the
+   * host. Null otherwise: the call goes to the host, which checks and answers it as before.
+   */
+  #prefetch(
+    key: string,
+    id: number,
+    method: string,
+    args: unknown[],
+    kind: ArgsKind,
+  ): PrefetchedAnswer | null {
+    const entry = this.#prefetched.get(key);
+    if (entry === undefined) return null;
+    this.#prefetched.delete(key);
+    if (entry.id !== id || entry.method !== method || kind !== "plain") return null;
+    let primitives = true;
+    for (const v of args) if (typeof v === "object" && v !== null) primitives = false;
+    if (!primitives && !isPlainData(args, 0)) return null;
+    let digest: string;
+    try {
+      digest = digestArgs(args).digest;
+    } catch {
+      return null;
+    }
+    if (digest !== entry.digest) return null;
+    // The report carries the arguments as they are now: the program may change them later.
+    this.#answered.push({
+      id,
+      method,
+      args: primitives ? args : structuredClone(args),
+      seq: entry.seq,
+    });
+    return entry;
+  }
+
+  /** A host module's export: a function calling `method` of handle `id` (a top-level call). */
   fn(id: number, method: string): Callable {
-    return (...args: unknown[]) => this.call(id, method, args);
+    return (...args: unknown[]) => this.call(id, method, args, true);
   }
 
   /** One function for every call's `then` (no closure per call). */
@@ -445,8 +530,13 @@ export function replay(
 ): DeterministicIsolate {
   const isolate = new DeterministicIsolate(options, real, onTimerError);
   isolate.install(globalThis);
-  runtime.replay(isolate.order);
+  runtime.replay(isolate.order, options.answers);
   return isolate;
+}
+
+/** The calls answered in the isolate not yet reported to the host, in call order (handed over). */
+export function takeAnswered(): AnsweredCall[] {
+  return runtime.takeAnswered();
 }
 
 /** A host module's export (used by the generated shims). */

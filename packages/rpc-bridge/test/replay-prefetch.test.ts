@@ -1,0 +1,234 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { Execution } from "../src/index";
+import type { EvaluateOptions } from "../src/wire";
+import type { BridgeTraffic } from "./fixtures/counting-loader";
+import type { ReplayFixture } from "./fixtures/worker";
+import { freshReplay, inReplay, storedCounters } from "./helpers";
+
+const PLAIN_CALLS = `
+  import { echo, approval } from "test:replay";
+  export default async function () {
+    const out = [];
+    for (let i = 0; i < 20; i++) out.push(await echo({ i, tag: "x" + i, list: [i, null, true] }));
+    const failed = await echo("last").then(() => null);
+    const answer = await approval("ok?");
+    return { n: out.length, last: out[19], answer, failed };
+  }
+`;
+
+/**
+ * Resumes `id` with `{ approved: true }` and answers how it ended with what crossed the bridge in
+ * that attempt alone; `tamper` may change the options its isolate gets.
+ */
+function resumeCounted(
+  stub: DurableObjectStub<ReplayFixture>,
+  id: string,
+  tamper?: (options: EvaluateOptions) => void,
+): Promise<{ execution: Execution; traffic: BridgeTraffic }> {
+  return inReplay(stub, async (i) => {
+    Object.assign(i.loader.traffic, {
+      attempts: 0,
+      invokes: 0,
+      reportedWithInvokes: 0,
+      reportedAtEnd: 0,
+      prefetched: 0,
+    });
+    i.loader.tamper = tamper ?? null;
+    const execution = await i.executor.resume(id, { approved: true });
+    return { execution, traffic: { ...i.loader.traffic } };
+  });
+}
+
+/** Waits until the stored counters satisfy `ready`. */
+async function waitFor(
+  stub: DurableObjectStub<ReplayFixture>,
+  ready: (counters: Record<string, number>) => boolean,
+): Promise<void> {
+  for (;;) {
+    if (ready(await storedCounters(stub))) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe("replay: recorded plain calls are answered inside the isolate", () => {
+  it("answers a resumed run's recorded plain calls in the isolate: the host receives no invoke for them, only their report", async () => {
+    const stub = freshReplay();
+    const first = await inReplay(stub, (i) =>
+      i.executor.execute(PLAIN_CALLS, undefined, { id: "local-1" }),
+    );
+    expect(first.state).toBe("interrupted");
+    const live = await inReplay(stub, (i) => ({ ...i.loader.traffic }));
+    expect(live).toMatchObject({ invokes: 22, prefetched: 0, reportedAtEnd: 0 });
+    const resumed = await resumeCounted(stub, "local-1");
+    expect(resumed.execution).toMatchObject({
+      state: "completed",
+      result: {
+        n: 20,
+        last: { i: 19, tag: "x19", list: [19, null, true] },
+        answer: { approved: true },
+        failed: null,
+      },
+    });
+    // 21 echoes and the resumed approval: all answered in the isolate, reported with the outcome.
+    expect(resumed.traffic).toEqual({
+      attempts: 1,
+      invokes: 0,
+      reportedWithInvokes: 0,
+      reportedAtEnd: 22,
+      prefetched: 22,
+    });
+    const counters = await storedCounters(stub);
+    expect(counters.echoes).toBe(21);
+    expect(counters.approvals).toBe(1);
+  });
+
+  it("fails the replay with bridge/replay-diverged when the isolate reports a call answered with the entry recorded at another key", async () => {
+    const stub = freshReplay();
+    const source = `
+      import { echo, approval } from "test:replay";
+      export default async () => [await echo(1), await echo(2), await approval("ok?")];
+    `;
+    expect(
+      (await inReplay(stub, (i) => i.executor.execute(source, undefined, { id: "swap-1" }))).state,
+    ).toBe("interrupted");
+    const resumed = await inReplay(stub, (i) => {
+      // A lying isolate: it claims call 1 took the answer recorded at key 2, and call 2 that of key 1.
+      i.loader.forge = (answered) => {
+        const [one, two] = answered;
+        if (one !== undefined && two !== undefined) [one.seq, two.seq] = [two.seq, one.seq];
+      };
+      return i.executor.resume("swap-1", { approved: true });
+    });
+    expect(resumed.state).toBe("failed");
+    expect(resumed.error?.code).toBe("bridge/replay-diverged");
+    expect(resumed.error?.message).toContain("call 1 (test:replay.echo)");
+    expect((await storedCounters(stub)).echoes).toBe(2);
+  });
+
+  it("refuses a report of a call answered with an entry the host never sent to the isolate", async () => {
+    const stub = freshReplay();
+    const source = `
+      import { createJob } from "codemode:jobs";
+      import { echo, approval } from "test:replay";
+      export default async () => [await createJob({ name: "j" }).then(() => 0), await echo(2), await approval("ok?")];
+    `;
+    await inReplay(stub, (i) => i.executor.execute(source, undefined, { id: "forge-1" }));
+    const resumed = await inReplay(stub, (i) => {
+      // The createJob entry (seq 1) holds a handle: it is never sent ahead.
+      i.loader.forge = (answered) => {
+        answered.unshift({ id: 1, method: "createJob", args: [{ name: "j" }], seq: 1 });
+      };
+      return i.executor.resume("forge-1", { approved: true });
+    });
+    expect(resumed.state).toBe("failed");
+    expect(resumed.error?.code).toBe("bridge/replay-diverged");
+    expect((await storedCounters(stub)).creates).toBe(1);
+  });
+
+  it("sends a call whose arguments do not digest as recorded to the host, which answers it from the journal", async () => {
+    const stub = freshReplay();
+    const source = `
+      import { echo, approval } from "test:replay";
+      export default async () => [await echo(1), await approval("ok?")];
+    `;
+    await inReplay(stub, (i) => i.executor.execute(source, undefined, { id: "args-1" }));
+    const resumed = await resumeCounted(stub, "args-1", (options) => {
+      for (const a of options.replay?.answers ?? []) a.digest = "0000000000000000";
+    });
+    // No answer matched in the isolate: both calls went to the host and were answered from the journal.
+    expect(resumed.execution).toMatchObject({
+      state: "completed",
+      result: [1, { approved: true }],
+    });
+    expect(resumed.traffic).toMatchObject({ invokes: 2, reportedAtEnd: 0, reportedWithInvokes: 0 });
+    expect((await storedCounters(stub)).echoes).toBe(1);
+  });
+
+  it("replays a mixed run identically: calls returning or made on objects go to the host, plain top-level calls are answered in the isolate", async () => {
+    const stub = freshReplay();
+    const source = `
+      import { createJob } from "codemode:jobs";
+      import { echo, approval, fail } from "test:replay";
+      export default async function () {
+        const a = await echo("a");
+        const job = await createJob({ name: "mixed" });
+        const b = await echo({ b: [1, 2] });
+        const run = await job.start();
+        const info = await job.info();
+        const error = await fail().catch((e) => [e.name, e.code, e.message]);
+        const waited = await run.wait(1);
+        const c = await echo("c");
+        const answer = await approval("ok?");
+        return { a, b, info, error, waited: waited.status, c, answer, now: Date.now() - 0 > 0 };
+      }
+    `;
+    expect(
+      (await inReplay(stub, (i) => i.executor.execute(source, undefined, { id: "mixed-1" }))).state,
+    ).toBe("interrupted");
+    const before = await storedCounters(stub);
+    const resumed = await resumeCounted(stub, "mixed-1");
+    expect(resumed.execution).toMatchObject({
+      state: "completed",
+      result: {
+        a: "a",
+        b: { b: [1, 2] },
+        info: { name: "mixed", version: 1 },
+        error: ["TypeError", "E_NO_JOB", "no such job"],
+        waited: "succeeded",
+        c: "c",
+        answer: { approved: true },
+        now: true,
+      },
+    });
+    // createJob (returns a handle), job.start, job.info, run.wait (calls on objects) go to the host;
+    // echo("a"), echo({ b }), fail(), echo("c"), approval() are answered in the isolate.
+    expect(resumed.traffic).toMatchObject({ invokes: 4, prefetched: 5 });
+    expect(resumed.traffic.reportedWithInvokes + resumed.traffic.reportedAtEnd).toBe(5);
+    const after = await storedCounters(stub);
+    // Nothing ran again: the replay answered every recorded call from the journal.
+    for (const name of ["echoes", "creates", "starts", "waits", "fails", "approvals"]) {
+      expect(after[name], name).toBe(before[name]);
+    }
+  });
+
+  it("completes a run evicted twice, once during a replay that answered calls in the isolate, with each host call run at most twice", async () => {
+    const source = `
+      import { echo, slow } from "test:replay";
+      export default async () => [await echo("a"), await echo("b"), await slow(300), await echo("c"), await slow(301), await echo("d")];
+    `;
+    const first = freshReplay();
+    await first.start(source, "evict-1");
+    await waitFor(first, (c) => (c.slowStarts ?? 0) >= 1);
+    await first.crash().catch(() => {});
+    const second = env.REPLAY.get(first.id);
+    // Attempt 2 answers echo a and b in the isolate, runs slow(300) and echo c live, dies in slow(301).
+    const alarm = runDurableObjectAlarm(second).catch(() => false);
+    await waitFor(second, (c) => (c.slowStarts ?? 0) >= 3);
+    await second.crash().catch(() => {});
+    await alarm;
+    const third = env.REPLAY.get(first.id);
+    expect(await runDurableObjectAlarm(third)).toBe(true);
+    const done = await inReplay(third, (i) => ({
+      record: i.executor.get("evict-1"),
+      traffic: { ...i.loader.traffic },
+    }));
+    expect(done.record).toMatchObject({
+      state: "completed",
+      attempt: 3,
+      result: ["a", "b", 300, "c", 301, "d"],
+    });
+    // Attempt 3: a, b, slow(300), c answered in the isolate and reported with the invoke of slow(301).
+    expect(done.traffic).toMatchObject({
+      attempts: 1,
+      invokes: 2,
+      prefetched: 4,
+      reportedWithInvokes: 4,
+      reportedAtEnd: 0,
+    });
+    const counters = await storedCounters(third);
+    // slow(300) started in attempts 1 and 2, slow(301) in attempts 2 and 3; each echo ran once.
+    expect(counters).toMatchObject({ echoes: 4, slowStarts: 4, slowEnds: 2 });
+  });
+});
