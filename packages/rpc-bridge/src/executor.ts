@@ -31,6 +31,7 @@ import {
 } from "./executor-options";
 import { fingerprintChange, fingerprintOf, type ReplayFingerprint } from "./fingerprint";
 import { disposeQuietly } from "./handle-table";
+import { DIGEST_MODULE, DIGEST_SOURCE } from "./isolate-source";
 import { type BridgeLimits, resolveLimits } from "./limits";
 import { MAIN_MODULE, ModuleRegistry } from "./module-registry";
 import { type AttemptOutcome, Run, type RunInterrupt } from "./run";
@@ -734,7 +735,10 @@ export class Executor implements AlarmPart {
         compatibilityFlags: this.#compatibilityFlags,
         limits: { cpuMs },
         mainModule: MAIN_MODULE,
-        modules: drive.modules,
+        modules:
+          drive.replay === undefined
+            ? drive.modules
+            : { ...drive.modules, [DIGEST_MODULE]: DIGEST_SOURCE },
         env: {},
         globalOutbound: null,
       });

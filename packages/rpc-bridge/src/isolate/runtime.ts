@@ -1,4 +1,4 @@
-import { digestArgs, type ErrorRecord, fromErrorRecord } from "@durablekit/handle-journal";
+import { type ErrorRecord, fromErrorRecord } from "@durablekit/handle-journal";
 import { safeErrorRecord } from "../safe-error-record";
 import {
   type Answer,
@@ -50,6 +50,8 @@ export interface BridgeStub {
 }
 
 type Callable = (...args: unknown[]) => unknown;
+/** handle-journal's `digestArgs`, as the `__dk_digest.js` module of a replay run exports it. */
+export type ArgsDigest = (args: readonly unknown[]) => { digest: string };
 type CallbackWrapper = (answer: Answer) => Reply | Promise<Reply>;
 
 /** What a string or byte payload weighs at least against `maxRequestBytes` (bytes count as base64). */
@@ -120,6 +122,8 @@ export class IsolateRuntime {
   readonly #prefetched = new Map<string, PrefetchedAnswer>();
   /** Top-level calls sent or answered so far: mirrors the host's key counter (keys `"1"`, `"2"`, …). */
   #top = 0;
+  /** handle-journal's `digestArgs`, imported when answers were sent ahead; else null. */
+  #digest: ArgsDigest | null = null;
   /** Calls answered in the isolate and not yet reported to the host, in call order. */
   #answered: AnsweredCall[] = [];
   /** Handle ids of the objects and functions the host returned (to pass them back by id). */
@@ -143,9 +147,14 @@ export class IsolateRuntime {
    * Makes this a replay run: journaled answers go through `order`, each call sends its events, and
    * a top-level call matching one of `answers` is answered here.
    */
-  replay(order: DeliveryOrder, answers: readonly PrefetchedAnswer[] = []): void {
+  replay(
+    order: DeliveryOrder,
+    answers: readonly PrefetchedAnswer[] = [],
+    digest: ArgsDigest | null = null,
+  ): void {
     this.#order = order;
-    for (const a of answers) this.#prefetched.set(a.key, a);
+    this.#digest = digest;
+    if (digest !== null) for (const a of answers) this.#prefetched.set(a.key, a);
   }
 
   /** The calls answered in the isolate since the last report, in call order (the list is handed over). */
@@ -231,7 +240,7 @@ export class IsolateRuntime {
     if (!primitives && !isPlainData(args, 0)) return null;
     let digest: string;
     try {
-      digest = digestArgs(args).digest;
+      digest = (this.#digest as ArgsDigest)(args).digest;
     } catch {
       return null;
     }
@@ -527,10 +536,11 @@ export function replay(
   options: ReplayOptions,
   real: RealTimers,
   onTimerError: (error: unknown) => void,
+  digest: ArgsDigest | null = null,
 ): DeterministicIsolate {
   const isolate = new DeterministicIsolate(options, real, onTimerError);
   isolate.install(globalThis);
-  runtime.replay(isolate.order, options.answers);
+  runtime.replay(isolate.order, options.answers, digest);
   return isolate;
 }
 
