@@ -127,6 +127,30 @@ describe("replay: recorded plain calls are answered inside the isolate", () => {
     expect((await storedCounters(stub)).creates).toBe(1);
   });
 
+  it("reports the arguments of a call answered in the isolate as they were when it was made, though the program changes them later", async () => {
+    const stub = freshReplay();
+    const source = `
+      import { echo, approval } from "test:replay";
+      export default async function () {
+        const o = { n: 1, list: [1] };
+        const a = await echo(o);
+        o.n = 2;
+        o.list.push(2);
+        const b = await echo(o);
+        o.n = 3;
+        o.list.push(3);
+        return [a.n, b.n, b.list.length, await approval("ok?")];
+      }
+    `;
+    await inReplay(stub, (i) => i.executor.execute(source, undefined, { id: "mutate-1" }));
+    const resumed = await resumeCounted(stub, "mutate-1");
+    expect(resumed.execution).toMatchObject({
+      state: "completed",
+      result: [1, 2, 2, { approved: true }],
+    });
+    expect(resumed.traffic).toMatchObject({ invokes: 0, reportedAtEnd: 3 });
+  });
+
   it("sends a call whose arguments do not digest as recorded to the host, which answers it from the journal", async () => {
     const stub = freshReplay();
     const source = `

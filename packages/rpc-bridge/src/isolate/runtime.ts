@@ -237,19 +237,23 @@ export class IsolateRuntime {
     if (entry.id !== id || entry.method !== method || kind !== "plain") return null;
     let primitives = true;
     for (const v of args) if (typeof v === "object" && v !== null) primitives = false;
-    if (!primitives && !isPlainData(args, 0)) return null;
     let digest: string;
+    let sent = args;
     try {
-      digest = (this.#digest as ArgsDigest)(args).digest;
+      // A copy as Workers RPC would send them, read once: the digest and the report are of the
+      // same data (a getter cannot answer differently to each), and a later change by the
+      // program does not reach the report.
+      if (!primitives) sent = structuredClone(args);
+      if (!primitives && !isPlainData(sent, 0)) return null;
+      digest = (this.#digest as ArgsDigest)(sent).digest;
     } catch {
       return null;
     }
     if (digest !== entry.digest) return null;
-    // The report carries the arguments as they are now: the program may change them later.
     this.#answered.push({
       id,
       method,
-      args: primitives ? args : structuredClone(args),
+      args: sent,
       seq: entry.seq,
     });
     return entry;
