@@ -1,7 +1,7 @@
 import type { ErrorRecord } from "@durablekit/handle-journal";
 
 /**
- * The bridge's wire format between the isolate and the host, version 4 (see DESIGN.md). Host and
+ * The bridge's wire format between the isolate and the host, version 5 (see DESIGN.md). Host and
  * isolate runtime share these types. Values cross as Workers RPC structured clones; the few things
  * the bridge must intercept cross as small tagged records and envelopes, marked by an own property
  * named `TAG` that ordinary data cannot have (the host refuses plain objects that use the tag
