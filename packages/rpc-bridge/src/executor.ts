@@ -31,7 +31,6 @@ import {
 } from "./executor-options";
 import { fingerprintChange, fingerprintOf, type ReplayFingerprint } from "./fingerprint";
 import { disposeQuietly } from "./handle-table";
-import { DIGEST_MODULE, DIGEST_SOURCE } from "./isolate-source";
 import { type BridgeLimits, resolveLimits } from "./limits";
 import { MAIN_MODULE, ModuleRegistry } from "./module-registry";
 import { type AttemptOutcome, Run, type RunInterrupt } from "./run";
@@ -735,10 +734,7 @@ export class Executor implements AlarmPart {
         compatibilityFlags: this.#compatibilityFlags,
         limits: { cpuMs },
         mainModule: MAIN_MODULE,
-        modules:
-          drive.replay === undefined
-            ? drive.modules
-            : { ...drive.modules, [DIGEST_MODULE]: DIGEST_SOURCE },
+        modules: drive.modules,
         env: {},
         globalOutbound: null,
       });

@@ -5,13 +5,7 @@
  * the only holder of the bridge stub; programs cannot import it (their imports are checked and
  * rewritten).
  */
-export { DIGEST_SOURCE, RUNNER_SOURCE, RUNTIME_SOURCE } from "./isolate-bundle.generated";
-
-/**
- * The loader module name of the argument digest (handle-journal's `digestArgs`), added to the
- * modules of a replay run's attempts only: the isolate imports it when the host sent answers ahead.
- */
-export const DIGEST_MODULE = "__dk_digest.js";
+export { RUNNER_SOURCE, RUNTIME_SOURCE } from "./isolate-bundle.generated";
 
 /** The shim of a host module: one export per function, each calling through the runtime. */
 export function shimSource(handleId: number, exportNames: Iterable<string>): string {

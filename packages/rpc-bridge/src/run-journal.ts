@@ -179,6 +179,29 @@ export class RunJournal {
    *   `bridge/unsafe-to-repeat` when the recorded call is an unsettled unsafeToRepeat marker.
    */
   next(call: JournalCallName): ReplayedCall {
+    const entry = this.match(call);
+    if (entry === null) return { kind: "live" };
+    const body = bodyOf(entry);
+    switch (entry.outcome) {
+      case "interrupt":
+        return { kind: "interrupt", payload: body.r };
+      case "error": {
+        const r = body.r;
+        const record = isErrorRecord(r) ? r : toErrorRecord(r);
+        return { kind: "error", seq: entry.seq, at: entry.recordedAt, record };
+      }
+      default:
+        return { kind: "value", seq: entry.seq, at: entry.recordedAt, value: body.r };
+    }
+  }
+
+  /**
+   * The entry recorded at `call.key`, not decoded (what checking a call the isolate answered
+   * itself needs), or null when nothing is recorded there: the replay moves past it as
+   * {@link next} does.
+   * @throws as {@link next}.
+   */
+  match(call: JournalCallName): JournalEntry | null {
     let step: ReturnType<Replayer["next"]>;
     try {
       step = this.#replayer.next(call.key, call.module, call.method, call.argsDigest);
@@ -199,20 +222,7 @@ export class RunJournal {
       }
       throw error;
     }
-    if (step.status === "caught-up") return { kind: "live" };
-    const entry = step.entry;
-    const body = bodyOf(entry);
-    switch (entry.outcome) {
-      case "interrupt":
-        return { kind: "interrupt", payload: body.r };
-      case "error": {
-        const r = body.r;
-        const record = isErrorRecord(r) ? r : toErrorRecord(r);
-        return { kind: "error", seq: entry.seq, at: entry.recordedAt, record };
-      }
-      default:
-        return { kind: "value", seq: entry.seq, at: entry.recordedAt, value: body.r };
-    }
+    return step.status === "caught-up" ? null : step.entry;
   }
 
   /**
@@ -351,7 +361,11 @@ export function digestCallArgs(args: readonly unknown[], hostKey: (id: unknown) 
     return out;
   };
   try {
-    return digestArgs(walk(args, 0) as unknown[]).digest;
+    // Primitives only (the common case): the walk would copy them unchanged.
+    let primitives = true;
+    for (const v of args)
+      if ((typeof v === "object" && v !== null) || typeof v === "function") primitives = false;
+    return digestArgs(primitives ? args : (walk(args, 0) as unknown[])).digest;
   } catch (error) {
     return digestText(`unencodable:${(error as { code?: string }).code ?? "?"}`);
   }

@@ -492,7 +492,6 @@ export class Run {
         key: entry.key,
         id: module.handleId,
         method: entry.method,
-        digest: entry.argsDigest,
         seq: entry.seq,
         at: entry.at,
         answer,
@@ -558,8 +557,8 @@ export class Run {
       }
       const now = Date.now();
       const call = this.#resolve(id, method, args, now, now);
-      const step = journal.next(this.#journalName(call));
-      if ((step.kind !== "value" && step.kind !== "error") || step.seq !== seq) {
+      const entry = journal.match(this.#journalName(call));
+      if ((entry?.outcome !== "value" && entry?.outcome !== "error") || entry.seq !== seq) {
         throw new BridgeError(
           "bridge/replay-diverged",
           `The replay diverged at call ${call.key} (${callLabel(call)}): the isolate answered it with journal entry ${seq}, which is not the entry recorded at that key. Start a new execution.`,

@@ -27,6 +27,9 @@ import type { ErrorRecord } from "@durablekit/handle-journal";
  * `ReplayOptions.answers` (`PrefetchedAnswer`), answered inside the isolate without a call to the
  * host, and reported back in order (`AnsweredCall`) as `invoke`'s sixth argument and in the
  * outcome's `answered`.
+ *
+ * Host and isolate runtime always come from one build, so the number serves replay runs: it is part
+ * of their fingerprint, and changes when what a run records, or how a recorded run replays, changes.
  */
 export const WIRE_VERSION = 5;
 
@@ -114,15 +117,14 @@ export type Outcome = (
 
 /**
  * A journal entry of a replay run the isolate may answer itself (wire v5): a top-level call (key
- * `"1"`, `"2"`, …) to exported function `method` of host module handle `id` whose arguments
- * digest to `digest` (handle-journal's `digestArgs`), recorded with a plain answer or an error
- * (never handles, never an interrupt or marker) as entry `seq` at `at` (epoch ms).
+ * `"1"`, `"2"`, …) to exported function `method` of host module handle `id`, recorded with a plain
+ * answer or an error (never handles, never an interrupt or marker) as entry `seq` at `at` (epoch
+ * ms). The call's arguments are checked by the host, from the isolate's report ({@link AnsweredCall}).
  */
 export interface PrefetchedAnswer {
   key: string;
   id: number;
   method: string;
-  digest: string;
   seq: number;
   at: number;
   answer: Answer;

@@ -151,23 +151,63 @@ describe("replay: recorded plain calls are answered inside the isolate", () => {
     expect(resumed.traffic).toMatchObject({ invokes: 0, reportedAtEnd: 3 });
   });
 
-  it("sends a call whose arguments do not digest as recorded to the host, which answers it from the journal", async () => {
+  it("fails the run with bridge/replay-diverged at a call answered in the isolate whose arguments changed, before the host runs anything more", async () => {
+    const stub = freshReplay();
+    const source = `
+      import { createJob } from "codemode:jobs";
+      import { echo, approval } from "test:replay";
+      export default async function () {
+        const a = await echo(1);
+        const b = await echo(a + 1);
+        await createJob({ name: "after" });
+        return [a, b, await approval("ok?")];
+      }
+    `;
+    await inReplay(stub, (i) => i.executor.execute(source, undefined, { id: "args-1" }));
+    const before = await storedCounters(stub);
+    expect(before).toMatchObject({ echoes: 2, creates: 1 });
+    // The isolate is handed another first answer: its second call is made with other arguments
+    // than recorded, and still answered in the isolate (the isolate does not compare arguments).
+    const resumed = await resumeCounted(stub, "args-1", (options) => {
+      const first = options.replay?.answers?.[0];
+      if (first !== undefined) (first as { answer: unknown }).answer = 41;
+    });
+    expect(resumed.execution.state).toBe("failed");
+    expect(resumed.execution.error?.code).toBe("bridge/replay-diverged");
+    expect(resumed.execution.error?.message).toContain(
+      "call 2: the journal recorded test:replay.echo",
+    );
+    // The report came with createJob's invoke, which was refused: createJob did not run again.
+    expect(resumed.traffic).toMatchObject({ invokes: 1, reportedWithInvokes: 2 });
+    expect(await storedCounters(stub)).toMatchObject({ echoes: 2, creates: 1 });
+  });
+
+  it("hands the program one answer answered in the isolate per macrotask, so their continuations never interleave, as when they were recorded", async () => {
     const stub = freshReplay();
     const source = `
       import { echo, approval } from "test:replay";
-      export default async () => [await echo(1), await approval("ok?")];
+      export default async function () {
+        const seen = [];
+        const chain = (name) => async () => {
+          for (let i = 0; i < 500; i++) { seen.push(name); await null; }
+        };
+        await Promise.all([echo("a").then(chain("a")), echo("b").then(chain("b")), echo("c").then(chain("c"))]);
+        const order = seen.join("");
+        await approval("ok?");
+        return order;
+      }
     `;
-    await inReplay(stub, (i) => i.executor.execute(source, undefined, { id: "args-1" }));
-    const resumed = await resumeCounted(stub, "args-1", (options) => {
-      for (const a of options.replay?.answers ?? []) a.digest = "0000000000000000";
-    });
-    // No answer matched in the isolate: both calls went to the host and were answered from the journal.
-    expect(resumed.execution).toMatchObject({
-      state: "completed",
-      result: [1, { approved: true }],
-    });
-    expect(resumed.traffic).toMatchObject({ invokes: 2, reportedAtEnd: 0, reportedWithInvokes: 0 });
-    expect((await storedCounters(stub)).echoes).toBe(1);
+    const first = await inReplay(stub, (i) =>
+      i.executor.execute(source, undefined, { id: "turns-1" }),
+    );
+    expect(first.state).toBe("interrupted");
+    const resumed = await resumeCounted(stub, "turns-1");
+    expect(resumed.traffic).toMatchObject({ invokes: 0, prefetched: 4 });
+    expect(resumed.execution.state).toBe("completed");
+    const order = resumed.execution.result as string;
+    // Each chain ran whole before the next answer was delivered.
+    expect(order).toMatch(/^(a{500}|b{500}|c{500}){3}$/);
+    expect(new Set([order.slice(0, 500), order.slice(500, 1000), order.slice(1000)]).size).toBe(3);
   });
 
   it("replays a mixed run identically: calls returning or made on objects go to the host, plain top-level calls are answered in the isolate", async () => {

@@ -164,11 +164,33 @@ export class DeliveryOrder {
   }
 
   /**
-   * An answer the isolate already holds (a prefetched journal entry), arriving in a later macrotask
-   * as a host's answer would: it then takes exactly the path of one ({@link call}).
+   * One call of the program answered from an answer the isolate already holds (a prefetched
+   * journal entry, event `event`): it is held at once and delivered as a host's journaled answer
+   * would be (in schedule order, logged, the clock advanced to `at`), never in the macrotask that
+   * made the call. Nothing is sent, so the point up to which the host knows the log moves only as
+   * far as the recorded schedule (which the host built) reaches.
    */
-  later(answer: Answer): Promise<Answer> {
-    return new Promise((resolve) => this.#real.nextTurn(() => resolve(answer)));
+  held(
+    event: number,
+    at: number,
+    answer: Answer,
+    settle: (answer: Answer) => unknown,
+  ): Promise<unknown> {
+    const known = Math.min(this.#log.length, this.#schedule.length);
+    if (known > this.#acked) this.#acked = known;
+    return new Promise((resolve, reject) => {
+      const run = (): void => {
+        try {
+          resolve(settle(answer));
+        } catch (error) {
+          reject(error);
+        }
+      };
+      // The call's macrotask is running the program: the answer waits for a later one.
+      this.#busy = true;
+      this.#arrive({ event, at, run });
+      this.#turn();
+    });
   }
 
   #arrive(delivery: Delivery): void {

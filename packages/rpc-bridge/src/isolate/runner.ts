@@ -1,7 +1,6 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import type { EvaluateOptions, Outcome, ReplayOptions } from "../wire";
 import {
-  type ArgsDigest,
   attach,
   type BridgeStub,
   end,
@@ -22,8 +21,6 @@ import {
 
 /** The program module; a variable so the bundler leaves the import to the isolate. */
 const PROGRAM_MODULE = "./__dk_program.js";
-/** The argument digest module, present in replay runs only (`DIGEST_MODULE` on the host). */
-const DIGEST_MODULE = "./__dk_digest.js";
 
 // ── Unhandled rejections and timer errors ─────────────────────────────────────
 
@@ -151,12 +148,7 @@ function reported(outcome: Outcome): Outcome {
  * (a stall, or a return with recorded events left).
  */
 async function replayed(input: unknown, options: ReplayOptions): Promise<Outcome> {
-  // The digest is loaded only when the host sent answers ahead (an attempt after the first).
-  const digest =
-    options.answers !== undefined && options.answers.length > 0
-      ? ((await import(DIGEST_MODULE)) as { digestArgs: ArgsDigest }).digestArgs
-      : null;
-  const isolate = replay(options, platformTimers(), (error) => thrownInTimers.push(error), digest);
+  const isolate = replay(options, platformTimers(), (error) => thrownInTimers.push(error));
   const running = (async (): Promise<Outcome> => {
     const main = await importProgram();
     if (main === null) return NO_DEFAULT;

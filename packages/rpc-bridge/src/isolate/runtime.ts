@@ -9,7 +9,6 @@ import {
   envelopeOf,
   type FunctionDescriptor,
   isPlainObject,
-  journaled,
   MAX_DEPTH,
   type PrefetchedAnswer,
   plain,
@@ -50,8 +49,6 @@ export interface BridgeStub {
 }
 
 type Callable = (...args: unknown[]) => unknown;
-/** handle-journal's `digestArgs`, as the `__dk_digest.js` module of a replay run exports it. */
-export type ArgsDigest = (args: readonly unknown[]) => { digest: string };
 type CallbackWrapper = (answer: Answer) => Reply | Promise<Reply>;
 
 /** What a string or byte payload weighs at least against `maxRequestBytes` (bytes count as base64). */
@@ -83,7 +80,7 @@ export function errorFrom(record: unknown): Error {
 
 /**
  * True when `v` is data that crosses to the host unchanged (primitives, plain objects and arrays
- * of them, no tagged key): only such arguments are digested and answered in the isolate.
+ * of them, no tagged key): only calls with such arguments are answered in the isolate.
  */
 function isPlainData(v: unknown, depth: number): boolean {
   if (typeof v === "function" || typeof v === "symbol") return false;
@@ -122,8 +119,6 @@ export class IsolateRuntime {
   readonly #prefetched = new Map<string, PrefetchedAnswer>();
   /** Top-level calls sent or answered so far: mirrors the host's key counter (keys `"1"`, `"2"`, …). */
   #top = 0;
-  /** handle-journal's `digestArgs`, imported when answers were sent ahead; else null. */
-  #digest: ArgsDigest | null = null;
   /** Calls answered in the isolate and not yet reported to the host, in call order. */
   #answered: AnsweredCall[] = [];
   /** Handle ids of the objects and functions the host returned (to pass them back by id). */
@@ -145,16 +140,11 @@ export class IsolateRuntime {
 
   /**
    * Makes this a replay run: journaled answers go through `order`, each call sends its events, and
-   * a top-level call matching one of `answers` is answered here.
+   * a top-level call at the key of one of `answers`, to its module function, is answered here.
    */
-  replay(
-    order: DeliveryOrder,
-    answers: readonly PrefetchedAnswer[] = [],
-    digest: ArgsDigest | null = null,
-  ): void {
+  replay(order: DeliveryOrder, answers: readonly PrefetchedAnswer[] = []): void {
     this.#order = order;
-    this.#digest = digest;
-    if (digest !== null) for (const a of answers) this.#prefetched.set(a.key, a);
+    for (const a of answers) this.#prefetched.set(a.key, a);
   }
 
   /** The calls answered in the isolate since the last report, in call order (the list is handed over). */
@@ -206,8 +196,7 @@ export class IsolateRuntime {
       if (order === null) return bridge.invoke(id, method, wire, kind).then(this.#onAnswer);
       const local = top ? this.#prefetch(String(++this.#top), id, method, wire, kind) : null;
       if (local !== null) {
-        const answer = journaled(local.seq, local.at, local.answer);
-        return order.call(() => order.later(answer), this.#onAnswer);
+        return order.held(local.seq, local.at, local.answer, this.#onAnswer);
       }
       const answered = this.#answered.length > 0 ? this.takeAnswered() : undefined;
       return order.call(
@@ -220,9 +209,16 @@ export class IsolateRuntime {
   }
 
   /**
-   * The prefetched answer of top-level call `key` when it is that call (same module handle, method
-   * and argument digest, arguments plain data); the call is then queued for the report to the
-   * host. Null otherwise: the call goes to the host, which checks and answers it as before.
+   * The prefetched answer of top-level call `key` when it is a call of the same module function
+   * with arguments that are plain data; the call is then queued, with a copy of its arguments, for
+   * the report to the host. Null otherwise: the call goes to the host, which checks and answers it
+   * as before.
+   *
+   * The arguments are not compared here: the host digests the reported arguments and checks each
+   * call against the journal entry at its key before it runs anything else for this run (the next
+   * `invoke` carries the report, and the attempt's outcome is accepted only after it). A program
+   * whose arguments changed is failed there with `bridge/replay-diverged`, exactly as if the call
+   * had gone to the host; until then it has only been handed recorded answers.
    */
   #prefetch(
     key: string,
@@ -235,27 +231,20 @@ export class IsolateRuntime {
     if (entry === undefined) return null;
     this.#prefetched.delete(key);
     if (entry.id !== id || entry.method !== method || kind !== "plain") return null;
-    let primitives = true;
-    for (const v of args) if (typeof v === "object" && v !== null) primitives = false;
-    let digest: string;
     let sent = args;
-    try {
-      // A copy as Workers RPC would send them, read once: the digest and the report are of the
-      // same data (a getter cannot answer differently to each), and a later change by the
-      // program does not reach the report.
-      if (!primitives) sent = structuredClone(args);
-      if (!primitives && !isPlainData(sent, 0)) return null;
-      digest = (this.#digest as ArgsDigest)(sent).digest;
-    } catch {
-      return null;
+    for (const v of args) {
+      if (typeof v !== "object" || v === null) continue;
+      try {
+        // A copy as Workers RPC would send them, read once: a getter cannot answer the report
+        // differently, and a later change by the program does not reach it.
+        sent = structuredClone(args);
+      } catch {
+        return null;
+      }
+      if (!isPlainData(sent, 0)) return null;
+      break;
     }
-    if (digest !== entry.digest) return null;
-    this.#answered.push({
-      id,
-      method,
-      args: sent,
-      seq: entry.seq,
-    });
+    this.#answered.push({ id, method, args: sent, seq: entry.seq });
     return entry;
   }
 
@@ -540,11 +529,10 @@ export function replay(
   options: ReplayOptions,
   real: RealTimers,
   onTimerError: (error: unknown) => void,
-  digest: ArgsDigest | null = null,
 ): DeterministicIsolate {
   const isolate = new DeterministicIsolate(options, real, onTimerError);
   isolate.install(globalThis);
-  runtime.replay(isolate.order, options.answers, digest);
+  runtime.replay(isolate.order, options.answers);
   return isolate;
 }
 
