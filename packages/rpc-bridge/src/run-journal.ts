@@ -58,7 +58,7 @@ export type ReplayedCall =
 
 /**
  * A recorded top-level call whose answer is plain data or an error (no handles, not an interrupt
- * or marker): the isolate may answer it without calling the host (wire v5 `PrefetchedAnswer`).
+ * or marker): the isolate may answer it without calling the host (wire v5 `PrefetchedAnswers`).
  */
 export type PlainEntry = JournalCallName & { seq: number; at: number } & (
     | { kind: "value"; value: unknown }

@@ -30,12 +30,12 @@ import { SignalMirrors } from "./signal-mirrors";
 import { type ArgumentReader, readArgs, writeResult } from "./values";
 import {
   type Answer,
-  type AnsweredCall,
+  type AnsweredCalls,
   envelopeOf,
   failure,
   HALT,
   journaled,
-  type PrefetchedAnswer,
+  type PrefetchedAnswers,
   plain,
   type Reply,
   TAG,
@@ -134,8 +134,11 @@ export class Run {
   #suspension: RunInterrupt | undefined;
   /** Calls held while suspending, answered HALT when the attempt ends. */
   readonly #held: Array<(answer: Answer) => void> = [];
-  /** Seqs of the journal entries sent to the isolate to answer itself, not yet reported answered. */
-  readonly #prefetched = new Set<number>();
+  /**
+   * The journal entries sent to the isolate to answer itself, not yet reported answered, by seq:
+   * the module handle and function each was recorded for.
+   */
+  readonly #prefetched = new Map<number, { id: number; method: string }>();
   /** Rejects the `ctx.interrupt()` promises of a replay run when the attempt ends. */
   readonly #interrupts: Array<(error: unknown) => void> = [];
 
@@ -476,10 +479,17 @@ export class Run {
    * (`ReplayOptions.answers`); empty for a run that is not a replay run. Entries whose value would
    * register a handle, or whose module is not configured now, are left to the host.
    */
-  prefetch(): PrefetchedAnswer[] {
+  prefetch(): PrefetchedAnswers {
+    const out: PrefetchedAnswers = {
+      keys: [],
+      ids: [],
+      methods: [],
+      seqs: [],
+      ats: [],
+      answers: [],
+    };
     const journal = this.#journal;
-    if (journal === undefined) return [];
-    const out: PrefetchedAnswer[] = [];
+    if (journal === undefined) return out;
     for (const entry of journal.plain) {
       const module = this.#registry.bySpecifier.get(entry.module);
       if (module?.kind !== "host") continue;
@@ -487,15 +497,13 @@ export class Run {
         entry.kind === "error" ? failure(entry.record) : this.#plainAnswer(entry, entry.value);
       if (answer === null) continue;
       // Invariant: the isolate can report as answered only an entry it was sent.
-      this.#prefetched.add(entry.seq);
-      out.push({
-        key: entry.key,
-        id: module.handleId,
-        method: entry.method,
-        seq: entry.seq,
-        at: entry.at,
-        answer,
-      });
+      this.#prefetched.set(entry.seq, { id: module.handleId, method: entry.method });
+      out.keys.push(entry.key);
+      out.ids.push(module.handleId);
+      out.methods.push(entry.method);
+      out.seqs.push(entry.seq);
+      out.ats.push(entry.at);
+      out.answers.push(answer);
     }
     return out;
   }
@@ -538,25 +546,28 @@ export class Run {
    * @throws BridgeError `bridge/replay-diverged` (or `bridge/unsafe-to-repeat`) at the first call
    *   that is not the journal's entry the isolate answered it with.
    */
-  #checkAnswered(list: unknown): void {
+  #checkAnswered(report: unknown): void {
     const journal = this.#journal as RunJournal;
-    if (!Array.isArray(list)) {
+    const { seqs, args: argsList } = (report ?? {}) as Partial<AnsweredCalls>;
+    if (!Array.isArray(seqs) || !Array.isArray(argsList) || seqs.length !== argsList.length) {
       throw new BridgeError(
         "bridge/invalid-argument",
         "Malformed report of calls answered in the isolate (wire mismatch).",
       );
     }
-    for (const item of list as unknown[]) {
-      const { id, method, args, seq } = (item ?? {}) as Partial<AnsweredCall>;
-      const handle = typeof id === "number" ? this.#table.get(id) : undefined;
-      if (handle?.kind !== "module" || typeof seq !== "number" || !this.#prefetched.has(seq)) {
+    for (let i = 0; i < seqs.length; i++) {
+      const seq: unknown = seqs[i];
+      const args: unknown = argsList[i];
+      const sent = typeof seq === "number" ? this.#prefetched.get(seq) : undefined;
+      if (sent === undefined || !Array.isArray(args)) {
         throw new BridgeError(
           "bridge/replay-diverged",
-          `The isolate reported a call it answered with journal entry ${String(seq)}, which the host did not send it for a module call; the attempt is not trusted. Start a new execution.`,
+          `The isolate reported a call it answered with journal entry ${String(seq)}, which the host did not send it (or without its arguments); the attempt is not trusted. Start a new execution.`,
         );
       }
       const now = Date.now();
-      const call = this.#resolve(id, method, args, now, now);
+      // The call the isolate answered with an entry is a call of that entry's module function.
+      const call = this.#resolve(sent.id, sent.method, args, now, now);
       const entry = journal.match(this.#journalName(call));
       if ((entry?.outcome !== "value" && entry?.outcome !== "error") || entry.seq !== seq) {
         throw new BridgeError(
@@ -564,7 +575,7 @@ export class Run {
           `The replay diverged at call ${call.key} (${callLabel(call)}): the isolate answered it with journal entry ${seq}, which is not the entry recorded at that key. Start a new execution.`,
         );
       }
-      this.#prefetched.delete(seq);
+      this.#prefetched.delete(seq as number);
       this.#budget.admit(0);
     }
   }

@@ -24,8 +24,8 @@ import type { ErrorRecord } from "@durablekit/handle-journal";
  * the `events` window as `invoke`'s fifth argument (`EventWindow`), the `"journaled"`
  * answer envelope, `EvaluateOptions.replay` (`ReplayOptions`) and the `"diverged"` outcome.
  * Version 5 added, for replay runs only: the journal's plain answers sent ahead in
- * `ReplayOptions.answers` (`PrefetchedAnswer`), answered inside the isolate without a call to the
- * host, and reported back in order (`AnsweredCall`) as `invoke`'s sixth argument and in the
+ * `ReplayOptions.answers` (`PrefetchedAnswers`), answered inside the isolate without a call to the
+ * host, and reported back in order (`AnsweredCalls`) as `invoke`'s sixth argument and in the
  * outcome's `answered`.
  *
  * Host and isolate runtime always come from one build, so the number serves replay runs: it is part
@@ -112,34 +112,35 @@ export type Outcome = (
   | { kind: "threw" | "unhandled-rejection" | "timer-error" | "diverged"; record: ErrorRecord }
 ) & {
   /** Replay runs: the calls answered inside the isolate since the last `invoke`, in call order. */
-  answered?: AnsweredCall[];
+  answered?: AnsweredCalls;
 };
 
 /**
- * A journal entry of a replay run the isolate may answer itself (wire v5): a top-level call (key
- * `"1"`, `"2"`, …) to exported function `method` of host module handle `id`, recorded with a plain
- * answer or an error (never handles, never an interrupt or marker) as entry `seq` at `at` (epoch
- * ms). The call's arguments are checked by the host, from the isolate's report ({@link AnsweredCall}).
+ * The journal entries of a replay run the isolate may answer itself (wire v5), one column per
+ * field (entry `i` is `keys[i]`, `ids[i]`, …, so a thousand entries cross Workers RPC as six arrays,
+ * not a thousand objects): a top-level call (key `"1"`, `"2"`, …) to exported function
+ * `methods[i]` of host module handle `ids[i]`, recorded with a plain answer or an error (never
+ * handles, never an interrupt or marker) as entry `seqs[i]` at `ats[i]` (epoch ms), answered with
+ * `answers[i]`. The calls' arguments are checked by the host, from the report ({@link AnsweredCalls}).
  */
-export interface PrefetchedAnswer {
-  key: string;
-  id: number;
-  method: string;
-  seq: number;
-  at: number;
-  answer: Answer;
+export interface PrefetchedAnswers {
+  keys: string[];
+  ids: number[];
+  methods: string[];
+  seqs: number[];
+  ats: number[];
+  answers: Answer[];
 }
 
 /**
- * A call the isolate answered from a {@link PrefetchedAnswer} (entry `seq`), reported to the host
- * with its arguments as they were when it was made. The host keys it, digests its arguments and
- * checks it against its journal, in order, before the call that carries the report.
+ * The calls the isolate answered from {@link PrefetchedAnswers}, in call order, one column per
+ * field: call `i` was answered with entry `seqs[i]` and made with `args[i]` (as they were when it
+ * was made). The host keys each as a call of that entry's module function, digests its arguments
+ * and checks it against its journal, in order, before the call that carries the report.
  */
-export interface AnsweredCall {
-  id: number;
-  method: string;
-  args: unknown[];
-  seq: number;
+export interface AnsweredCalls {
+  seqs: number[];
+  args: unknown[][];
 }
 
 /**
@@ -153,7 +154,7 @@ export interface ReplayOptions {
   startedAt: number;
   schedule: number[];
   /** The journal's plain answers of top-level calls, which the isolate answers without the host. */
-  answers?: PrefetchedAnswer[];
+  answers?: PrefetchedAnswers;
 }
 
 /** The isolate-side options `evaluate` takes. */

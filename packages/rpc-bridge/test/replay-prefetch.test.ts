@@ -2,7 +2,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Execution } from "../src/index";
-import type { EvaluateOptions } from "../src/wire";
+import type { Answer, EvaluateOptions } from "../src/wire";
 import type { BridgeTraffic } from "./fixtures/counting-loader";
 import type { ReplayFixture } from "./fixtures/worker";
 import { freshReplay, inReplay, storedCounters } from "./helpers";
@@ -95,9 +95,9 @@ describe("replay: recorded plain calls are answered inside the isolate", () => {
     ).toBe("interrupted");
     const resumed = await inReplay(stub, (i) => {
       // A lying isolate: it claims call 1 took the answer recorded at key 2, and call 2 that of key 1.
-      i.loader.forge = (answered) => {
-        const [one, two] = answered;
-        if (one !== undefined && two !== undefined) [one.seq, two.seq] = [two.seq, one.seq];
+      i.loader.forge = ({ seqs }) => {
+        const [one, two] = seqs;
+        if (one !== undefined && two !== undefined) [seqs[0], seqs[1]] = [two, one];
       };
       return i.executor.resume("swap-1", { approved: true });
     });
@@ -118,7 +118,8 @@ describe("replay: recorded plain calls are answered inside the isolate", () => {
     const resumed = await inReplay(stub, (i) => {
       // The createJob entry (seq 1) holds a handle: it is never sent ahead.
       i.loader.forge = (answered) => {
-        answered.unshift({ id: 1, method: "createJob", args: [{ name: "j" }], seq: 1 });
+        answered.seqs.unshift(1);
+        answered.args.unshift([{ name: "j" }]);
       };
       return i.executor.resume("forge-1", { approved: true });
     });
@@ -169,8 +170,8 @@ describe("replay: recorded plain calls are answered inside the isolate", () => {
     // The isolate is handed another first answer: its second call is made with other arguments
     // than recorded, and still answered in the isolate (the isolate does not compare arguments).
     const resumed = await resumeCounted(stub, "args-1", (options) => {
-      const first = options.replay?.answers?.[0];
-      if (first !== undefined) (first as { answer: unknown }).answer = 41;
+      const answers = options.replay?.answers;
+      if (answers !== undefined) answers.answers[0] = 41 as unknown as Answer;
     });
     expect(resumed.execution.state).toBe("failed");
     expect(resumed.execution.error?.code).toBe("bridge/replay-diverged");

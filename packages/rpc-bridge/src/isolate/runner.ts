@@ -139,7 +139,7 @@ export default class Runner extends WorkerEntrypoint {
 /** A replay run's outcome carries the calls answered in the isolate that no invoke reported yet. */
 function reported(outcome: Outcome): Outcome {
   const answered = takeAnswered();
-  return answered.length === 0 ? outcome : { ...outcome, answered };
+  return answered.seqs.length === 0 ? outcome : { ...outcome, answered };
 }
 
 /**

@@ -2,7 +2,7 @@ import { type ErrorRecord, fromErrorRecord } from "@durablekit/handle-journal";
 import { safeErrorRecord } from "../safe-error-record";
 import {
   type Answer,
-  type AnsweredCall,
+  type AnsweredCalls,
   type ArgsKind,
   type EvaluateOptions,
   type EventWindow,
@@ -10,7 +10,7 @@ import {
   type FunctionDescriptor,
   isPlainObject,
   MAX_DEPTH,
-  type PrefetchedAnswer,
+  type PrefetchedAnswers,
   plain,
   type ReplayOptions,
   type Reply,
@@ -41,7 +41,7 @@ export interface BridgeStub {
     args: unknown[],
     kind: ArgsKind,
     events?: EventWindow,
-    answered?: AnsweredCall[],
+    answered?: AnsweredCalls,
   ): Promise<Answer>;
   dispose(handleId: number): Promise<void>;
   abort(signalId: number, reason: ErrorRecord): Promise<void>;
@@ -115,12 +115,14 @@ export class IsolateRuntime {
   #maxRequest = Number.POSITIVE_INFINITY;
   /** A replay run's delivery order, through which journaled answers reach the program; else null. */
   #order: DeliveryOrder | null = null;
-  /** A replay run's prefetched answers by top-level key; consumed as their keys come. */
-  readonly #prefetched = new Map<string, PrefetchedAnswer>();
+  /** The index in `#answers` of a replay run's prefetched answer by top-level key; consumed as keys come. */
+  readonly #prefetched = new Map<string, number>();
+  /** The answers sent ahead (`#prefetched` maps a key to its index); null when none were. */
+  #answers: PrefetchedAnswers | null = null;
   /** Top-level calls sent or answered so far: mirrors the host's key counter (keys `"1"`, `"2"`, …). */
   #top = 0;
   /** Calls answered in the isolate and not yet reported to the host, in call order. */
-  #answered: AnsweredCall[] = [];
+  #answered: AnsweredCalls = { seqs: [], args: [] };
   /** Handle ids of the objects and functions the host returned (to pass them back by id). */
   readonly #ids = new WeakMap<object, number>();
   readonly #byId = new Map<number, object>();
@@ -142,15 +144,18 @@ export class IsolateRuntime {
    * Makes this a replay run: journaled answers go through `order`, each call sends its events, and
    * a top-level call at the key of one of `answers`, to its module function, is answered here.
    */
-  replay(order: DeliveryOrder, answers: readonly PrefetchedAnswer[] = []): void {
+  replay(order: DeliveryOrder, answers?: PrefetchedAnswers): void {
     this.#order = order;
-    for (const a of answers) this.#prefetched.set(a.key, a);
+    if (answers === undefined) return;
+    this.#answers = answers;
+    const keys = answers.keys;
+    for (let i = 0; i < keys.length; i++) this.#prefetched.set(keys[i] as string, i);
   }
 
   /** The calls answered in the isolate since the last report, in call order (the list is handed over). */
-  takeAnswered(): AnsweredCall[] {
+  takeAnswered(): AnsweredCalls {
     const list = this.#answered;
-    this.#answered = [];
+    this.#answered = { seqs: [], args: [] };
     return list;
   }
 
@@ -194,11 +199,17 @@ export class IsolateRuntime {
     try {
       const order = this.#order;
       if (order === null) return bridge.invoke(id, method, wire, kind).then(this.#onAnswer);
-      const local = top ? this.#prefetch(String(++this.#top), id, method, wire, kind) : null;
-      if (local !== null) {
-        return order.held(local.seq, local.at, local.answer, this.#onAnswer);
+      const local = top ? this.#prefetch(String(++this.#top), id, method, wire, kind) : -1;
+      if (local >= 0) {
+        const a = this.#answers as PrefetchedAnswers;
+        return order.held(
+          a.seqs[local] as number,
+          a.ats[local] as number,
+          a.answers[local] as Answer,
+          this.#onAnswer,
+        );
       }
-      const answered = this.#answered.length > 0 ? this.takeAnswered() : undefined;
+      const answered = this.#answered.seqs.length > 0 ? this.takeAnswered() : undefined;
       return order.call(
         (events) => bridge.invoke(id, method, wire, kind, events, answered),
         this.#onAnswer,
@@ -209,10 +220,10 @@ export class IsolateRuntime {
   }
 
   /**
-   * The prefetched answer of top-level call `key` when it is a call of the same module function
-   * with arguments that are plain data; the call is then queued, with a copy of its arguments, for
-   * the report to the host. Null otherwise: the call goes to the host, which checks and answers it
-   * as before.
+   * The index of the prefetched answer of top-level call `key` when it is a call of the same module
+   * function with arguments that are plain data; the call is then queued, with a copy of its
+   * arguments, for the report to the host. -1 otherwise: the call goes to the host, which checks and
+   * answers it as before.
    *
    * The arguments are not compared here: the host digests the reported arguments and checks each
    * call against the journal entry at its key before it runs anything else for this run (the next
@@ -220,17 +231,12 @@ export class IsolateRuntime {
    * whose arguments changed is failed there with `bridge/replay-diverged`, exactly as if the call
    * had gone to the host; until then it has only been handed recorded answers.
    */
-  #prefetch(
-    key: string,
-    id: number,
-    method: string,
-    args: unknown[],
-    kind: ArgsKind,
-  ): PrefetchedAnswer | null {
-    const entry = this.#prefetched.get(key);
-    if (entry === undefined) return null;
+  #prefetch(key: string, id: number, method: string, args: unknown[], kind: ArgsKind): number {
+    const index = this.#prefetched.get(key);
+    if (index === undefined) return -1;
     this.#prefetched.delete(key);
-    if (entry.id !== id || entry.method !== method || kind !== "plain") return null;
+    const a = this.#answers as PrefetchedAnswers;
+    if (a.ids[index] !== id || a.methods[index] !== method || kind !== "plain") return -1;
     let sent = args;
     for (const v of args) {
       if (typeof v !== "object" || v === null) continue;
@@ -239,13 +245,14 @@ export class IsolateRuntime {
         // differently, and a later change by the program does not reach it.
         sent = structuredClone(args);
       } catch {
-        return null;
+        return -1;
       }
-      if (!isPlainData(sent, 0)) return null;
+      if (!isPlainData(sent, 0)) return -1;
       break;
     }
-    this.#answered.push({ id, method, args: sent, seq: entry.seq });
-    return entry;
+    this.#answered.seqs.push(a.seqs[index] as number);
+    this.#answered.args.push(sent);
+    return index;
   }
 
   /** A host module's export: a function calling `method` of handle `id` (a top-level call). */
@@ -537,7 +544,7 @@ export function replay(
 }
 
 /** The calls answered in the isolate not yet reported to the host, in call order (handed over). */
-export function takeAnswered(): AnsweredCall[] {
+export function takeAnswered(): AnsweredCalls {
   return runtime.takeAnswered();
 }
 
