@@ -503,6 +503,10 @@ function checkOptions(options: EncodeOptions | undefined): void {
 /** Walks and stringifies; `options.maxValueBytes` is checked by the callers. */
 function encodeText(value: unknown, options: EncodeOptions | undefined): string {
   checkOptions(options);
+  // A call's arguments are most often a short array of JSON primitives: JSON already, no walk.
+  if (isFlatJsonArray(value) && (options?.maxDepth ?? DEFAULT_MAX_DEPTH) >= 1) {
+    return `{"json":${JSON.stringify(value)}}`;
+  }
   const encoder = new Encoder(
     options?.path ?? "value",
     options?.maxDepth ?? DEFAULT_MAX_DEPTH,
@@ -515,6 +519,26 @@ function encodeText(value: unknown, options: EncodeOptions | undefined): string 
   return ann === undefined
     ? `{"json":${json}}`
     : `{"json":${json},"meta":{"values":${JSON.stringify(ann)},"v":1}}`;
+}
+
+/** Most items {@link isFlatJsonArray} looks at; longer arrays take the walk. */
+const FLAT_MAX_ITEMS = 16;
+
+/**
+ * True for an array (of the realm's `Array`, no holes) of at most {@link FLAT_MAX_ITEMS} strings,
+ * booleans, nulls and finite numbers other than -0: what the walk leaves unchanged and
+ * unannotated, so its encoding is its JSON.
+ */
+function isFlatJsonArray(value: unknown): value is unknown[] {
+  if (!Array.isArray(value) || value.length > FLAT_MAX_ITEMS) return false;
+  if (Object.getPrototypeOf(value) !== Array.prototype) return false;
+  for (let i = 0; i < value.length; i++) {
+    const v: unknown = value[i];
+    if (typeof v === "string" || typeof v === "boolean" || v === null) continue;
+    if (typeof v === "number" && Number.isFinite(v) && (v !== 0 || 1 / v > 0)) continue;
+    return false;
+  }
+  return true;
 }
 
 function sizeOf(text: string, options: EncodeOptions | undefined): number {
