@@ -60,10 +60,12 @@ export type ReplayedCall =
  * A recorded top-level call whose answer is plain data or an error (no handles, not an interrupt
  * or marker): the isolate may answer it without calling the host (wire v5 `PrefetchedAnswers`).
  */
-export type PlainEntry = JournalCallName & { seq: number; at: number } & (
-    | { kind: "value"; value: unknown }
-    | { kind: "error"; record: ErrorRecord }
-  );
+export type PlainEntry = JournalCallName & {
+  seq: number;
+  at: number;
+  /** The length of the entry's codec text: what sending its answer ahead weighs, about. */
+  chars: number;
+} & ({ kind: "value"; value: unknown } | { kind: "error"; record: ErrorRecord });
 
 /** What a recorded (or resolved) entry tells the isolate: its order and time. */
 export interface Recorded {
@@ -158,6 +160,7 @@ export class RunJournal {
           argsDigest: entry.argsDigest,
           seq: entry.seq,
           at: entry.recordedAt,
+          chars: entry.payload?.length ?? 0,
         };
         const r = body.r;
         plain.push(

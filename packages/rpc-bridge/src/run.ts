@@ -86,6 +86,14 @@ function handledRejection(error: unknown): Promise<never> {
 
 const RESPONSE_LIMIT = "bridge/limit-response-bytes";
 
+/**
+ * At most this much journal text (UTF-16 code units) of answers is sent ahead with an attempt. Its
+ * answers cross in the one `evaluate` message, which Workers RPC caps at 32 MiB, and the isolate
+ * holds them while it runs; a journal that grew past it over many resumes replays the rest through
+ * the host.
+ */
+export const PREFETCH_MAX_CHARS = 4 * 1024 * 1024;
+
 /** The refusal of a function, callback or stream in a replay run, saying what to do instead. */
 function notReplayable(call: CallState, what: string, instead?: string): BridgeError {
   return new BridgeError(
@@ -477,7 +485,8 @@ export class Run {
   /**
    * The journal's plain answers of top-level calls, for the isolate to answer those calls itself
    * (`ReplayOptions.answers`); empty for a run that is not a replay run. Entries whose value would
-   * register a handle, or whose module is not configured now, are left to the host.
+   * register a handle, whose module is not configured now, or past {@link PREFETCH_MAX_CHARS} of
+   * journal text, are left to the host.
    */
   prefetch(): PrefetchedAnswers {
     const out: PrefetchedAnswers = {
@@ -490,12 +499,16 @@ export class Run {
     };
     const journal = this.#journal;
     if (journal === undefined) return out;
+    let budget = PREFETCH_MAX_CHARS;
     for (const entry of journal.plain) {
+      // Over the budget, an answer stays on the host, which answers its call as before.
+      if (entry.chars > budget) continue;
       const module = this.#registry.bySpecifier.get(entry.module);
       if (module?.kind !== "host") continue;
       const answer =
         entry.kind === "error" ? failure(entry.record) : this.#plainAnswer(entry, entry.value);
       if (answer === null) continue;
+      budget -= entry.chars;
       // Invariant: the isolate can report as answered only an entry it was sent.
       this.#prefetched.set(entry.seq, { id: module.handleId, method: entry.method });
       out.keys.push(entry.key);

@@ -2,6 +2,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Execution } from "../src/index";
+import { PREFETCH_MAX_CHARS } from "../src/run";
 import type { Answer, EvaluateOptions } from "../src/wire";
 import type { BridgeTraffic } from "./fixtures/counting-loader";
 import type { ReplayFixture } from "./fixtures/worker";
@@ -295,5 +296,73 @@ describe("replay: recorded plain calls are answered inside the isolate", () => {
     const counters = await storedCounters(third);
     // slow(300) started in attempts 1 and 2, slow(301) in attempts 2 and 3; each echo ran once.
     expect(counters).toMatchObject({ echoes: 4, slowStarts: 4, slowEnds: 2 });
+  });
+});
+
+describe("replay: answers in the isolate stay in step with the host and bounded", () => {
+  const refusedFirst = (arg: string) => `
+    import { echo, approval } from "test:replay";
+    class Point { constructor() { this.x = 1; } }
+    export default async function () {
+      const refused = await echo(${arg}).then(
+        (v) => "sent: " + JSON.stringify(v),
+        (e) => "refused: " + e.name,
+      );
+      const one = await echo(1);
+      const two = await echo(2);
+      const answer = await approval("ok?");
+      return { refused, one, two, answer };
+    }
+  `;
+
+  for (const [what, arg] of [
+    ["a class instance", "new Point()"],
+    ["a symbol", "Symbol('s')"],
+  ] as const) {
+    it(`replays a run in which Workers RPC refused a call's arguments (${what}), which the host never keyed: later calls get their own recorded answers`, async () => {
+      const stub = freshReplay();
+      const id = `refused-${what.replaceAll(" ", "-")}`;
+      const first = await inReplay(stub, (i) =>
+        i.executor.execute(refusedFirst(arg), undefined, { id }),
+      );
+      expect(first.state).toBe("interrupted");
+      expect((await storedCounters(stub)).echoes).toBe(2);
+      const resumed = await resumeCounted(stub, id);
+      expect(resumed.execution.state).toBe("completed");
+      const result = resumed.execution.result as Record<string, unknown>;
+      expect(result.refused).toMatch(/^refused: /);
+      expect(result).toMatchObject({ one: 1, two: 2, answer: { approved: true } });
+      // Both echoes came from the journal: nothing ran again.
+      expect((await storedCounters(stub)).echoes).toBe(2);
+      expect(resumed.traffic.prefetched).toBe(3);
+    });
+  }
+
+  it("sends ahead at most PREFETCH_MAX_CHARS of journal text; the calls past it are answered by the host from the journal", async () => {
+    const stub = freshReplay();
+    const source = `
+      import { echo, approval } from "test:replay";
+      export default async function () {
+        let total = 0;
+        for (let i = 0; i < 6; i++) total += (await echo(String(i).repeat(900000))).length;
+        const answer = await approval("ok?");
+        return { total, answer };
+      }
+    `;
+    const first = await inReplay(stub, (i) =>
+      i.executor.execute(source, undefined, { id: "budget" }),
+    );
+    expect(first.state).toBe("interrupted");
+    const resumed = await resumeCounted(stub, "budget");
+    expect(resumed.execution).toMatchObject({
+      state: "completed",
+      result: { total: 5_400_000, answer: { approved: true } },
+    });
+    // 4 answers of 900,000 characters fit the 4 MiB budget, with the interrupt's; the last 2 echoes
+    // went to the host, which answered them from the journal without running them.
+    expect(PREFETCH_MAX_CHARS).toBe(4 * 1024 * 1024);
+    expect(resumed.traffic.prefetched).toBe(5);
+    expect(resumed.traffic.invokes).toBe(2);
+    expect((await storedCounters(stub)).echoes).toBe(6);
   });
 });

@@ -131,6 +131,16 @@ export class DeliveryOrder {
     const events: EventWindow = { from: this.#acked, list: this.#log.slice(this.#acked) };
     this.#inflight++;
     this.#disarmStall();
+    let sent: Promise<Answer>;
+    try {
+      sent = send(events);
+    } catch (error) {
+      // Nothing was sent (e.g. arguments Workers RPC cannot serialize): no call is in flight, and
+      // the stall watch resumes in a later turn, never inside the program's own call.
+      this.#inflight--;
+      this.#turn();
+      return Promise.reject(error);
+    }
     return new Promise((resolve, reject) => {
       const deliver = (answer: Answer): void => {
         try {
@@ -139,7 +149,7 @@ export class DeliveryOrder {
           reject(error);
         }
       };
-      send(events).then(
+      sent.then(
         (answer) => {
           this.#inflight--;
           this.#busy = false;

@@ -79,22 +79,34 @@ export function errorFrom(record: unknown): Error {
 }
 
 /**
- * True when `v` is data that crosses to the host unchanged (primitives, plain objects and arrays
- * of them, no tagged key): only calls with such arguments are answered in the isolate.
+ * True when `v` is data that crosses to the host unchanged (primitives but symbols, plain objects
+ * and arrays of them with data properties only, no tagged key): only calls with such arguments are
+ * answered in the isolate. It reads property descriptors, never values through getters, so the
+ * check runs no program code (but a Proxy's traps, and a Proxy is then refused by the copy).
  */
 function isPlainData(v: unknown, depth: number): boolean {
   if (typeof v === "function" || typeof v === "symbol") return false;
   if (typeof v !== "object" || v === null) return true;
   if (depth > MAX_DEPTH) return false;
   if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) if (!isPlainData(v[i], depth + 1)) return false;
+    if (Object.getPrototypeOf(v) !== Array.prototype) return false;
+    for (let i = 0; i < v.length; i++) {
+      const d = Object.getOwnPropertyDescriptor(v, i);
+      if (d === undefined) continue;
+      if (!("value" in d) || !isPlainData(d.value, depth + 1)) return false;
+    }
     return true;
   }
   if (Object.getPrototypeOf(v) !== Object.prototype || Object.hasOwn(v, TAG)) return false;
   for (const k of Object.keys(v)) {
-    if (!isPlainData((v as Record<string, unknown>)[k], depth + 1)) return false;
+    const d = Object.getOwnPropertyDescriptor(v, k);
+    if (d === undefined || !("value" in d) || !isPlainData(d.value, depth + 1)) return false;
   }
   return true;
+}
+
+function sameAnswer(answer: Answer): Answer {
+  return answer;
 }
 
 /** Never settles: the run has ended and this isolate makes no more progress through the bridge. */
@@ -202,16 +214,14 @@ export class IsolateRuntime {
       const local = top ? this.#prefetch(String(++this.#top), id, method, wire, kind) : -1;
       if (local >= 0) {
         const a = this.#answers as PrefetchedAnswers;
-        return order.held(
-          a.seqs[local] as number,
-          a.ats[local] as number,
-          a.answers[local] as Answer,
-          this.#onAnswer,
-        );
+        const answer = a.answers[local] as Answer;
+        // Used once: the isolate does not keep it for the rest of the attempt.
+        (a.answers as unknown[])[local] = null;
+        return order.held(a.seqs[local] as number, a.ats[local] as number, answer, this.#onAnswer);
       }
       const answered = this.#answered.seqs.length > 0 ? this.takeAnswered() : undefined;
       return order.call(
-        (events) => bridge.invoke(id, method, wire, kind, events, answered),
+        (events) => this.#send(bridge, id, method, wire, kind, events, answered, top),
         this.#onAnswer,
       );
     } catch (error) {
@@ -239,20 +249,56 @@ export class IsolateRuntime {
     if (a.ids[index] !== id || a.methods[index] !== method || kind !== "plain") return -1;
     let sent = args;
     for (const v of args) {
+      // A symbol does not cross Workers RPC: the call goes to the host and fails there as it did live.
+      if (typeof v === "symbol") return -1;
       if (typeof v !== "object" || v === null) continue;
+      // Checked as the program passed them: a class instance or a getter, which Workers RPC does
+      // not send as data, goes to the host, where it fails (or crosses) exactly as it did live.
+      if (!isPlainData(args, 0)) return -1;
       try {
-        // A copy as Workers RPC would send them, read once: a getter cannot answer the report
-        // differently, and a later change by the program does not reach it.
+        // A copy, so a later change by the program does not reach the report.
         sent = structuredClone(args);
       } catch {
         return -1;
       }
-      if (!isPlainData(sent, 0)) return -1;
       break;
     }
     this.#answered.seqs.push(a.seqs[index] as number);
     this.#answered.args.push(sent);
     return index;
+  }
+
+  /**
+   * A replay run's `invoke`, kept in step with the host's keys. A call that never reaches the host
+   * (Workers RPC refuses its arguments) takes no key there: when the refusal is immediate, the
+   * isolate gives its key back and keeps the report for the next call; when it comes later, the
+   * isolate stops answering calls itself for the rest of the attempt, so every later call is keyed
+   * by the host (a report already lost with it fails the run, as any lost report does).
+   */
+  #send(
+    bridge: BridgeStub,
+    id: number,
+    method: string,
+    wire: unknown[],
+    kind: ArgsKind,
+    events: EventWindow,
+    answered: AnsweredCalls | undefined,
+    top: boolean,
+  ): Promise<Answer> {
+    let sent: Promise<Answer>;
+    try {
+      sent = bridge.invoke(id, method, wire, kind, events, answered);
+    } catch (error) {
+      if (top) this.#top--;
+      if (answered !== undefined) this.#answered = answered;
+      throw error;
+    }
+    if (!top || this.#prefetched.size === 0) return sent;
+    // (A Workers RPC promise's `then` takes a function for both arguments.)
+    return sent.then(sameAnswer, (error: unknown) => {
+      this.#prefetched.clear();
+      throw error;
+    });
   }
 
   /** A host module's export: a function calling `method` of handle `id` (a top-level call). */
