@@ -304,8 +304,8 @@ export class Executor implements AlarmPart {
    * with `value` without its host code running again. Resolves how the run ends (or is
    * interrupted again), like `execute`.
    * @throws BridgeError `bridge/not-found` (no such execution), `bridge/conflict` (not
-   *   interrupted: running, ended, or already resumed), `bridge/limit-input-bytes` or
-   *   `bridge/unserializable` (`value` is not data within `maxInputBytes`), `bridge/invalid-argument`.
+   *   interrupted: running, ended, or already resumed; or its journal refused the value),
+   *   `bridge/limit-input-bytes` or `bridge/unserializable` (`value` is not data within `maxInputBytes`), `bridge/invalid-argument`.
    */
   async resume(
     executionId: string,
@@ -360,7 +360,15 @@ export class Executor implements AlarmPart {
     if (entry !== undefined) {
       const payload = resumedBody(entry, value);
       const at = this.#now();
-      port.resolve(executionId, key, "value", payload, at);
+      if (!port.resolve(executionId, key, "value", payload, at)) {
+        // The journal no longer holds the interrupt as pending (another writer answered it): the
+        // value was not recorded, so it is not delivered. The run is left to recovery, whose
+        // replay meets what the journal holds.
+        throw new BridgeError(
+          "bridge/conflict",
+          `Execution "${executionId}": its journal did not take the resume value (the interrupt at call ${key} is no longer pending there); the value was not used.`,
+        );
+      }
       // The attempt replays from the entries read above, the interrupt resolved: one read in all.
       resumed = entries.map((e) =>
         e === entry ? { ...e, outcome: "value" as const, payload, recordedAt: at } : e,

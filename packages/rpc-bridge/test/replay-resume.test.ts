@@ -148,3 +148,38 @@ describe("replay: interrupt and resume", () => {
     expect(await storedCounters(after)).toMatchObject({ echoes: 2, slowStarts: 2 });
   });
 });
+
+describe("replay: a journal that refuses the resume value", () => {
+  it("answers resume with bridge/conflict when the journal does not record the value, and the program never sees it", async () => {
+    const stub = freshReplay();
+    const program = `import { echo, approval } from "test:replay";
+      export default async () => [await echo(1), await approval("ok?")];`;
+    const first = await inReplay(stub, (i, state) =>
+      i.executor.execute(program, undefined, { id: "r-6", journal: new JournalStore(state) }),
+    );
+    expect(first.state).toBe("interrupted");
+    const outcome = await inReplay(stub, async (i, state) => {
+      const store = new JournalStore(state);
+      // A port whose pending entry was answered by another writer: resolve refuses, writing nothing.
+      const refusing = Object.assign(Object.create(store), {
+        lookup: (id: string) => store.lookup(id),
+        record: (entry: Parameters<JournalStore["record"]>[0]) => store.record(entry),
+        resolve: () => false,
+      }) as JournalStore;
+      const error = await i.executor.resume("r-6", { approved: true }, { journal: refusing }).then(
+        () => null,
+        (e: { code?: string; message?: string }) => e,
+      );
+      const entries = store.entries("r-6").map((e) => [e.key, e.outcome]);
+      return { code: error?.code, message: error?.message, entries };
+    });
+    expect(outcome.code).toBe("bridge/conflict");
+    expect(outcome.message).toContain("call 2");
+    // The interrupt is still pending: the value reached neither the journal nor the program.
+    expect(outcome.entries).toEqual([
+      ["1", "value"],
+      ["2", "interrupt"],
+    ]);
+    expect(await storedCounters(stub)).toMatchObject({ echoes: 1, approvals: 1 });
+  });
+});
