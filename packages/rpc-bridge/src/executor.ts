@@ -305,7 +305,8 @@ export class Executor implements AlarmPart {
    * interrupted again), like `execute`.
    * @throws BridgeError `bridge/not-found` (no such execution), `bridge/conflict` (not
    *   interrupted: running, ended, or already resumed; or its journal refused the value),
-   *   `bridge/limit-input-bytes` or `bridge/unserializable` (`value` is not data within `maxInputBytes`), `bridge/invalid-argument`.
+   *   `bridge/limit-input-bytes` or `bridge/unserializable` (`value` is not data within
+   *   `maxInputBytes`), `bridge/invalid-argument`.
    */
   async resume(
     executionId: string,
