@@ -1,5 +1,6 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { JournalStore } from "@durablekit/handle-journal";
 import { countingState } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { freshReplay, inReplay, storedCounters } from "./helpers";
@@ -16,22 +17,27 @@ describe("replay: the journal", () => {
         `import { echo, charge } from "test:replay"; export default async () => { ${calls} return 1; };`;
       const journalRows = () =>
         counting.counts(mark, /dk_journal_entries|dk_journal_chunks/).rowsWritten;
+      const allRows = () => counting.counts(mark).rowsWritten;
       // The first replay run creates the journal's tables; measure from the second on.
       await executor.execute(program("await echo(0);"), undefined, { id: "rows-warm" });
       let mark = counting.mark();
       await executor.execute(program(""), undefined, { id: "rows-0" });
       const base = journalRows();
+      const baseAll = allRows();
       mark = counting.mark();
       await executor.execute(program("for (let i = 0; i < 10; i++) await echo(i);"), undefined, {
         id: "rows-10",
       });
       const ten = journalRows();
+      // Every table: the calls add their journal rows and nothing else (the execution's own rows
+      // are the same for 0 and 10 calls).
+      const tenAll = allRows() - baseAll;
       mark = counting.mark();
       await executor.execute(program("await charge();"), undefined, { id: "rows-unsafe" });
       const unsafe = journalRows();
-      return { base, ten, unsafe };
+      return { base, ten, tenAll, unsafe };
     });
-    expect(counts).toEqual({ base: 0, ten: 10, unsafe: 2 });
+    expect(counts).toEqual({ base: 0, ten: 10, tenAll: 10, unsafe: 2 });
   });
 
   it("delivers an error with a code and props thrown by a host function identically live and replayed", async () => {
@@ -180,5 +186,55 @@ describe("replay: what a replay run refuses", () => {
     expect(result.opaque?.message).toContain("[handle.serialize]");
     expect(result.unrevivable?.message).toContain("Ghost");
     expect(result.unsafeFn).toBe(42);
+  });
+});
+
+describe("replay: keys and refusals", () => {
+  it("keys a call before admission and journals its refusal, so a limit raised before the resume neither runs it nor shifts the keys after it", async () => {
+    const stub = freshReplay();
+    const program = `
+      import { echo, slow, approval } from "test:replay";
+      export default async function () {
+        const [waited, refused] = await Promise.all([
+          slow(30),
+          echo("second").catch((e) => e.code),
+        ]);
+        const third = await echo("third");
+        const answer = await approval("ok?");
+        return { waited, refused, third, answer };
+      }
+    `;
+    const first = await inReplay(stub, (i) =>
+      i.create({ limits: { maxConcurrentCalls: 1 } }).execute(program, undefined, { id: "keys-1" }),
+    );
+    expect(first.state).toBe("interrupted");
+    const recorded = await inReplay(stub, (_i, state) =>
+      new JournalStore(state)
+        .entries("keys-1")
+        .map((e) => [e.key, e.method, e.outcome])
+        .sort((a, b) => Number(a[0]) - Number(b[0])),
+    );
+    // The refused call took key 2 and its refusal is the entry there.
+    expect(recorded).toEqual([
+      ["1", "slow", "value"],
+      ["2", "echo", "error"],
+      ["3", "echo", "value"],
+      ["4", "approval", "interrupt"],
+    ]);
+    const before = await storedCounters(stub);
+    expect(before).toMatchObject({ echoes: 1, slowStarts: 1, approvals: 1 });
+    // Resumed by an executor with the default limit (32 calls at once): the call would now be
+    // admitted, but the journal answers it with its refusal and key 3 stays echo("third").
+    const resumed = await inReplay(stub, (i) => i.create().resume("keys-1", { approved: true }));
+    expect(resumed).toMatchObject({
+      state: "completed",
+      result: {
+        waited: 30,
+        refused: "bridge/limit-concurrency",
+        third: "third",
+        answer: { approved: true },
+      },
+    });
+    expect(await storedCounters(stub)).toMatchObject({ echoes: 1, slowStarts: 1, approvals: 1 });
   });
 });
