@@ -161,23 +161,31 @@ describe("replay: what a replay run refuses", () => {
     const stub = freshReplay();
     const out = await inReplay(stub, (i) =>
       i.executor.execute(
-        `import { fn, unsafeFn, stream, takesCallback, opaque, unrevivable } from "test:replay";
+        `import { fn, unsafeFn, stream, takesCallback, takesStream, opaque, unrevivable, unsafeStream, unsafeCallback, unsafeTakesStream } from "test:replay";
          const refusal = async (call) => { try { await call(); return "allowed"; } catch (e) { return { code: e.code, message: e.message }; } };
+         const body = () => new Response("sent").body;
          export default async () => ({
            fn: await refusal(() => fn()),
            stream: await refusal(() => stream()),
            callback: await refusal(() => takesCallback(async (n) => n)),
+           streamArgument: await refusal(() => takesStream(body())),
            opaque: await refusal(() => opaque()),
            unrevivable: await refusal(() => unrevivable()),
            unsafeFn: await (await unsafeFn())(21),
+           unsafeStream: await new Response(await unsafeStream()).text(),
+           unsafeCallback: await unsafeCallback(async (n) => n + 1),
+           unsafeStreamArgument: await unsafeTakesStream(body()),
          });`,
       ),
     );
     expect(out.state).toBe("completed");
     const result = out.result as Record<string, { code: string; message: string }> & {
       unsafeFn: number;
+      unsafeStream: string;
+      unsafeCallback: number;
+      unsafeStreamArgument: string;
     };
-    for (const name of ["fn", "stream", "callback", "opaque", "unrevivable"]) {
+    for (const name of ["fn", "stream", "callback", "streamArgument", "opaque", "unrevivable"]) {
       expect(result[name]?.code, name).toBe("bridge/not-replayable");
     }
     expect(result.fn?.message).toContain("unsafeToRepeat");
@@ -185,7 +193,12 @@ describe("replay: what a replay run refuses", () => {
     expect(result.callback?.message).toContain("callback");
     expect(result.opaque?.message).toContain("[handle.serialize]");
     expect(result.unrevivable?.message).toContain("Ghost");
+    expect(result.streamArgument?.message).toContain("ReadableStream");
+    // Marked unsafeToRepeat on the host side, each is allowed.
     expect(result.unsafeFn).toBe(42);
+    expect(result.unsafeStream).toBe("streamed");
+    expect(result.unsafeCallback).toBe(21);
+    expect(result.unsafeStreamArgument).toBe("sent");
   });
 });
 
