@@ -72,6 +72,30 @@ describe("replay: recovery", () => {
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     const record = await inReplay(stub, (instance) => instance.executor.get("deploy-1"));
     expect(record?.state).toBe("completed");
+    // echo("a") and echo("b") came from the journal under the new module version.
+    expect((await storedCounters(stub)).echoes).toBe(3);
+  });
+
+  it("fails a resume with bridge/fingerprint-changed when the isolate's compatibility date or flags changed since the run was recorded, naming which, and runs nothing again", async () => {
+    const program = `import { echo, approval } from "test:replay";
+      export default async () => [await echo(1), await approval("ok?")];`;
+    const cases: [string, { compatibilityDate?: string; compatibilityFlags?: string[] }, string][] =
+      [
+        ["compat-date", { compatibilityDate: "2025-01-01" }, "compatibilityDate"],
+        ["compat-flags", { compatibilityFlags: ["nodejs_compat"] }, "compatibilityFlags"],
+      ];
+    for (const [id, changed, named] of cases) {
+      const stub = freshReplay();
+      const first = await inReplay(stub, (i) => i.create().execute(program, undefined, { id }));
+      expect(first.state).toBe("interrupted");
+      const resumed = await inReplay(stub, (i) =>
+        i.create({ ...changed }).resume(id, { approved: true }),
+      );
+      expect(resumed.state, id).toBe("failed");
+      expect(resumed.error?.code, id).toBe("bridge/fingerprint-changed");
+      expect(resumed.error?.message, id).toContain(named);
+      expect(await storedCounters(stub)).toMatchObject({ echoes: 1, approvals: 1 });
+    }
   });
 
   it("keeps an interrupted run interrupted across an eviction and an alarm", async () => {
