@@ -66,3 +66,33 @@ describe("replay: the jobs scenario", () => {
     expect(counters.disposals).toBe(counters.created);
   });
 });
+
+describe("replay: disposal when a resumed run fails", () => {
+  it("disposes every target, live and revived, when the resumed run fails after reviving them", async () => {
+    const stub = freshReplay();
+    const program = `
+      import { createJob } from "codemode:jobs";
+      import { approval, fail } from "test:replay";
+      export default async function () {
+        const job = await createJob({ name: "build" });
+        const run = await job.start();
+        await approval("ship it?");
+        await run.wait(5);
+        await job.info();
+        await fail();
+      }
+    `;
+    const first = await inReplay(stub, (i) =>
+      i.executor.execute(program, undefined, { id: "jobs-fail" }),
+    );
+    expect(first.state).toBe("interrupted");
+    await evictDurableObject(stub);
+    const done = await inReplay(stub, (i) => i.executor.resume("jobs-fail", { approved: true }));
+    expect(done).toMatchObject({ state: "failed", error: { code: "E_NO_JOB" } });
+    const counters = await storedCounters(stub);
+    // Both objects were revived for the live calls after the resume, and all are disposed.
+    expect(counters).toMatchObject({ creates: 1, starts: 1, revives: 2, fails: 1 });
+    expect(counters.created).toBeGreaterThan(0);
+    expect(counters.disposals).toBe(counters.created);
+  });
+});
