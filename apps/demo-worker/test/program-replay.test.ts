@@ -256,6 +256,9 @@ describe("demo.program@v1: a program run inside a task", () => {
     const host = (await call("GET", `/debug/executions/${runId}/jobs`))
       .body as unknown as HostCounts;
     expect(host).toMatchObject({ creates: 1, starts: 1, approvals: 1, waits: 1, revivedWaits: 1 });
+    // createJob and job.start are idempotent by callId, so their counters alone cannot show a
+    // second run: the replay revived both objects instead of making them live (2 live + 2 revived).
+    expect(host).toMatchObject({ revives: 2, targets: 4 });
     expect(host.disposals).toBe(host.targets);
   });
 

@@ -157,6 +157,9 @@ describe("replayable programs under wrangler dev, across a SIGKILL", () => {
       approvals: 1,
       waits: 1,
       revivedWaits: 1,
+      // Revived from the journal, not made live again (2 live + 2 revived targets).
+      revives: 2,
+      targets: 4,
     });
     expect(counts.disposals).toBe(counts.targets);
   });
