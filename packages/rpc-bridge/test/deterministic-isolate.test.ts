@@ -340,6 +340,13 @@ describe("deterministic isolate: Web Crypto and runs that are not replayed", () 
         ecdsa: await codeOf(crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, key, new Uint8Array(1))),
         hmacSign: await codeOf(crypto.subtle.sign("HMAC", key, new Uint8Array(1))),
         digest: await codeOf(crypto.subtle.digest("SHA-256", new Uint8Array(1))),
+        // Refused before the key is looked at: the algorithm alone makes the result random.
+        rsaPss: await codeOf(crypto.subtle.sign({ name: "RSA-PSS", saltLength: 32 }, key, new Uint8Array(1))),
+        rsaOaep: await codeOf(crypto.subtle.encrypt({ name: "RSA-OAEP" }, key, new Uint8Array(1))),
+        wrapOaep: await codeOf(crypto.subtle.wrapKey("raw", key, key, { name: "RSA-OAEP" })),
+        // RSA-PSS without salt is deterministic: it reaches Web Crypto (which refuses this HMAC key).
+        rsaPssNoSalt: await crypto.subtle.sign({ name: "RSA-PSS", saltLength: 0 }, key, new Uint8Array(1))
+          .then(() => "ran", (e) => (e.code === "bridge/replay-nondeterministic" ? e.code : "not refused")),
       };
     }`;
 
@@ -351,6 +358,10 @@ describe("deterministic isolate: Web Crypto and runs that are not replayed", () 
       ecdsa: "bridge/replay-nondeterministic",
       hmacSign: "ran",
       digest: "ran",
+      rsaPss: "bridge/replay-nondeterministic",
+      rsaOaep: "bridge/replay-nondeterministic",
+      wrapOaep: "bridge/replay-nondeterministic",
+      rsaPssNoSalt: "not refused",
     });
   });
 

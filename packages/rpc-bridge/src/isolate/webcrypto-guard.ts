@@ -10,6 +10,9 @@ const RANDOMIZED: Readonly<Record<string, ReadonlySet<string>>> = {
   wrapKey: new Set(["RSA-OAEP"]),
 };
 
+/** Where each guarded method takes its algorithm: `wrapKey(format, key, wrappingKey, algorithm)`. */
+const ALGORITHM_ARGUMENT: Readonly<Record<string, number>> = { sign: 0, encrypt: 0, wrapKey: 3 };
+
 function algorithmName(algorithm: unknown): string {
   const name =
     typeof algorithm === "string" ? algorithm : (algorithm as { name?: unknown } | null)?.name;
@@ -73,9 +76,10 @@ export class WebCryptoGuard {
       if (method === "generateKey") {
         return Promise.reject(WebCryptoGuard.refusal("crypto.subtle.generateKey"));
       }
-      if (isRandomized(method, args[0])) {
+      const algorithm = args[ALGORITHM_ARGUMENT[method] ?? 0];
+      if (isRandomized(method, algorithm)) {
         return Promise.reject(
-          WebCryptoGuard.refusal(`crypto.subtle.${method} with ${algorithmName(args[0])}`),
+          WebCryptoGuard.refusal(`crypto.subtle.${method} with ${algorithmName(algorithm)}`),
         );
       }
       return (originals.get(method) as SubtleMethod).apply(this, args);
