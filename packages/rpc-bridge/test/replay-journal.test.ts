@@ -98,6 +98,32 @@ describe("replay: the journal", () => {
     expect(ended.error?.message).toContain("test:replay.echo");
   });
 
+  it("fails a resumed run with bridge/replay-diverged naming the key when, after a deploy, the same program makes another call there", async () => {
+    const stub = freshReplay();
+    // The program's source is unchanged (so is its fingerprint); what it calls depends on the host
+    // module's shape, which a deploy may change.
+    const program = `
+      import * as probe from "test:replay";
+      export default async function () {
+        const a = await probe.echo(1);
+        const b = typeof probe.added === "function" ? await probe.added() : await probe.echo(2);
+        return [a, b, await probe.approval("ok?")];
+      }
+    `;
+    const first = await inReplay(stub, (i) =>
+      i.executor.execute(program, undefined, { id: "div-deploy" }),
+    );
+    expect(first.state).toBe("interrupted");
+    await inReplay(stub, (i) => i.setVersion(2));
+    const ended = await inReplay(stub, (i) => i.create().resume("div-deploy", { approved: true }));
+    expect(ended.state).toBe("failed");
+    expect(ended.error?.code).toBe("bridge/replay-diverged");
+    expect(ended.error?.message).toContain("at call 2");
+    expect(ended.error?.message).toContain("test:replay.echo");
+    expect(ended.error?.message).toContain("test:replay.added");
+    expect((await storedCounters(stub)).echoes).toBe(2);
+  });
+
   it("fails a replay whose program ends with journal entries left as diverged", async () => {
     const stub = freshReplay();
     await inReplay(stub, async (i, state) => {
