@@ -9,6 +9,7 @@ import {
 import { MAX_DEPTH } from "./data-size";
 import { BridgeError } from "./errors";
 import type { HostModuleEntry } from "./module-registry";
+import { creatorOfRef, type JournaledHandle } from "./run-journal";
 import { type FunctionDescriptor, TAG, type TargetDescriptor } from "./wire";
 
 /** A host module's exports, as a handle (ids 1..n in every run; never disposed). */
@@ -43,6 +44,12 @@ export interface TargetHandle {
   /** The key of the call that returned it: its method calls are keyed `<creatorKey>.<n>`. */
   creatorKey: string;
   descriptor: TargetDescriptor;
+  /**
+   * Its name in a replay run's journal (`"<key>#<n>"`, see `handleRef`), once an answer that
+   * returned it was journaled: an answer returning it again records this name, so the replay hands
+   * the program the same object (with the same `creatorKey`) as the live run did.
+   */
+  ref?: string;
 }
 
 /** A function a call returned. */
@@ -128,6 +135,8 @@ export class HandleTable {
   /** Per host module specifier: the keys of its `[handle.revive]` map (empty when it has none). */
   readonly #revivable = new Map<string, ReadonlySet<string>>();
   readonly #byValue = new Map<object, TargetHandle | FunctionHandle>();
+  /** Held target handles by their journal name (see {@link TargetHandle.ref}). */
+  readonly #byRef = new Map<string, TargetHandle>();
   readonly #maxHandles: number;
   #next: number;
 
@@ -184,15 +193,23 @@ export class HandleTable {
 
   /**
    * Registers a handle a replay read from the journal: the program gets the usual descriptor with
-   * the recorded method names, and no target exists until {@link revive}.
+   * the recorded method names, and no target exists until {@link liveTarget}. A handle whose name
+   * the table already holds (the live run returned that object before, or a concurrent call the
+   * replay answered first did) is that object again, as it was live.
    */
   addJournaled(
-    record: HandleRecord,
-    methods: readonly string[],
+    journaled: JournaledHandle,
     specifier: string,
     creatorKey: string,
     fresh: number[],
   ): TargetDescriptor {
+    const { record, methods, ref, reuses } = journaled;
+    const held = this.#byRef.get(ref);
+    // Never another kind than the record's (a journal edited by hand): then a new, unnamed object.
+    if (held !== undefined && held.label === record.$handle) return held.descriptor;
+    // A name given by a call the replay has not answered yet (concurrent calls can be answered in
+    // another order than live): the object is registered now, under the key of that call.
+    const owner = held === undefined ? (reuses ? creatorOfRef(ref) : creatorKey) : null;
     const id = this.#reserve();
     const label = record.$handle;
     const kind = label.slice(label.lastIndexOf("#") + 1);
@@ -206,12 +223,31 @@ export class HandleTable {
       label,
       specifier,
       methods: new Set(methods),
-      creatorKey,
+      creatorKey: owner ?? creatorKey,
       descriptor,
     };
     this.#entries.set(id, entry);
+    if (owner !== null) this.#name(entry, ref);
     fresh.push(id);
     return descriptor;
+  }
+
+  /** The journal name of a held object, if an answer that returned it was journaled. */
+  refOf(value: object): string | undefined {
+    const entry = this.#byValue.get(value);
+    return entry?.kind === "target" ? entry.ref : undefined;
+  }
+
+  /** Names a held object in the journal (once: its first journaled answer names it). */
+  nameRef(value: object, ref: string): void {
+    const entry = this.#byValue.get(value);
+    if (entry?.kind === "target") this.#name(entry, ref);
+  }
+
+  #name(entry: TargetHandle, ref: string): void {
+    if (entry.ref !== undefined || this.#byRef.has(ref)) return;
+    entry.ref = ref;
+    this.#byRef.set(ref, entry);
   }
 
   /**
@@ -364,6 +400,7 @@ export class HandleTable {
     const entry = this.#entries.get(id);
     if (!entry || entry.kind === "module") return undefined;
     this.#entries.delete(id);
+    if (entry.kind === "target" && entry.ref !== undefined) this.#byRef.delete(entry.ref);
     const value = entry.kind === "target" ? entry.target : entry.fn;
     if (value === null) return undefined;
     this.#byValue.delete(value);

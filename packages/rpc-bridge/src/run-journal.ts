@@ -29,19 +29,42 @@ export const JOURNAL_FORMAT = 1;
  * `r` the result value (handles as handle records), the error record, or the interrupt payload;
  * `ev` the call's event window as `[from, ...list]`; `m` the method names of each handle kind `r`
  * holds (`{ "<specifier>#<Kind>": ["method", …] }`), so a replay builds the program's object
- * before any target exists.
+ * before any target exists; `k` the handle records of `r` that name an object the run already
+ * held, by their position among `r`'s handle records: the {@link handleRef} of that object.
  */
 export interface EntryBody {
   r: unknown;
   ev?: number[];
   m?: Record<string, string[]>;
+  k?: Record<string, string>;
+}
+
+/**
+ * The name a run gives an object a call returned, the same live and on replay:
+ * `"<key>#<n>"`, the `n`th object (from 0, in the answer's text order) first returned by call
+ * `key`. A later answer that returns the object again records this name instead of a new one.
+ */
+export function handleRef(key: string, ordinal: number): string {
+  return `${key}#${ordinal}`;
+}
+
+/** The key of the call that first returned the object named `ref`, or null for a malformed name. */
+export function creatorOfRef(ref: string): string | null {
+  const at = ref.lastIndexOf("#");
+  return at > 0 ? ref.slice(0, at) : null;
 }
 
 /** A handle record read back from the journal: a target the replay registers lazily. */
 export class JournaledHandle {
+  /**
+   * @param ref - its {@link handleRef}: its own, or, when `reuses`, the object's the run already
+   *   held when the call returned it (the replay hands the program that object again).
+   */
   constructor(
     readonly record: HandleRecord,
     readonly methods: readonly string[],
+    readonly ref: string,
+    readonly reuses: boolean,
   ) {}
 }
 
@@ -290,11 +313,13 @@ export function encodeBody(
   events: EventWindow | undefined,
   methods?: Record<string, string[]>,
   handleKind?: (handle: object) => string,
+  reused?: Record<string, string>,
 ): string {
   const body: EntryBody = { r };
   const ev = eventsOf(events);
   if (ev !== undefined) body.ev = ev;
   if (methods !== undefined) body.m = methods;
+  if (reused !== undefined) body.k = reused;
   return encode(
     body,
     handleKind === undefined ? { path: "result" } : { path: "result", handleKind },
@@ -319,7 +344,8 @@ export function bodyOf(entry: JournalEntry): EntryBody {
   const handles: JournaledHandle[] = [];
   const body = decode(entry.payload, {
     revive: (record) => {
-      const h = new JournaledHandle(record, []);
+      // Built once the whole body (and so its `m` and `k`) is read; decode revives in text order.
+      const h = new JournaledHandle(record, [], "", false);
       handles.push(h);
       return h;
     },
@@ -328,9 +354,17 @@ export function bodyOf(entry: JournalEntry): EntryBody {
     return { r: body };
   }
   const m = body.m;
-  for (const h of handles) {
-    const names = m !== undefined && Object.hasOwn(m, h.record.$handle) ? m[h.record.$handle] : [];
-    (h as { methods: readonly string[] }).methods = Array.isArray(names) ? names : [];
+  const k = typeof body.k === "object" && body.k !== null ? body.k : undefined;
+  let ordinal = 0;
+  for (let i = 0; i < handles.length; i++) {
+    const h = handles[i] as JournaledHandle;
+    const kind = h.record.$handle;
+    const names = m !== undefined && Object.hasOwn(m, kind) ? m[kind] : [];
+    const same = k !== undefined && Object.hasOwn(k, i) ? k[i] : undefined;
+    const fields = h as { methods: readonly string[]; ref: string; reuses: boolean };
+    fields.methods = Array.isArray(names) ? names : [];
+    fields.reuses = typeof same === "string";
+    fields.ref = typeof same === "string" ? same : handleRef(entry.key, ordinal++);
   }
   return body;
 }

@@ -6,6 +6,7 @@ import {
   isUnsafeToRepeat,
   type OutcomeKind,
 } from "@durablekit/handle-journal";
+import { AnswerRefs } from "./answer-refs";
 import { CallBudget } from "./call-budget";
 import { CallKeys, type CallState, callLabel, HostCallContext, labelOf } from "./call-state";
 import type { BridgeAccess, BridgeHostFunction } from "./context";
@@ -27,7 +28,7 @@ import {
   type RunJournal,
 } from "./run-journal";
 import { SignalMirrors } from "./signal-mirrors";
-import { type ArgumentReader, readArgs, writeResult } from "./values";
+import { type ArgumentReader, type OutgoingValue, readArgs, writeResult } from "./values";
 import {
   type Answer,
   type AnsweredCalls,
@@ -1028,7 +1029,7 @@ export class Run {
         this.#wrapStream(stream),
       );
       if (this.#journal !== undefined && root === "result")
-        this.#journalValue(call, value, fresh, outgoing.streams);
+        this.#journalValue(call, value, fresh, outgoing);
       const measured = outgoing.streams ? measurable(outgoing.wire) : outgoing.wire;
       const size = dataSize(measured, max, root, RESPONSE_LIMIT, "maxResponseBytes");
       budget.chargeResponse(size, () => callLabel(call));
@@ -1048,11 +1049,11 @@ export class Run {
    * marked unsafeToRepeat (then its marker stays unsettled when the value cannot be journaled).
    * @throws BridgeError `bridge/not-replayable` naming what to add or do.
    */
-  #journalValue(call: CallState, value: unknown, fresh: number[], streams: boolean): void {
+  #journalValue(call: CallState, value: unknown, fresh: number[], outgoing: OutgoingValue): void {
     const table = this.#table;
     const unsafe = call.marker !== undefined;
     if (!unsafe) {
-      if (streams) {
+      if (outgoing.streams) {
         throw notReplayable(
           call,
           "a ReadableStream as its result",
@@ -1062,16 +1063,28 @@ export class Run {
       for (const id of fresh) table.checkReplayable(id);
     }
     const methods: Record<string, string[]> = {};
+    // Objects are named only in answers that hold them (tagged ones).
+    const refs = outgoing.special ? new AnswerRefs(table, call.key) : undefined;
     let handles = false;
     try {
-      const body = encodeBody(value, call.events, methods, (h) => {
-        const named = table.journalKind(h);
-        if (named === null) return "";
-        handles = true;
-        methods[named.kind] = named.methods;
-        return named.kind;
-      });
-      // `methods` was filled while encoding; the body text already holds it (encoded last).
+      const body = encodeBody(
+        value,
+        call.events,
+        methods,
+        (h) => {
+          const named = table.journalKind(h);
+          if (named === null) return "";
+          handles = true;
+          methods[named.kind] = named.methods;
+          refs?.see(h);
+          return named.kind;
+        },
+        // Only an answer naming an object already held can have a `k`.
+        outgoing.reuses ? refs?.reused : undefined,
+      );
+      // `methods` and `refs.reused` were filled while encoding `r`; the body text holds them
+      // (encoded after it).
+      refs?.commit();
       call.journal = { outcome: handles ? "handle" : "value", body };
     } catch (error) {
       if (unsafe) {

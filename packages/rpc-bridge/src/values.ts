@@ -83,6 +83,8 @@ export interface OutgoingValue {
   special: boolean;
   /** The wire value holds ReadableStreams (left out of the byte count). */
   streams: boolean;
+  /** The wire value names an object the run already held, or one object twice. */
+  reuses: boolean;
 }
 
 /**
@@ -100,7 +102,7 @@ export function writeResult(
   root = "result",
   wrapStream?: (stream: ReadableStream) => unknown,
 ): OutgoingValue {
-  const out: OutgoingValue = { wire: value, special: false, streams: false };
+  const out: OutgoingValue = { wire: value, special: false, streams: false, reuses: false };
   const walk: Walk = (v, path, depth) => {
     if (typeof v === "function") {
       out.special = true;
@@ -110,11 +112,14 @@ export function writeResult(
     if (depth > MAX_DEPTH) throw tooDeep(path);
     if (v instanceof JournaledHandle) {
       out.special = true;
-      return table.addJournaled(v.record, v.methods, specifier, creatorKey, fresh);
+      return table.addJournaled(v, specifier, creatorKey, fresh);
     }
     if (v instanceof RpcTarget) {
       out.special = true;
-      return table.addTarget(v, specifier, creatorKey, fresh);
+      const registered = fresh.length;
+      const descriptor = table.addTarget(v, specifier, creatorKey, fresh);
+      if (fresh.length === registered) out.reuses = true;
+      return descriptor;
     }
     if (Array.isArray(v)) return mapItems(v, path, depth, walk);
     if (typeof (v as { [handle.serialize]?: unknown })[handle.serialize] === "function") {

@@ -1,4 +1,5 @@
 import { evictDurableObject } from "cloudflare:test";
+import { JournalStore } from "@durablekit/handle-journal";
 import { describe, expect, it } from "vitest";
 import { freshReplay, inReplay, storedCounters } from "./helpers";
 
@@ -93,6 +94,144 @@ describe("replay: disposal when a resumed run fails", () => {
     // Both objects were revived for the live calls after the resume, and all are disposed.
     expect(counters).toMatchObject({ creates: 1, starts: 1, revives: 2, fails: 1 });
     expect(counters.created).toBeGreaterThan(0);
+    expect(counters.disposals).toBe(counters.created);
+  });
+});
+
+/**
+ * Runs a program of `statements` (with `createJob` and `approval` imported) until it interrupts,
+ * lets `between` change the object's storage, evicts the object and resumes the run.
+ */
+async function resumedAfterEviction(
+  id: string,
+  statements: string,
+  between?: (state: DurableObjectState) => void,
+) {
+  const stub = freshReplay();
+  const program = `
+    import { createJob } from "codemode:jobs";
+    import { approval } from "test:replay";
+    export default async function () { ${statements} }
+  `;
+  const first = await inReplay(stub, (i) => i.executor.execute(program, undefined, { id }));
+  expect(first.state).toBe("interrupted");
+  if (between !== undefined) await inReplay(stub, (_i, state) => between(state));
+  await evictDurableObject(stub);
+  const done = await inReplay(stub, (i) => i.executor.resume(id, { approved: true }));
+  return { stub, done };
+}
+
+describe("replay: an object returned by more than one call", () => {
+  it("is one object on replay as it was live: its calls keep their keys and are answered from the journal", async () => {
+    const { stub, done } = await resumedAfterEviction(
+      "same-1",
+      `
+        const job = await createJob({ name: "build" });
+        const run = await job.start();
+        const again = await job.current();
+        const pair = await job.twice();
+        const before = await again.wait(1);
+        await approval("ship it?");
+        const after = await pair[1].wait(1);
+        return {
+          same: again === run && pair[0] === run && pair[1] === run,
+          before: before.callId,
+          after: after.callId,
+        };
+      `,
+    );
+    // Live, the run is one handle made by call 1.1, so every wait is keyed under 1.1 however the
+    // program reached it; the replay must see the same object and keys, or it diverges.
+    expect(done).toMatchObject({
+      state: "completed",
+      result: { same: true, before: "same-1:1.1.1", after: "same-1:1.1.2" },
+    });
+    // The journal names the object by the call that first returned it: "1.1#0".
+    const bodies = await inReplay(stub, (_i, state) =>
+      Object.fromEntries(
+        new JournalStore(state).lookup("same-1").map((e) => [e.key, e.payload ?? ""]),
+      ),
+    );
+    expect(bodies["1.1"]).not.toContain('"k"');
+    expect(bodies["1.2"]).toContain('"k":{"0":"1.1#0"}');
+    expect(bodies["1.3"]).toContain('"k":{"0":"1.1#0","1":"1.1#0"}');
+    const counters = await storedCounters(stub);
+    // The wait before the interrupt was answered from the journal: one live wait per attempt.
+    expect(counters).toMatchObject({ creates: 1, starts: 1, waits: 2, revives: 1 });
+    expect(counters.disposals).toBe(counters.created);
+  });
+
+  it("is one object on replay when the call that returned it first was not the first to ask", async () => {
+    const { stub, done } = await resumedAfterEviction(
+      "same-race",
+      `
+        const job = await createJob({ name: "build" });
+        // Call 1.2 answers first and so makes the run; 1.1 then returns the same one.
+        const [slow, fast] = await Promise.all([job.shared(30), job.shared(1)]);
+        const before = await slow.wait(1);
+        await approval("ship it?");
+        const after = await fast.wait(1);
+        return { same: slow === fast, before: before.callId, after: after.callId };
+      `,
+    );
+    expect(done).toMatchObject({
+      state: "completed",
+      result: { same: true, before: "same-race:1.2.1", after: "same-race:1.2.2" },
+    });
+    const counters = await storedCounters(stub);
+    expect(counters).toMatchObject({ creates: 1, waits: 2, revives: 1 });
+    expect(counters.disposals).toBe(counters.created);
+  });
+
+  it("is a new object after the program disposed it, live and on replay alike", async () => {
+    const { stub, done } = await resumedAfterEviction(
+      "same-2",
+      `
+        const job = await createJob({ name: "build" });
+        const run = await job.start();
+        run[Symbol.dispose]();
+        const again = await job.current();
+        const before = await again.wait(1);
+        await approval("ship it?");
+        const after = await again.wait(1);
+        return { same: again === run, before: before.callId, after: after.callId };
+      `,
+    );
+    expect(done).toMatchObject({
+      state: "completed",
+      result: { same: false, before: "same-2:1.2.1", after: "same-2:1.2.2" },
+    });
+    const counters = await storedCounters(stub);
+    expect(counters).toMatchObject({ creates: 1, starts: 1, waits: 2, revives: 1 });
+  });
+});
+
+describe("replay: a journal whose object names were edited", () => {
+  it("never hands the program an object of another kind than the journal recorded", async () => {
+    const { stub, done } = await resumedAfterEviction(
+      "same-edit",
+      `
+        const job = await createJob({ name: "build" });
+        const run = await job.start();
+        const again = await job.current();
+        const seen = { tag: Object.prototype.toString.call(again), same: again === run };
+        await approval("ship it?");
+        return seen;
+      `,
+      // Call 1.2 now says it returned the job ("1#0", a Job) where the live run returned the run.
+      (state) => {
+        state.storage.sql.exec(
+          "UPDATE dk_journal_entries SET payload = replace(payload, '\"1.1#0\"', '\"1#0\"') WHERE execution_id = 'same-edit' AND call_key = '1.2'",
+        );
+      },
+    );
+    // A Run, as recorded (a new one, since the name no longer says which); never the job.
+    expect(done).toMatchObject({
+      state: "completed",
+      result: { tag: "[object codemode:jobs#Run]", same: false },
+    });
+    const counters = await storedCounters(stub);
+    expect(counters).toMatchObject({ creates: 1, starts: 1 });
     expect(counters.disposals).toBe(counters.created);
   });
 });
