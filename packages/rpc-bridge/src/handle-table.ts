@@ -137,6 +137,8 @@ export class HandleTable {
   readonly #byValue = new Map<object, TargetHandle | FunctionHandle>();
   /** Held target handles by their journal name (see {@link TargetHandle.ref}). */
   readonly #byRef = new Map<string, TargetHandle>();
+  /** Objects more than one handle reaches (see {@link liveTarget}): every handle that does. */
+  readonly #sharers = new Map<object, Set<TargetHandle>>();
   readonly #maxHandles: number;
   #next: number;
 
@@ -197,12 +199,7 @@ export class HandleTable {
    * the table already holds (the live run returned that object before, or a concurrent call the
    * replay answered first did) is that object again, as it was live.
    */
-  addJournaled(
-    journaled: JournaledHandle,
-    specifier: string,
-    creatorKey: string,
-    fresh: number[],
-  ): TargetDescriptor {
+  addJournaled(journaled: JournaledHandle, creatorKey: string, fresh: number[]): TargetDescriptor {
     const { record, methods, ref, reuses } = journaled;
     const held = this.#byRef.get(ref);
     // Never another kind than the record's (a journal edited by hand): then a new, unnamed object.
@@ -212,7 +209,11 @@ export class HandleTable {
     const owner = held === undefined ? (reuses ? creatorOfRef(ref) : creatorKey) : null;
     const id = this.#reserve();
     const label = record.$handle;
-    const kind = label.slice(label.lastIndexOf("#") + 1);
+    const at = label.lastIndexOf("#");
+    // The module that made it, from its record: not always the module of the call answered now
+    // (another module's call may return it, and a replay may answer that call first).
+    const specifier = label.slice(0, at);
+    const kind = label.slice(at + 1);
     const descriptor: TargetDescriptor = { [TAG]: "t", id, k: label, m: [...methods] };
     const entry: TargetHandle = {
       kind: "target",
@@ -269,7 +270,17 @@ export class HandleTable {
     }
     entry.target = target;
     delete entry.record;
-    this.#byValue.set(target, entry);
+    const holder = this.#byValue.get(target);
+    if (holder === undefined) {
+      this.#byValue.set(target, entry);
+    } else {
+      // The reviver gave back an object another handle holds (the host keeps one object per id,
+      // and a live call returned it before this handle was revived): both handles reach it, and
+      // it is released once, when the last of them goes.
+      const sharers = this.#sharers.get(target) ?? new Set([holder as TargetHandle]);
+      sharers.add(entry);
+      this.#sharers.set(target, sharers);
+    }
     return target;
   }
 
@@ -383,7 +394,8 @@ export class HandleTable {
 
   /**
    * Releases one returned object or function: removes it and calls its `[Symbol.dispose]`, if any.
-   * Returns false for module handles and ids already released.
+   * Returns false for module handles, ids already released, and objects another handle still
+   * reaches (see {@link forget}).
    */
   dispose(id: number): boolean {
     const value = this.forget(id);
@@ -394,7 +406,8 @@ export class HandleTable {
 
   /**
    * Removes an entry without disposing it; returns its object or function (`undefined` for a
-   * journaled handle never revived: there is nothing to release).
+   * journaled handle never revived, or an object another handle still reaches: there is nothing
+   * to release).
    */
   forget(id: number): object | undefined {
     const entry = this.#entries.get(id);
@@ -403,6 +416,15 @@ export class HandleTable {
     if (entry.kind === "target" && entry.ref !== undefined) this.#byRef.delete(entry.ref);
     const value = entry.kind === "target" ? entry.target : entry.fn;
     if (value === null) return undefined;
+    const sharers = this.#sharers.get(value);
+    if (sharers !== undefined && entry.kind === "target") {
+      // Another handle still reaches the object: it stays, held by that handle.
+      sharers.delete(entry);
+      const [next] = sharers;
+      if (sharers.size === 1) this.#sharers.delete(value);
+      if (this.#byValue.get(value) === entry) this.#byValue.set(value, next as TargetHandle);
+      return undefined;
+    }
     this.#byValue.delete(value);
     return value;
   }

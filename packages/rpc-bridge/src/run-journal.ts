@@ -1,4 +1,5 @@
 import {
+  CodecError,
   DivergenceError,
   decode,
   digestArgs,
@@ -6,6 +7,7 @@ import {
   type ErrorRecord,
   encode,
   type HandleRecord,
+  isCallKey,
   isErrorRecord,
   isJournalError,
   type JournalEntry,
@@ -48,10 +50,12 @@ export function handleRef(key: string, ordinal: number): string {
   return `${key}#${ordinal}`;
 }
 
-/** The key of the call that first returned the object named `ref`, or null for a malformed name. */
+/** The key of the call that first returned the object named `ref`, or null when `ref` is no such name. */
 export function creatorOfRef(ref: string): string | null {
   const at = ref.lastIndexOf("#");
-  return at > 0 ? ref.slice(0, at) : null;
+  if (at <= 0 || !/^(?:0|[1-9][0-9]*)$/.test(ref.slice(at + 1))) return null;
+  const key = ref.slice(0, at);
+  return isCallKey(key) ? key : null;
 }
 
 /** A handle record read back from the journal: a target the replay registers lazily. */
@@ -149,6 +153,8 @@ export class RunJournal {
   readonly #port: JournalPort;
   readonly #replayer: Replayer;
   readonly #now: () => number;
+  /** The keys of the loaded `handle` entries: the calls whose answers named objects. */
+  readonly #namers: ReadonlySet<string>;
 
   /**
    * Loads the execution's journal through `port` (one read) and builds its schedule.
@@ -166,10 +172,13 @@ export class RunJournal {
     this.#now = now;
     this.#replayer = new Replayer(loaded);
     this.size = loaded.length;
+    const namers = new Set<string>();
+    for (const entry of loaded) if (entry.outcome === "handle") namers.add(entry.key);
+    this.#namers = namers;
     const windows: EventWindow[] = [];
     const plain: PlainEntry[] = [];
     for (const entry of loaded) {
-      const body = bodyOf(entry);
+      const body = bodyOf(entry, namers);
       const ev = body.ev;
       if (ev !== undefined && ev.length > 0) {
         windows.push({ from: ev[0] as number, list: ev.slice(1) });
@@ -207,7 +216,7 @@ export class RunJournal {
   next(call: JournalCallName): ReplayedCall {
     const entry = this.match(call);
     if (entry === null) return { kind: "live" };
-    const body = bodyOf(entry);
+    const body = bodyOf(entry, this.#namers);
     switch (entry.outcome) {
       case "interrupt":
         return { kind: "interrupt", payload: body.r };
@@ -336,10 +345,13 @@ export function resumedBody(entry: JournalEntry, value: unknown): string {
 }
 
 /**
- * An entry's body, decoded: handle records become {@link JournaledHandle}s with their methods.
- * @throws CodecError `journal/corrupt` for a payload this format did not write.
+ * An entry's body, decoded: handle records become {@link JournaledHandle}s with their methods and
+ * names.
+ * @param namers - the keys of the journal's `handle` entries: a name in `k` must be one of theirs.
+ * @throws CodecError `journal/corrupt` for a payload this format did not write, e.g. a `k` that
+ *   names no object the journal's answers returned.
  */
-export function bodyOf(entry: JournalEntry): EntryBody {
+export function bodyOf(entry: JournalEntry, namers?: ReadonlySet<string>): EntryBody {
   if (entry.payload === null) return { r: undefined };
   const handles: JournaledHandle[] = [];
   const body = decode(entry.payload, {
@@ -361,12 +373,29 @@ export function bodyOf(entry: JournalEntry): EntryBody {
     const kind = h.record.$handle;
     const names = m !== undefined && Object.hasOwn(m, kind) ? m[kind] : [];
     const same = k !== undefined && Object.hasOwn(k, i) ? k[i] : undefined;
+    if (same !== undefined) checkRef(entry.key, same, namers);
     const fields = h as { methods: readonly string[]; ref: string; reuses: boolean };
     fields.methods = Array.isArray(names) ? names : [];
-    fields.reuses = typeof same === "string";
-    fields.ref = typeof same === "string" ? same : handleRef(entry.key, ordinal++);
+    fields.reuses = same !== undefined;
+    fields.ref = same !== undefined ? (same as string) : handleRef(entry.key, ordinal++);
   }
   return body;
+}
+
+/**
+ * Refuses a name in an entry's `k` that no live run writes: not `"<key>#<n>"`, or naming a call
+ * whose answer returned no object. Read as a new object, it would give the program's calls on it
+ * keys the journal never held (so run live again what was journaled under the right ones).
+ * @throws CodecError `journal/corrupt`.
+ */
+function checkRef(key: string, ref: unknown, namers: ReadonlySet<string> | undefined): void {
+  const creator = typeof ref === "string" ? creatorOfRef(ref) : null;
+  if (creator !== null && (namers === undefined || namers.has(creator))) return;
+  throw new CodecError(
+    "journal/corrupt",
+    "k",
+    `Journal entry ${key} names the object it returned again as ${String(JSON.stringify(ref)).slice(0, 80)}, which no call of this journal returned; the journal was not written by this format (or was edited), so the run is not replayed from it.`,
+  );
 }
 
 /**

@@ -112,7 +112,7 @@ export function writeResult(
     if (depth > MAX_DEPTH) throw tooDeep(path);
     if (v instanceof JournaledHandle) {
       out.special = true;
-      return table.addJournaled(v, specifier, creatorKey, fresh);
+      return table.addJournaled(v, creatorKey, fresh);
     }
     if (v instanceof RpcTarget) {
       out.special = true;

@@ -99,7 +99,8 @@ describe("replay: disposal when a resumed run fails", () => {
 });
 
 /**
- * Runs a program of `statements` (with `createJob` and `approval` imported) until it interrupts,
+ * Runs a program of `statements` (with `createJob`, `sharedRun`, `approval` and the `cache` module
+ * imported) until it interrupts,
  * lets `between` change the object's storage, evicts the object and resumes the run.
  */
 async function resumedAfterEviction(
@@ -109,7 +110,8 @@ async function resumedAfterEviction(
 ) {
   const stub = freshReplay();
   const program = `
-    import { createJob } from "codemode:jobs";
+    import { createJob, sharedRun } from "codemode:jobs";
+    import * as cache from "test:cache";
     import { approval } from "test:replay";
     export default async function () { ${statements} }
   `;
@@ -183,6 +185,52 @@ describe("replay: an object returned by more than one call", () => {
     expect(counters.disposals).toBe(counters.created);
   });
 
+  it("is one object when another module's call returned it first, and revives through that module", async () => {
+    const { stub, done } = await resumedAfterEviction(
+      "same-modules",
+      `
+        // Call 2 (test:cache) answers first and makes the run; call 1 (codemode:jobs) returns it
+        // again. The replay answers call 1 first.
+        const [x, y] = await Promise.all([sharedRun(30), cache.sharedRun(1)]);
+        await approval("ship it?");
+        const after = await x.wait(1);
+        return { same: x === y, callId: after.callId };
+      `,
+    );
+    expect(done).toMatchObject({
+      state: "completed",
+      result: { same: true, callId: "same-modules:2.1" },
+    });
+    const counters = await storedCounters(stub);
+    expect(counters).toMatchObject({ waits: 1, revives: 1 });
+    expect(counters.disposals).toBe(counters.created);
+  });
+
+  it("is released once when a live call returned its target before the replayed handle was revived", async () => {
+    const { stub, done } = await resumedAfterEviction(
+      "same-cached",
+      `
+        const x = await cache.cached("c1");
+        await approval("ship it?");
+        // After the resume: the host hands out its one object for c1, then reviving x gives the
+        // same one. Two handles reach it; disposing one must not release it under the other.
+        const y = await cache.cached("c1");
+        const first = await x.ping();
+        const z = await cache.cached("c1");
+        y[Symbol.dispose]();
+        const second = await x.ping();
+        return { xy: x === y, yz: y === z, first, second };
+      `,
+    );
+    expect(done).toMatchObject({
+      state: "completed",
+      result: { xy: false, yz: true, first: "pong from c1", second: "pong from c1" },
+    });
+    const counters = await storedCounters(stub);
+    expect(counters).toMatchObject({ pings: 2, revives: 1 });
+    expect(counters.disposals).toBe(counters.created);
+  });
+
   it("is a new object after the program disposed it, live and on replay alike", async () => {
     const { stub, done } = await resumedAfterEviction(
       "same-2",
@@ -207,6 +255,39 @@ describe("replay: an object returned by more than one call", () => {
 });
 
 describe("replay: a journal whose object names were edited", () => {
+  it("fails before running anything when a name is no object a call of the journal returned", async () => {
+    for (const [n, name] of ['"zz#0"', '"9#0"', '"1.1#x"', "5"].entries()) {
+      const id = `same-bad-${n}`;
+      const { stub, done } = await resumedAfterEviction(
+        id,
+        `
+          const job = await createJob({ name: "build" });
+          const run = await job.start();
+          const again = await job.current();
+          const before = await again.wait(1);
+          await approval("ship it?");
+          return before.callId;
+        `,
+        (state) => {
+          state.storage.sql.exec(
+            "UPDATE dk_journal_entries SET payload = replace(payload, '\"1.1#0\"', ?) WHERE execution_id = ? AND call_key = '1.2'",
+            name,
+            id,
+          );
+        },
+      );
+      expect(done, name).toMatchObject({ state: "failed", error: { code: "journal/corrupt" } });
+      // Read as a new object, the edited name would key the journaled wait elsewhere and run it
+      // again: nothing of the first attempt ran twice.
+      expect(await storedCounters(stub), name).toMatchObject({
+        creates: 1,
+        starts: 1,
+        waits: 1,
+        approvals: 1,
+      });
+    }
+  });
+
   it("never hands the program an object of another kind than the journal recorded", async () => {
     const { stub, done } = await resumedAfterEviction(
       "same-edit",
