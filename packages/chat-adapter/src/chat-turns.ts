@@ -1,5 +1,14 @@
-import type { StreamJson, StreamStatus, Streams, StreamWriter } from "@durablekit/streams";
-import { ChatArgumentError, ChatError, ChatTurnClosedError } from "./errors";
+import type { StreamJson, StreamStatus, Streams } from "@durablekit/streams";
+import {
+  assertChatId,
+  assertId,
+  chatTag,
+  defaultLegacyChatId,
+  TURN_STREAM_PREFIX,
+  turnStreamId,
+} from "./chat-ids";
+import { ChatTurn, type TurnSettings } from "./chat-turn";
+import { ChatArgumentError } from "./errors";
 import { LegacyChatTables } from "./legacy";
 import type {
   ChatEvent,
@@ -10,12 +19,6 @@ import type {
 } from "./types";
 import { UI_MESSAGE_STREAM_HEADERS, uiMessageStreamResponse } from "./wire";
 
-/** Every turn's stream id starts with this; together with the tag and the marker it is reserved. */
-export const TURN_STREAM_PREFIX = "dk-chat/";
-/** A chat's turns share the tag `dk-chat/<chatId>`. */
-const CHAT_TAG_PREFIX = "dk-chat/";
-/** Longest chat id: the tag (prefix + id) must fit streams' 256-character names. */
-export const MAX_CHAT_ID_LENGTH = 240;
 /** The error text of a turn left streaming by a restart and ended on resume. */
 export const INTERRUPTED_TEXT =
   "The turn was interrupted (the server restarted) before it finished.";
@@ -36,14 +39,6 @@ function positive(name: string, value: unknown, fallback: number): number {
   return value;
 }
 
-function assertChatId(chatId: unknown): asserts chatId is string {
-  if (typeof chatId !== "string" || chatId.length === 0 || chatId.length > MAX_CHAT_ID_LENGTH) {
-    throw new ChatArgumentError(
-      `A chat id must be a non-empty string of at most ${MAX_CHAT_ID_LENGTH} characters.`,
-    );
-  }
-}
-
 /** The marker of a turn's stream, or null for any other stream (one that merely shares a tag). */
 function turnMetadata(status: StreamStatus, chatId: string): TurnMetadata | null {
   const meta = status.metadata;
@@ -51,299 +46,6 @@ function turnMetadata(status: StreamStatus, chatId: string): TurnMetadata | null
   if (meta.dkChat !== 1 || meta.chatId !== chatId || typeof meta.messageId !== "string")
     return null;
   return meta as TurnMetadata;
-}
-
-/** The UTF-8 length of a string. */
-function utf8Length(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff) {
-      bytes += 4;
-      i++;
-    } else bytes += 3;
-  }
-  return bytes;
-}
-
-/** The settings a turn needs from its owner. */
-interface TurnSettings {
-  maxSegmentChunks: number;
-  maxSegmentBytes: number;
-  flushIdleMs: number;
-  emit: (event: ChatEvent) => void;
-  ended: (turn: ChatTurn) => void;
-}
-
-/** A listener of a turn's chunks as they are written (the POST response). */
-class LiveTap implements AsyncIterable<UIMessageChunk> {
-  readonly #queue: UIMessageChunk[] = [];
-  #ended = false;
-  #wake: (() => void) | null = null;
-  readonly #detach: (tap: LiveTap) => void;
-
-  constructor(detach: (tap: LiveTap) => void) {
-    this.#detach = detach;
-  }
-
-  push(chunk: UIMessageChunk): void {
-    this.#queue.push(chunk);
-    this.#wake?.();
-  }
-
-  end(): void {
-    this.#ended = true;
-    this.#wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<UIMessageChunk> {
-    try {
-      while (true) {
-        const next = this.#queue.shift();
-        if (next !== undefined) {
-          yield next;
-          continue;
-        }
-        if (this.#ended) return;
-        await new Promise<void>((resolve) => {
-          this.#wake = resolve;
-        });
-        this.#wake = null;
-      }
-    } finally {
-      this.#detach(this);
-    }
-  }
-}
-
-/**
- * The writer of one live turn in this isolate: packs wire chunks into segments (one stored row per
- * segment) and hands every chunk to live listeners at once.
- *
- * Invariant: the stored chunks followed by `#segment` are exactly the chunks written so far, minus
- * those reported as not stored, in order.
- */
-export class ChatTurn {
-  readonly chatId: string;
-  readonly turnId: string;
-  readonly messageId: string;
-  readonly #writer: StreamWriter;
-  readonly #settings: TurnSettings;
-  #segment: UIMessageChunk[] = [];
-  /** JSON length of `#segment` as an array: `[` + items joined by `,` + `]`. */
-  #segmentBytes = 2;
-  #timer: ReturnType<typeof setTimeout> | null = null;
-  #state: "streaming" | "finished" | "failed" = "streaming";
-  #started: boolean;
-  #notStored = 0;
-  readonly #taps = new Set<LiveTap>();
-
-  /** @internal Built by {@link ChatTurns.startTurn}. */
-  constructor(
-    chatId: string,
-    turnId: string,
-    messageId: string,
-    writer: StreamWriter,
-    settings: TurnSettings,
-  ) {
-    this.chatId = chatId;
-    this.turnId = turnId;
-    this.messageId = messageId;
-    this.#writer = writer;
-    this.#settings = settings;
-    this.#started = writer.cursor > 0;
-  }
-
-  /** Whether the turn still accepts chunks. */
-  get streaming(): boolean {
-    return this.#state === "streaming";
-  }
-
-  /** Chunks that were too large to store: delivered live, missing from a resume. */
-  get chunksNotStored(): number {
-    return this.#notStored;
-  }
-
-  // ── Writing ──
-
-  /**
-   * Writes one UI message chunk: live listeners get it at once; it is stored with the next
-   * segment. The first chunk of a turn is always a `start` carrying the turn's `messageId` (one is
-   * written first when the model's stream does not begin with it).
-   * @throws {ChatError} `chat/invalid-argument` for a chunk that is not an object with a string `type` or has no JSON form.
-   * @throws {ChatError} `chat/closed` after the turn ended (also after an idle flush failed, which
-   * ended it and was reported as `chat:flush-failed`); `chat/storage` when this write's flush failed.
-   */
-  write(chunk: UIMessageChunk): void {
-    this.#assertStreaming();
-    if (chunk === null || typeof chunk !== "object" || typeof chunk.type !== "string") {
-      throw new ChatArgumentError(
-        "A UI message chunk is an object with a string type.",
-        this.chatId,
-      );
-    }
-    let json: string;
-    try {
-      json = JSON.stringify(chunk);
-    } catch (cause) {
-      throw new ChatError("chat/invalid-argument", "The chunk has no JSON form.", {
-        chatId: this.chatId,
-        cause,
-      });
-    }
-    if (!this.#started) {
-      this.#started = true;
-      if (chunk.type === "start") {
-        const start = { ...chunk, messageId: this.messageId };
-        this.#accept(start, JSON.stringify(start));
-        return;
-      }
-      const start = { type: "start", messageId: this.messageId };
-      this.#accept(start, JSON.stringify(start));
-    }
-    this.#accept(JSON.parse(json) as UIMessageChunk, json);
-  }
-
-  /**
-   * Ends the turn as finished: the last segment and the settlement are one write.
-   * @throws {ChatError} `chat/closed` when the turn already ended.
-   */
-  finish(): void {
-    this.#assertStreaming();
-    this.#settle("finished", null);
-  }
-
-  /**
-   * Ends the turn as failed: an `error` chunk with `errorText` is written (live and stored) and the
-   * turn's stream settles as errored — a failed turn is never silently truncated.
-   * @throws {ChatError} `chat/closed` when the turn already ended.
-   */
-  fail(errorText: string): void {
-    this.#assertStreaming();
-    const text = typeof errorText === "string" && errorText !== "" ? errorText : "The turn failed.";
-    if (!this.#started) this.write({ type: "start" });
-    const chunk = { type: "error", errorText: text };
-    this.#accept(chunk, JSON.stringify(chunk));
-    this.#settle("failed", text);
-  }
-
-  /** The turn's chunks from now on, as they are written, ending with the turn. */
-  live(): AsyncIterable<UIMessageChunk> {
-    const tap = new LiveTap((done) => this.#taps.delete(done));
-    if (this.#state === "streaming") this.#taps.add(tap);
-    else tap.end();
-    return tap;
-  }
-
-  /**
-   * Stores the buffered segment now (what a resumer attaching in this isolate triggers, so it reads
-   * every chunk written so far). No write when the buffer is empty.
-   * @throws {ChatError} `chat/storage` when the turn's stream refused the write.
-   */
-  flush(): void {
-    if (this.#timer !== null) {
-      clearTimeout(this.#timer);
-      this.#timer = null;
-    }
-    if (this.#segment.length === 0 || this.#state !== "streaming") return;
-    const segment = this.#segment;
-    this.#segment = [];
-    this.#segmentBytes = 2;
-    try {
-      this.#writer.append(segment as unknown as StreamJson[]);
-    } catch (cause) {
-      this.#broken(cause);
-      throw new ChatError("chat/storage", `The turn "${this.turnId}" could not be stored.`, {
-        chatId: this.chatId,
-        cause,
-      });
-    }
-  }
-
-  // ── Packing ──
-
-  #accept(chunk: UIMessageChunk, json: string): void {
-    for (const tap of this.#taps) tap.push(chunk);
-    const bytes = utf8Length(json);
-    const { maxSegmentBytes, maxSegmentChunks, flushIdleMs } = this.#settings;
-    if (bytes + 2 > maxSegmentBytes) {
-      // Too large for any segment: delivered live above, reported, not stored.
-      this.#notStored += 1;
-      this.#settings.emit({
-        type: "chat:chunk-not-stored",
-        chatId: this.chatId,
-        turnId: this.turnId,
-        chunkType: chunk.type,
-        bytes,
-      });
-      return;
-    }
-    const grown = this.#segmentBytes + bytes + (this.#segment.length > 0 ? 1 : 0);
-    if (grown > maxSegmentBytes) this.flush();
-    this.#segmentBytes += bytes + (this.#segment.length > 0 ? 1 : 0);
-    this.#segment.push(chunk);
-    if (this.#segment.length >= maxSegmentChunks) {
-      this.flush();
-      return;
-    }
-    if (this.#timer !== null) clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      this.#timer = null;
-      try {
-        this.flush();
-      } catch {
-        // Reported through chat:flush-failed; the turn is over and the next write throws chat/closed.
-      }
-    }, flushIdleMs);
-  }
-
-  // ── Ending ──
-
-  #settle(how: "finished" | "failed", errorText: string | null): void {
-    if (this.#timer !== null) {
-      clearTimeout(this.#timer);
-      this.#timer = null;
-    }
-    const chunks = this.#segment.length > 0 ? [this.#segment as unknown as StreamJson[]] : [];
-    this.#segment = [];
-    this.#state = how;
-    try {
-      if (errorText === null) this.#writer.close({ chunks });
-      else this.#writer.error(errorText, { chunks });
-    } catch (cause) {
-      this.#broken(cause);
-      throw new ChatError("chat/storage", `The end of turn "${this.turnId}" could not be stored.`, {
-        chatId: this.chatId,
-        cause,
-      });
-    } finally {
-      this.#endTaps();
-    }
-  }
-
-  #broken(error: unknown): void {
-    this.#state = "failed";
-    this.#settings.emit({
-      type: "chat:flush-failed",
-      chatId: this.chatId,
-      turnId: this.turnId,
-      error,
-    });
-    this.#endTaps();
-  }
-
-  #endTaps(): void {
-    for (const tap of this.#taps) tap.end();
-    this.#taps.clear();
-    this.#settings.ended(this);
-  }
-
-  #assertStreaming(): void {
-    if (this.#state === "streaming") return;
-    throw new ChatTurnClosedError(this.chatId, this.turnId, this.#state);
-  }
 }
 
 /**
@@ -360,6 +62,7 @@ export class ChatTurns {
   readonly #streams: Streams;
   readonly #settledRetentionMs: number;
   readonly #abandonedRetentionMs: number;
+  readonly #reclaimOnNextTurn: boolean;
   readonly #settings: TurnSettings;
   readonly #onEvent: ((event: ChatEvent) => void) | undefined;
   /** The live turns of this isolate, by turn id. */
@@ -386,6 +89,15 @@ export class ChatTurns {
     if (options.onEvent !== undefined && typeof options.onEvent !== "function") {
       throw new ChatArgumentError("onEvent must be a function.");
     }
+    if (options.reclaimOnNextTurn !== undefined && typeof options.reclaimOnNextTurn !== "boolean") {
+      throw new ChatArgumentError("reclaimOnNextTurn must be a boolean.");
+    }
+    if (options.legacyChatId !== undefined) assertChatId(options.legacyChatId);
+    const maxFlushDelayMs = positive(
+      "maxFlushDelayMs",
+      options.maxFlushDelayMs ?? options.flushIdleMs,
+      50,
+    );
     this.#streams = options.streams;
     this.#settledRetentionMs = positive("settledRetentionMs", options.settledRetentionMs, 600_000);
     this.#abandonedRetentionMs = positive(
@@ -393,24 +105,26 @@ export class ChatTurns {
       options.abandonedRetentionMs,
       3_600_000,
     );
+    this.#reclaimOnNextTurn = options.reclaimOnNextTurn === true;
     this.#onEvent = options.onEvent;
     this.#settings = {
       maxSegmentChunks: positive("maxSegmentChunks", options.maxSegmentChunks, 16),
       maxSegmentBytes: positive("maxSegmentBytes", options.maxSegmentBytes, 65_536),
-      flushIdleMs: positive("flushIdleMs", options.flushIdleMs, 50),
+      maxFlushDelayMs,
       emit: (event) => this.#emit(event),
       ended: (turn) => {
         if (this.#live.get(turn.turnId) === turn) this.#live.delete(turn.turnId);
       },
     };
-    const legacyChatId = options.legacyChatId ?? ctx.id?.name ?? "default";
-    assertChatId(legacyChatId);
+    const legacyChatId = options.legacyChatId ?? defaultLegacyChatId(ctx);
     const imported = new LegacyChatTables(ctx.storage).importInto(this.#streams, {
-      streamIdOf: (turnId) => `${TURN_STREAM_PREFIX}${turnId}`,
-      tag: `${CHAT_TAG_PREFIX}${legacyChatId}`,
+      streamIdOf: turnStreamId,
+      tag: chatTag(legacyChatId),
       chatId: legacyChatId,
       ttlMs: this.#abandonedRetentionMs,
       settledTtlMs: this.#settledRetentionMs,
+      maxSegmentBytes: this.#settings.maxSegmentBytes,
+      emit: (event) => this.#emit(event),
     });
     if (imported !== null) this.#emit({ type: "chat:legacy-imported", turns: imported });
   }
@@ -418,28 +132,25 @@ export class ChatTurns {
   // ── Turns ──
 
   /**
-   * Starts a turn of a chat (one stream row). A turn of the same chat still streaming is ended
-   * first as failed (`error` chunk "superseded by a new turn"), so a chat has one active turn.
-   * @throws {ChatError} `chat/invalid-argument` for a malformed chat id or option.
+   * Starts a turn of a chat (one stream row, which holds the turn's `messageId` from now on: every
+   * replay of the turn begins with its `start`). A turn of the same chat still streaming is ended
+   * first as failed (`error` chunk "superseded by a new turn"), so a chat has one active turn. With
+   * `reclaimOnNextTurn`, the chat's turns that had already ended are deleted first.
+   * @throws {ChatError} `chat/invalid-argument` for a malformed chat id, turn id or message id.
    */
   startTurn(chatId: string, options: StartTurnOptions = {}): ChatTurn {
     assertChatId(chatId);
-    const turnId = options.turnId ?? crypto.randomUUID();
-    const messageId = options.messageId ?? crypto.randomUUID();
-    if (typeof turnId !== "string" || turnId === "" || turnId.length > 200) {
-      throw new ChatArgumentError(
-        "turnId must be a non-empty string of at most 200 characters.",
-        chatId,
-      );
+    if (options === null || typeof options !== "object") {
+      throw new ChatArgumentError("startTurn options must be an object.", chatId);
     }
-    if (typeof messageId !== "string" || messageId === "") {
-      throw new ChatArgumentError("messageId must be a non-empty string.", chatId);
-    }
+    const turnId = assertId("turnId", options.turnId ?? crypto.randomUUID(), chatId);
+    const messageId = assertId("messageId", options.messageId ?? crypto.randomUUID(), chatId);
+    if (this.#reclaimOnNextTurn) this.#reclaimEnded(chatId);
     const previous = this.activeTurn(chatId);
     if (previous !== null) this.#endTurn(previous, "The turn was superseded by a new turn.");
     const metadata: TurnMetadata = { dkChat: 1, chatId, messageId };
-    const writer = this.#streams.open(`${TURN_STREAM_PREFIX}${turnId}`, {
-      tag: `${CHAT_TAG_PREFIX}${chatId}`,
+    const writer = this.#streams.open(turnStreamId(turnId), {
+      tag: chatTag(chatId),
       metadata,
       ttlMs: this.#abandonedRetentionMs,
       settledTtlMs: this.#settledRetentionMs,
@@ -456,7 +167,7 @@ export class ChatTurns {
    */
   activeTurn(chatId: string): ChatTurnInfo | null {
     assertChatId(chatId);
-    const tag = `${CHAT_TAG_PREFIX}${chatId}`;
+    const tag = chatTag(chatId);
     let cursor: string | undefined;
     do {
       const page = this.#streams.list({ tag, state: "streaming", limit: 50, cursor });
@@ -491,7 +202,7 @@ export class ChatTurns {
   adoptTurn(chatId: string): { turn: ChatTurn; stored: UIMessageChunk[] } | null {
     const active = this.activeTurn(chatId);
     if (active === null || active.live) return null;
-    const streamId = `${TURN_STREAM_PREFIX}${active.turnId}`;
+    const streamId = turnStreamId(active.turnId);
     const stored: UIMessageChunk[] = [];
     let from = 0;
     while (true) {
@@ -509,14 +220,47 @@ export class ChatTurns {
   /**
    * Every chunk of a turn from its `start`, then the chunks still to come, ending with the turn.
    * A live turn of this isolate flushes its buffer first, so nothing written is missed.
+   *
+   * The first chunk is always a `start` with the turn's `messageId`, also for a turn that stored
+   * nothing before a restart (its stream row holds the id from {@link startTurn}): a stored
+   * `start` is yielded as stored, and one is put first where none was stored yet. A `start` stored
+   * after that one was put first is not repeated; its `messageMetadata` comes as a
+   * `message-metadata` chunk.
    */
   async *read(
     turnId: string,
     options: { signal?: AbortSignal } = {},
   ): AsyncGenerator<UIMessageChunk> {
-    this.#live.get(turnId)?.flush();
-    for await (const { chunk } of this.#streams.read(`${TURN_STREAM_PREFIX}${turnId}`, options)) {
-      for (const item of chunk as UIMessageChunk[]) yield item;
+    const live = this.#live.get(turnId);
+    try {
+      live?.flush();
+    } catch {
+      // The flush was refused: the turn ended with an error chunk, which the stream shows.
+    }
+    const streamId = turnStreamId(turnId);
+    const status = this.#streams.status(streamId);
+    const stamped = status?.metadata?.messageId;
+    const messageId = live?.messageId ?? (typeof stamped === "string" ? stamped : null);
+    // Nothing stored yet: the start goes first now, and a stored one later is not repeated.
+    const startGiven = status !== null && status.cursor === 0 && messageId !== null;
+    if (startGiven) yield { type: "start", messageId };
+    let first = true;
+    for await (const { chunk } of this.#streams.read(streamId, options)) {
+      for (const item of chunk as UIMessageChunk[]) {
+        if (first) {
+          first = false;
+          if (startGiven && item.type === "start") {
+            if (item.messageMetadata !== undefined) {
+              yield { type: "message-metadata", messageMetadata: item.messageMetadata };
+            }
+            continue;
+          }
+          if (!startGiven && item.type !== "start" && messageId !== null) {
+            yield { type: "start", messageId };
+          }
+        }
+        yield item;
+      }
     }
   }
 
@@ -557,9 +301,23 @@ export class ChatTurns {
       if (live.streaming) live.fail(errorText);
       return;
     }
-    const streamId = `${TURN_STREAM_PREFIX}${info.turnId}`;
     const chunks: StreamJson[] = [[{ type: "error", errorText }]];
-    this.#streams.write(streamId, chunks, { settle: { error: errorText } });
+    this.#streams.write(turnStreamId(info.turnId), chunks, { settle: { error: errorText } });
+  }
+
+  /** Deletes the chat's turns that already ended (`reclaimOnNextTurn`); live readers of them end. */
+  #reclaimEnded(chatId: string): void {
+    const tag = chatTag(chatId);
+    const ended: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = this.#streams.list({ tag, state: ["completed", "errored"], limit: 100, cursor });
+      for (const status of page.items) {
+        if (turnMetadata(status, chatId) !== null) ended.push(status.streamId);
+      }
+      cursor = page.next ?? undefined;
+    } while (cursor !== undefined);
+    for (const streamId of ended) this.#streams.delete(streamId);
   }
 
   #emit(event: ChatEvent): void {

@@ -1,10 +1,12 @@
 export {
-  ChatTurn,
-  ChatTurns,
-  INTERRUPTED_TEXT,
+  FALLBACK_LEGACY_CHAT_ID,
   MAX_CHAT_ID_LENGTH,
+  MAX_MESSAGE_ID_LENGTH,
+  MAX_TURN_ID_LENGTH,
   TURN_STREAM_PREFIX,
-} from "./chat-turns";
+} from "./chat-ids";
+export { ChatTurn, NOT_STORED_TEXT } from "./chat-turn";
+export { ChatTurns, INTERRUPTED_TEXT } from "./chat-turns";
 export {
   ChatArgumentError,
   ChatError,

@@ -1,4 +1,6 @@
 import type { StreamImportChunk, StreamJson, Streams } from "@durablekit/streams";
+import type { ChatEvent } from "./types";
+import { utf8Length } from "./utf8";
 
 /** Where and how the legacy turns are imported. */
 export interface LegacyImportTarget {
@@ -7,7 +9,18 @@ export interface LegacyImportTarget {
   chatId: string;
   ttlMs: number;
   settledTtlMs: number;
+  /** The largest stored segment (JSON, UTF-8 bytes): larger legacy rows are split to fit. */
+  maxSegmentBytes: number;
+  /** Reports chunks and turns set aside. */
+  emit: (event: ChatEvent) => void;
 }
+
+/** Codes with which `importStream` refuses a turn's data (nothing of it written). */
+const REFUSED_DATA = new Set<unknown>([
+  "streams/too-large",
+  "streams/unserializable",
+  "streams/invalid-argument",
+]);
 
 const METADATA = "cf_ai_chat_stream_metadata";
 const CHUNKS = "cf_ai_chat_stream_chunks";
@@ -54,15 +67,21 @@ export class LegacyChatTables {
         );
         for (const row of sql.exec(`SELECT * FROM ${METADATA} ORDER BY created_at`).toArray()) {
           const turnId = String(row.id);
-          const chunks: StreamImportChunk[] = tables.has(CHUNKS)
-            ? sql
-                .exec<{ body: string; created_at: number }>(
-                  `SELECT body, created_at FROM ${CHUNKS} WHERE stream_id = ? ORDER BY chunk_index`,
-                  turnId,
-                )
-                .toArray()
-                .map((chunk) => ({ chunk: segmentOf(chunk.body), at: Number(chunk.created_at) }))
-            : [];
+          const chunks: StreamImportChunk[] = [];
+          if (tables.has(CHUNKS)) {
+            const rows = sql
+              .exec<{ body: string; created_at: number }>(
+                `SELECT body, created_at FROM ${CHUNKS} WHERE stream_id = ? ORDER BY chunk_index`,
+                turnId,
+              )
+              .toArray();
+            for (const row of rows) {
+              const at = Number(row.created_at);
+              for (const segment of fitSegments(segmentOf(row.body), turnId, target)) {
+                chunks.push({ chunk: segment, at });
+              }
+            }
+          }
           const status = String(row.status);
           const state =
             status === "error" ? "errored" : status === "completed" ? "completed" : "streaming";
@@ -74,8 +93,10 @@ export class LegacyChatTables {
             floor = Math.max(floor, chunk.at);
             chunk.at = floor;
           }
+          // The id the replayed start chunk carries is the one the client knows the message by.
           const messageId =
-            columns.has("message_id") && row.message_id != null ? String(row.message_id) : turnId;
+            startMessageId(chunks) ??
+            (columns.has("message_id") && row.message_id != null ? String(row.message_id) : turnId);
           const metadata: Record<string, string | number> = {
             dkChat: 1,
             chatId: target.chatId,
@@ -85,17 +106,27 @@ export class LegacyChatTables {
           if (columns.has("is_continuation") && row.is_continuation === 1) {
             metadata.isContinuation = 1;
           }
-          const done = streams.importStream(target.streamIdOf(turnId), {
-            state,
-            ...(state === "errored" ? { error: "The turn failed." } : {}),
-            tag: target.tag,
-            metadata,
-            ttlMs: target.ttlMs,
-            settledTtlMs: target.settledTtlMs,
-            createdAt,
-            updatedAt: row.completed_at != null ? Number(row.completed_at) : lastAt,
-            chunks,
-          });
+          let done = false;
+          try {
+            done = streams.importStream(target.streamIdOf(turnId), {
+              state,
+              ...(state === "errored" ? { error: "The turn failed." } : {}),
+              tag: target.tag,
+              metadata,
+              ttlMs: target.ttlMs,
+              settledTtlMs: target.settledTtlMs,
+              createdAt,
+              updatedAt: row.completed_at != null ? Number(row.completed_at) : lastAt,
+              chunks,
+            });
+          } catch (error) {
+            // importStream checks every chunk before it writes anything, so a turn it refuses for
+            // its data leaves nothing behind: old data never stops the object from starting. Any
+            // other failure (storage) still aborts the whole import, and the tables stay for the
+            // next construction.
+            if (!REFUSED_DATA.has((error as { code?: unknown } | null)?.code)) throw error;
+            target.emit({ type: "chat:legacy-turn-skipped", turnId, error });
+          }
           if (done) imported += 1;
         }
       }
@@ -119,4 +150,95 @@ function segmentOf(body: string): StreamJson[] {
   } catch {
     return [{ type: "error", errorText: "A stored chunk could not be read." }];
   }
+}
+
+/** The `messageId` of the stored `start` chunk a turn begins with, or null. */
+function startMessageId(chunks: StreamImportChunk[]): string | null {
+  const first = (chunks[0]?.chunk as StreamJson[] | undefined)?.[0];
+  if (first === null || typeof first !== "object" || Array.isArray(first)) return null;
+  return first.type === "start" && typeof first.messageId === "string" ? first.messageId : null;
+}
+
+/** UTF-8 length of a value's JSON. */
+function jsonBytes(value: unknown): number {
+  return utf8Length(JSON.stringify(value));
+}
+
+/**
+ * A legacy row's chunks as segments that fit `maxSegmentBytes`: the row as it was when it fits;
+ * else its chunks packed in order into as few segments as fit, a text or reasoning delta too large
+ * for any segment split into several deltas of the same part (same text once concatenated), and
+ * any other chunk too large left out and reported.
+ */
+function fitSegments(
+  items: StreamJson[],
+  turnId: string,
+  target: LegacyImportTarget,
+): StreamJson[][] {
+  const max = target.maxSegmentBytes;
+  if (jsonBytes(items) <= max) return [items];
+  const segments: StreamJson[][] = [];
+  let current: StreamJson[] = [];
+  let bytes = 2;
+  const add = (item: StreamJson, size: number): void => {
+    if (current.length > 0 && bytes + 1 + size > max) {
+      segments.push(current);
+      current = [];
+      bytes = 2;
+    }
+    bytes += size + (current.length > 0 ? 1 : 0);
+    current.push(item);
+  };
+  for (const item of items) {
+    const size = jsonBytes(item);
+    if (size + 2 <= max) {
+      add(item, size);
+      continue;
+    }
+    const pieces = splitDelta(item, max - 2);
+    if (pieces === null) {
+      const type =
+        item !== null && typeof item === "object" && !Array.isArray(item) ? item.type : undefined;
+      target.emit({
+        type: "chat:legacy-chunk-skipped",
+        turnId,
+        chunkType: typeof type === "string" ? type : "unknown",
+        bytes: size,
+      });
+      continue;
+    }
+    for (const piece of pieces) add(piece, jsonBytes(piece));
+  }
+  if (current.length > 0) segments.push(current);
+  return segments;
+}
+
+/**
+ * A `text-delta` or `reasoning-delta` chunk as several chunks of the same part whose deltas
+ * concatenate to the original and whose JSON each takes at most `limit` bytes; null for any other
+ * chunk, or when even one character does not fit.
+ */
+function splitDelta(item: StreamJson, limit: number): StreamJson[] | null {
+  if (item === null || typeof item !== "object" || Array.isArray(item)) return null;
+  if (item.type !== "text-delta" && item.type !== "reasoning-delta") return null;
+  const delta = item.delta;
+  if (typeof delta !== "string") return null;
+  const budget = limit - jsonBytes({ ...item, delta: "" });
+  const pieces: StreamJson[] = [];
+  let piece = "";
+  let used = 0;
+  // By code point, so a surrogate pair is never cut; each costs its escaped JSON form in UTF-8.
+  for (const char of delta) {
+    const cost = jsonBytes(char) - 2;
+    if (cost > budget) return null;
+    if (used + cost > budget) {
+      pieces.push({ ...item, delta: piece });
+      piece = "";
+      used = 0;
+    }
+    piece += char;
+    used += cost;
+  }
+  if (piece !== "" || pieces.length === 0) pieces.push({ ...item, delta: piece });
+  return pieces;
 }

@@ -26,8 +26,20 @@ export interface ChatTurnsOptions {
    * `maxChunkBytes`.
    */
   maxSegmentBytes?: number;
-  /** A segment is flushed after this long without a write. Default 50. */
+  /**
+   * The longest a written chunk waits in memory before it is stored: the segment is flushed this
+   * long after its oldest chunk was written, however steadily the model keeps writing. It bounds
+   * what a restart can lose. Default 50.
+   */
+  maxFlushDelayMs?: number;
+  /** @deprecated Use {@link ChatTurnsOptions.maxFlushDelayMs}; read as it when that is not given. */
   flushIdleMs?: number;
+  /**
+   * Delete a chat's ended turns when its next turn starts, instead of keeping each for
+   * `settledRetentionMs`: the chat then holds at most its newest ended turn and the active one on
+   * disk. A reader still replaying a deleted turn ends. Default false.
+   */
+  reclaimOnNextTurn?: boolean;
   /**
    * The chat id given to turns imported from the legacy `cf_ai_chat_stream_*` tables (one chat per
    * object there). Default: the object's name (`ctx.id.name`), else `"default"`.
@@ -50,7 +62,18 @@ export type ChatEvent =
   /** A segment could not be stored (the turn's stream was deleted or expired): the turn is over. */
   | { type: "chat:flush-failed"; chatId: string; turnId: string; error: unknown }
   /** The legacy tables were imported and dropped at construction. */
-  | { type: "chat:legacy-imported"; turns: number };
+  | { type: "chat:legacy-imported"; turns: number }
+  /**
+   * A legacy chunk too large for a stored segment (over `maxSegmentBytes`, and not a text or
+   * reasoning delta that can be split) was left out of its imported turn.
+   */
+  | { type: "chat:legacy-chunk-skipped"; turnId: string; chunkType: string; bytes: number }
+  /**
+   * A legacy turn the object's streams refused even after oversized chunks were split or left
+   * out (for example a `maxSegmentBytes` above the streams' `maxChunkBytes`): it was left out of
+   * the import, which went on with the other turns.
+   */
+  | { type: "chat:legacy-turn-skipped"; turnId: string; error: unknown };
 
 /** A turn as {@link ChatTurns.activeTurn} finds it. */
 export interface ChatTurnInfo {

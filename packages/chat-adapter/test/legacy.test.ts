@@ -1,6 +1,7 @@
+import { Streams } from "@durablekit/streams";
 import { withOverrides } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
-import { ChatTurns } from "../src/index";
+import { ChatTurns, type UIMessageChunk } from "../src/index";
 import { frames, inFixture } from "./helpers";
 
 const OLD_METADATA = `CREATE TABLE cf_ai_chat_stream_metadata (
@@ -62,6 +63,12 @@ function seedLegacy(sql: SqlStorage, withMessageId: boolean, t0: number): void {
   );
 }
 
+async function collect(iterable: AsyncIterable<UIMessageChunk>): Promise<UIMessageChunk[]> {
+  const out: UIMessageChunk[] = [];
+  for await (const item of iterable) out.push(item);
+  return out;
+}
+
 function tables(sql: SqlStorage): string[] {
   return sql
     .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE name LIKE 'cf_ai_chat_stream%'")
@@ -82,7 +89,8 @@ for (const withMessageId of [false, true]) {
         const active = chat.activeTurn("legacy-chat");
         expect(active).toMatchObject({
           turnId: "live",
-          messageId: withMessageId ? "msg-live" : "live",
+          // The id its replayed start chunk carries, whatever the legacy columns said.
+          messageId: "msg-live",
           live: false,
           createdAt: t0 - 2_000,
           updatedAt: t0 - 1_000 + 2,
@@ -111,6 +119,116 @@ for (const withMessageId of [false, true]) {
     });
   });
 }
+
+/** Lays down legacy tables of one finished turn whose rows are `bodies`. */
+function seedRows(sql: SqlStorage, bodies: unknown[], t0: number): void {
+  sql.exec(NEW_METADATA);
+  sql.exec(CHUNKS);
+  sql.exec(
+    "INSERT INTO cf_ai_chat_stream_metadata VALUES ('big', 'req-big', 'completed', ?, ?, 'msg-big', 0)",
+    t0 - 10_000,
+    t0 - 9_000,
+  );
+  bodies.forEach((body, index) => {
+    sql.exec(
+      "INSERT INTO cf_ai_chat_stream_chunks VALUES (?, 'big', ?, ?, ?)",
+      `big-${index}`,
+      JSON.stringify(body),
+      index,
+      t0 - 9_500 + index,
+    );
+  });
+}
+
+describe("legacy turn ids", () => {
+  it("reports for an imported legacy turn the messageId its replayed start chunk carries", async () => {
+    await inFixture(async ({ chat }, state) => {
+      seedLegacy(state.storage.sql, false, Date.now()); // no message_id column: the id was the turn's
+      const active = chat.activeTurn("legacy-chat");
+      const replay = await collect(chat.read(active?.turnId ?? ""));
+      expect(replay[0]).toEqual({ type: "start", messageId: "msg-live" });
+      expect(active?.messageId).toBe("msg-live");
+    });
+  });
+});
+
+describe("legacy data never bricks an object", () => {
+  it("imports a legacy chunk over the streams' maxChunkBytes, splitting a text delta into deltas of the same text", async () => {
+    await inFixture(async (fixture, state) => {
+      const text = `${"ab€😀".repeat(300_000)}z`; // 2.7 MB of UTF-8, over the 1 MiB chunk limit
+      seedRows(
+        state.storage.sql,
+        [
+          { type: "start", messageId: "msg-big" },
+          { type: "text-start", id: "t" },
+          { type: "text-delta", id: "t", delta: text },
+          { type: "data-blob", data: "q".repeat(1_200_000) },
+          { type: "text-end", id: "t" },
+        ],
+        Date.now(),
+      );
+      const { chat, streams, events } = fixture;
+      expect(chat.activeTurn("legacy-chat")).toBeNull();
+      const replay = await collect(chat.read("big"));
+      expect(replay[0]).toEqual({ type: "start", messageId: "msg-big" });
+      const deltas = replay.filter((chunk) => chunk.type === "text-delta");
+      expect(deltas.length).toBeGreaterThanOrEqual(Math.ceil(2_700_001 / 65_536));
+      expect(deltas.every((chunk) => chunk.id === "t")).toBe(true);
+      expect(deltas.map((chunk) => chunk.delta).join("")).toBe(text);
+      expect(replay.at(-1)).toEqual({ type: "text-end", id: "t" });
+      expect(replay.some((chunk) => chunk.type === "data-blob")).toBe(false);
+      expect(events).toEqual([
+        {
+          type: "chat:legacy-chunk-skipped",
+          turnId: "big",
+          chunkType: "data-blob",
+          bytes: JSON.stringify({ type: "data-blob", data: "q".repeat(1_200_000) }).length,
+        },
+        { type: "chat:legacy-imported", turns: 1 },
+      ]);
+      expect(streams.status("dk-chat/big")).toMatchObject({ state: "completed" });
+      expect(tables(state.storage.sql)).toEqual([]);
+      // Every stored segment fits the turn's segment bound.
+      const sizes = state.storage.sql
+        .exec<{ n: number }>("SELECT length(CAST(body AS BLOB)) AS n FROM dk_streams_chunks")
+        .toArray();
+      for (const { n } of sizes) expect(n).toBeLessThanOrEqual(65_536);
+    });
+  });
+
+  it("sets aside a legacy turn its streams refuse and starts with the others imported", async () => {
+    await inFixture(async (_fixture, state) => {
+      const t0 = Date.now();
+      seedLegacy(state.storage.sql, true, t0);
+      state.storage.sql.exec(
+        "INSERT INTO cf_ai_chat_stream_metadata VALUES ('huge', 'req-huge', 'completed', ?, ?, 'msg-huge', 0)",
+        t0 - 5_000,
+        t0 - 4_000,
+      );
+      state.storage.sql.exec(
+        "INSERT INTO cf_ai_chat_stream_chunks VALUES ('huge-0', 'huge', ?, 0, ?)",
+        JSON.stringify([{ type: "text-delta", id: "t", delta: "w".repeat(5_000) }]),
+        t0 - 4_500,
+      );
+      const events: { type: string }[] = [];
+      // Segments of up to 64 KiB, over streams that take chunks of at most 1,000 bytes.
+      const streams = new Streams(state, { maxChunkBytes: 1_000 });
+      const chat = new ChatTurns(state, {
+        streams,
+        legacyChatId: "legacy-chat",
+        onEvent: (event) => events.push(event),
+      });
+      expect(events.map((event) => event.type)).toEqual([
+        "chat:legacy-turn-skipped",
+        "chat:legacy-imported",
+      ]);
+      expect(events[0]).toMatchObject({ turnId: "huge", error: { code: "streams/too-large" } });
+      expect(chat.activeTurn("legacy-chat")?.turnId).toBe("live");
+      expect(streams.status("dk-chat/huge")).toBeNull();
+      expect(tables(state.storage.sql)).toEqual([]);
+    });
+  });
+});
 
 describe("legacy import", () => {
   it("leaves the legacy tables and no turn behind when the import fails part-way", async () => {

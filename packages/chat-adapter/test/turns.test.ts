@@ -146,7 +146,8 @@ describe("turns", () => {
       expect(codeOf(() => turn.write({ type: "text-delta", id: "t", delta: "x" }))).toBe(
         "chat/closed",
       );
-      expect(codeOf(() => turn.finish())).toBe("chat/closed");
+      turn.finish(); // settling an ended turn is a no-op
+      expect(streams.status(`dk-chat/${turn.turnId}`)).toMatchObject({ state: "errored" });
     });
   });
 

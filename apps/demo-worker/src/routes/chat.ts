@@ -1,4 +1,5 @@
-import { MAX_CHAT_ID_LENGTH } from "@durablekit/chat-adapter";
+import { MAX_CHAT_ID_LENGTH, MAX_MESSAGE_ID_LENGTH } from "@durablekit/chat-adapter";
+import { isWellFormedName } from "@durablekit/compose";
 import type { Env } from "../env";
 import { describeValue, errorResponse, readJsonBody } from "../http";
 import type { Route } from "../router";
@@ -13,11 +14,9 @@ function room(env: Env, chatId: string): ChatRoomCalls {
   return env.CHAT.getByName(chatId) as unknown as ChatRoomCalls;
 }
 
-/** A chat id the adapter accepts, or null. */
+/** A chat id the adapter accepts (1–240 characters, no lone surrogate), or null. */
 function chatIdOf(value: unknown): string | null {
-  return typeof value === "string" && value.length > 0 && value.length <= MAX_CHAT_ID_LENGTH
-    ? value
-    : null;
+  return isWellFormedName(value, MAX_CHAT_ID_LENGTH) ? value : null;
 }
 
 /**
@@ -41,11 +40,19 @@ export const chatRoutes: Route[] = [
         return errorResponse(
           400,
           "demo/bad-chat",
-          `The body needs "id": the chat id, 1 to ${MAX_CHAT_ID_LENGTH} characters (the AI SDK's chat request { "id", "messages", … }); got ${describeValue(body?.id)} as "id".`,
+          `The body needs "id": the chat id, 1 to ${MAX_CHAT_ID_LENGTH} characters without lone surrogates (the AI SDK's chat request { "id", "messages", … }); got ${describeValue(body?.id)} as "id".`,
         );
       }
-      const messageId =
-        typeof body?.messageId === "string" && body.messageId !== "" ? body.messageId : undefined;
+      const given = body?.messageId;
+      const absent = given === undefined || given === null || given === "";
+      if (!absent && !isWellFormedName(given, MAX_MESSAGE_ID_LENGTH)) {
+        return errorResponse(
+          400,
+          "demo/bad-chat",
+          `"messageId", when given, is 1 to ${MAX_MESSAGE_ID_LENGTH} characters without lone surrogates; got ${describeValue(given)}.`,
+        );
+      }
+      const messageId = !absent && typeof given === "string" ? given : undefined;
       return room(env, chatId).answer(chatId, messageId);
     },
   },
@@ -58,7 +65,7 @@ export const chatRoutes: Route[] = [
         return errorResponse(
           400,
           "demo/bad-chat",
-          `The chat id in the path must be 1 to ${MAX_CHAT_ID_LENGTH} characters; got ${describeValue(chatId)}.`,
+          `The chat id in the path must be 1 to ${MAX_CHAT_ID_LENGTH} characters without lone surrogates; got ${describeValue(chatId)}.`,
         );
       }
       return room(env, id).resume(id);

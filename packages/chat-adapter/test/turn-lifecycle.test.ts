@@ -1,0 +1,315 @@
+import { Streams } from "@durablekit/streams";
+import { BAD_NAMES, thrownCodeSync } from "@durablekit/test-kit";
+import { describe, expect, it } from "vitest";
+import {
+  ChatTurns,
+  INTERRUPTED_TEXT,
+  isChatError,
+  NOT_STORED_TEXT,
+  type UIMessageChunk,
+} from "../src/index";
+import { frames, freshStub, inFixture } from "./helpers";
+
+const codeOf = (fn: () => unknown) => thrownCodeSync(fn, isChatError);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of iterable) out.push(item);
+  return out;
+}
+
+/** The UI message chunks stored for a turn, in order (segments unpacked). */
+function storedChunks(state: DurableObjectState, turnId: string): UIMessageChunk[] {
+  return state.storage.sql
+    .exec<{ body: string }>(
+      `SELECT c.body FROM dk_streams_chunks c JOIN dk_streams_streams s ON s.stream_key = c.stream_key
+       WHERE s.stream_id = ? ORDER BY c.seq`,
+      `dk-chat/${turnId}`,
+    )
+    .toArray()
+    .flatMap((row) => JSON.parse(row.body) as UIMessageChunk[]);
+}
+
+describe("loss on restart is bounded by time", () => {
+  it("stores every chunk within maxFlushDelayMs of its write while the model never pauses", async () => {
+    await inFixture(async (fixture, state) => {
+      // Segments large enough that only the time bound can flush: a chunk every 10 ms for 400 ms.
+      const chat = new ChatTurns(state, {
+        streams: fixture.streams,
+        maxSegmentChunks: 1000,
+        maxFlushDelayMs: 40,
+      });
+      const turn = chat.startTurn("steady");
+      const writtenAt: number[] = [];
+      let late = 0;
+      for (let i = 0; i < 40; i++) {
+        turn.write({ type: "text-delta", id: "t", delta: `${i} ` });
+        writtenAt.push(Date.now());
+        await sleep(10);
+        // Every chunk written more than the bound (plus timer slack) ago is stored by now.
+        const due = writtenAt.filter((at) => Date.now() - at > 40 + 60).length;
+        const stored = Math.max(0, storedChunks(state, turn.turnId).length - 1); // less the start
+        if (stored < due) late += 1;
+      }
+      expect(late).toBe(0);
+      expect(storedChunks(state, turn.turnId).length).toBeGreaterThan(20);
+      turn.finish();
+    });
+  });
+
+  it("stores a chunk of a never-pausing model 50 ms after it was written by default", async () => {
+    await inFixture(async ({ chat }, state) => {
+      const turn = chat.startTurn("steady-default");
+      turn.write({ type: "text-delta", id: "t", delta: "first " });
+      const first = Date.now();
+      // Keep writing every 10 ms (fewer than a segment's 16 chunks in all): before the fix the
+      // idle timer never fired while writes kept coming.
+      while (Date.now() - first < 100) {
+        await sleep(10);
+        turn.write({ type: "text-delta", id: "t", delta: "more " });
+      }
+      const stored = storedChunks(state, turn.turnId);
+      expect(stored.slice(0, 2)).toEqual([
+        { type: "start", messageId: turn.messageId },
+        { type: "text-delta", id: "t", delta: "first " },
+      ]);
+      turn.finish();
+    });
+  });
+
+  it("keeps flushIdleMs as a deprecated name of maxFlushDelayMs and refuses a bad bound", async () => {
+    await inFixture(async (fixture, state) => {
+      const chat = new ChatTurns(state, { streams: fixture.streams, flushIdleMs: 20 });
+      const turn = chat.startTurn("alias");
+      turn.write({ type: "text-delta", id: "t", delta: "a" });
+      await sleep(120);
+      expect(storedChunks(state, turn.turnId)).toHaveLength(2);
+      turn.finish();
+      for (const bad of [0, -1, 1.5, "50", Number.NaN]) {
+        expect(
+          codeOf(
+            () =>
+              new ChatTurns(state, { streams: fixture.streams, maxFlushDelayMs: bad as number }),
+          ),
+        ).toBe("chat/invalid-argument");
+      }
+    });
+  });
+});
+
+describe("every replay begins with the turn's start", () => {
+  it("begins the resume of a turn that stored nothing before a restart with its start and messageId", async () => {
+    await inFixture(async (fixture, state) => {
+      const before = new ChatTurns(state, { streams: fixture.streams });
+      const turn = before.startTurn("c1", { messageId: "m-0" });
+      turn.write({ type: "text-start", id: "t" }); // buffered only: lost with the isolate
+      // A new isolate: the same storage, no writer.
+      const after = new ChatTurns(state, { streams: new Streams(state) });
+      expect(await frames(after.resumeResponse("c1"))).toEqual([
+        { type: "start", messageId: "m-0" },
+        { type: "error", errorText: INTERRUPTED_TEXT },
+        "[DONE]",
+      ]);
+    });
+  });
+
+  it("gives a resumer attached before the first write the start at once, and the model's start only once", async () => {
+    await inFixture(async ({ chat }) => {
+      const turn = chat.startTurn("c1", { messageId: "m-1" });
+      const reader = chat.read(turn.turnId)[Symbol.asyncIterator]();
+      expect((await reader.next()).value).toEqual({ type: "start", messageId: "m-1" });
+      turn.write({ type: "start", messageMetadata: { model: "x" } });
+      turn.write({ type: "text-start", id: "t" });
+      turn.finish();
+      const rest: UIMessageChunk[] = [];
+      for (let next = await reader.next(); !next.done; next = await reader.next())
+        rest.push(next.value);
+      expect(rest).toEqual([
+        { type: "message-metadata", messageMetadata: { model: "x" } },
+        { type: "text-start", id: "t" },
+      ]);
+      // A replay after the fact shows the stored start as the model sent it, stamped.
+      expect((await collect(chat.read(turn.turnId)))[0]).toEqual({
+        type: "start",
+        messageId: "m-1",
+        messageMetadata: { model: "x" },
+      });
+    });
+  });
+});
+
+describe("a turn that can no longer be stored ends loudly", () => {
+  it("ends the live response and the stored turn with an error chunk when a limit refuses a flush", async () => {
+    await inFixture(async (_fixture, state) => {
+      const events: unknown[] = [];
+      // The streams take chunks of at most 400 bytes; the turn packs segments of up to 64 KiB.
+      const streams = new Streams(state, { maxChunkBytes: 400 });
+      const chat = new ChatTurns(state, { streams, onEvent: (event) => events.push(event) });
+      const turn = chat.startTurn("c1", { messageId: "m" });
+      const live = chat.turnResponse(turn);
+      turn.write({ type: "text-start", id: "t" });
+      turn.flush();
+      const resumed = chat.resumeResponse("c1"); // attached before the failure
+      for (let i = 0; i < 10; i++)
+        turn.write({ type: "text-delta", id: "t", delta: "y".repeat(50) });
+      expect(codeOf(() => turn.flush())).toBe("chat/storage");
+      expect(turn.streaming).toBe(false);
+      const error = { type: "error", errorText: NOT_STORED_TEXT };
+      const liveFrames = await frames(live);
+      expect(liveFrames.slice(-2)).toEqual([error, "[DONE]"]);
+      expect(liveFrames).toHaveLength(1 + 1 + 10 + 2);
+      expect(await frames(resumed)).toEqual([
+        { type: "start", messageId: "m" },
+        { type: "text-start", id: "t" },
+        error,
+        "[DONE]",
+      ]);
+      expect((await collect(chat.read(turn.turnId))).at(-1)).toEqual(error);
+      expect(streams.status(`dk-chat/${turn.turnId}`)).toMatchObject({ state: "errored" });
+      expect(events).toMatchObject([{ type: "chat:flush-failed", turnId: turn.turnId }]);
+    });
+  });
+
+  it("ends the live response with an error chunk when the turn's stream expired during a long pause", async () => {
+    await inFixture(async (fixture) => {
+      const { chat, streams } = fixture;
+      const turn = chat.startTurn("paused", { messageId: "m" });
+      const live = chat.turnResponse(turn);
+      turn.write({ type: "text-start", id: "t" });
+      turn.flush();
+      // The model goes quiet for more than an hour: the sweep removes the abandoned turn.
+      fixture.clockOffset += 61 * 60_000;
+      await streams.alarm();
+      expect(streams.status(`dk-chat/${turn.turnId}`)).toBeNull();
+      turn.write({ type: "text-delta", id: "t", delta: "late" });
+      expect(codeOf(() => turn.flush())).toBe("chat/storage");
+      expect((await frames(live)).slice(-3)).toEqual([
+        { type: "text-delta", id: "t", delta: "late" },
+        { type: "error", errorText: NOT_STORED_TEXT },
+        "[DONE]",
+      ]);
+    });
+  });
+});
+
+describe("settling a turn that is already over", () => {
+  it("is a no-op for finish and fail after the turn finished, failed or was superseded", async () => {
+    await inFixture(async ({ chat }) => {
+      const finished = chat.startTurn("a");
+      finished.finish();
+      finished.finish();
+      finished.fail("late");
+      const failed = chat.startTurn("b");
+      failed.fail("first");
+      failed.fail("second");
+      failed.finish();
+      const superseded = chat.startTurn("c");
+      chat.startTurn("c");
+      superseded.fail("after the new turn");
+      superseded.finish();
+      expect((await collect(chat.read(finished.turnId))).map((c) => c.type)).toEqual(["start"]);
+      expect((await collect(chat.read(failed.turnId))).at(-1)).toEqual({
+        type: "error",
+        errorText: "first",
+      });
+      expect((await collect(chat.read(superseded.turnId))).at(-1)).toEqual({
+        type: "error",
+        errorText: "The turn was superseded by a new turn.",
+      });
+      // Writing is what an ended turn refuses.
+      expect(codeOf(() => superseded.write({ type: "text-start", id: "t" }))).toBe("chat/closed");
+    });
+  });
+
+  it("runs the README's answer loop to the end when a newer turn supersedes it mid-answer", async () => {
+    await inFixture(async ({ chat }) => {
+      let supersede = () => {};
+      const model = {
+        async *toUIMessageStream(): AsyncGenerator<UIMessageChunk> {
+          yield { type: "text-start", id: "t" };
+          await sleep(5);
+          supersede(); // the user sent the next message
+          yield { type: "text-delta", id: "t", delta: "too late" };
+          yield { type: "text-end", id: "t" };
+        },
+      };
+      const turn = chat.startTurn("loop");
+      supersede = () => chat.startTurn("loop");
+      // Verbatim from the README's startAnswer:
+      const work = (async () => {
+        try {
+          for await (const chunk of model.toUIMessageStream()) turn.write(chunk);
+          turn.finish();
+        } catch (error) {
+          turn.fail(String(error));
+        }
+      })();
+      await expect(work).resolves.toBeUndefined();
+      expect(turn.streaming).toBe(false);
+    });
+  });
+});
+
+describe("ids", () => {
+  it("constructs ChatTurns in an object whose name is longer than any chat id", async () => {
+    const stub = freshStub("n".repeat(300));
+    await inFixture(async (fixture, state) => {
+      expect(state.id.name?.length).toBeGreaterThan(300);
+      const turns = new ChatTurns(state, { streams: fixture.streams });
+      expect(turns.startTurn("c1").streaming).toBe(true);
+    }, stub);
+  });
+
+  it("refuses a chat, turn or message id with a lone surrogate with chat/invalid-argument", async () => {
+    await inFixture(async ({ chat }) => {
+      for (const bad of BAD_NAMES) {
+        expect(codeOf(() => chat.startTurn(bad as string))).toBe("chat/invalid-argument");
+        expect(codeOf(() => chat.activeTurn(bad as string))).toBe("chat/invalid-argument");
+        expect(codeOf(() => chat.resumeResponse(bad as string))).toBe("chat/invalid-argument");
+        expect(codeOf(() => chat.adoptTurn(bad as string))).toBe("chat/invalid-argument");
+      }
+      for (const bad of ["a\uD800b", "\uDC00", "", 7]) {
+        expect(codeOf(() => chat.startTurn("c1", { turnId: bad as string }))).toBe(
+          "chat/invalid-argument",
+        );
+        expect(codeOf(() => chat.startTurn("c1", { messageId: bad as string }))).toBe(
+          "chat/invalid-argument",
+        );
+      }
+      expect(chat.activeTurn("c1")).toBeNull(); // nothing was written
+    });
+  });
+});
+
+describe("reclaimOnNextTurn", () => {
+  it("deletes a chat's ended turns when its next turn starts, and keeps them without it", async () => {
+    await inFixture(async (fixture, state) => {
+      const reclaiming = new ChatTurns(state, {
+        streams: fixture.streams,
+        reclaimOnNextTurn: true,
+      });
+      const first = reclaiming.startTurn("r");
+      first.write({ type: "text-start", id: "t" });
+      first.finish();
+      const other = reclaiming.startTurn("other-chat");
+      other.finish();
+      const second = reclaiming.startTurn("r");
+      expect(fixture.streams.status(`dk-chat/${first.turnId}`)).toBeNull();
+      expect(fixture.streams.status(`dk-chat/${other.turnId}`)).not.toBeNull();
+      second.finish();
+      const keeping = fixture.chat;
+      const kept = keeping.startTurn("k");
+      kept.finish();
+      keeping.startTurn("k").finish();
+      expect(fixture.streams.status(`dk-chat/${kept.turnId}`)).toMatchObject({
+        state: "completed",
+      });
+      expect(
+        codeOf(
+          () => new ChatTurns(state, { streams: fixture.streams, reclaimOnNextTurn: 1 as never }),
+        ),
+      ).toBe("chat/invalid-argument");
+    });
+  });
+});
