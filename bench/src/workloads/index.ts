@@ -1,6 +1,6 @@
 import type { Workload } from "../workload";
 import { bridgeWorkloads } from "./bridge-workloads";
-import { chatTurns } from "./chat-turns";
+import { chatTurns, chatTurnsReclaim } from "./chat-turns";
 import { journalWorkloads } from "./journal-workloads";
 import { sqliteFloor } from "./sqlite-floor";
 import { streamsWorkloads } from "./streams-workloads";
@@ -14,4 +14,5 @@ export const workloads: Workload[] = [
   ...tasksWorkloads,
   ...bridgeWorkloads,
   chatTurns,
+  chatTurnsReclaim,
 ];

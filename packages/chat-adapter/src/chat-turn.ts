@@ -40,12 +40,23 @@ class LiveTap implements AsyncIterable<UIMessageChunk> {
     this.#wake?.();
   }
 
+  /** The listener went away: drop what is queued, detach, and end the iteration. */
+  close(): void {
+    this.#queue.length = 0;
+    this.#detach(this);
+    this.end();
+  }
+
   async *[Symbol.asyncIterator](): AsyncGenerator<UIMessageChunk> {
+    for await (const batch of this.batches()) yield* batch;
+  }
+
+  /** Everything queued since the last batch, as one array, until the turn ends. */
+  async *batches(): AsyncGenerator<UIMessageChunk[]> {
     try {
       while (true) {
-        const next = this.#queue.shift();
-        if (next !== undefined) {
-          yield next;
+        if (this.#queue.length > 0) {
+          yield this.#queue.splice(0);
           continue;
         }
         if (this.#ended) return;
@@ -105,6 +116,11 @@ export class ChatTurn {
   /** Whether the turn still accepts chunks. */
   get streaming(): boolean {
     return this.#state === "streaming";
+  }
+
+  /** @internal Whether any segment of the turn is stored (a reader then finds its `start`). */
+  get hasStored(): boolean {
+    return this.#writer.cursor > 0;
   }
 
   /** Chunks that were too large to store: delivered live, missing from a resume. */
@@ -192,6 +208,19 @@ export class ChatTurn {
 
   /** The turn's chunks from now on, as they are written, ending with the turn. */
   live(): AsyncIterable<UIMessageChunk> {
+    return this.#tap();
+  }
+
+  /**
+   * @internal {@link live} in batches: what the POST response sends, one buffer per batch. `close`
+   * detaches it at once (the client went away), so nothing more is queued for it.
+   */
+  liveBatches(): AsyncIterable<UIMessageChunk[]> & { close(): void } {
+    const tap = this.#tap();
+    return { [Symbol.asyncIterator]: () => tap.batches(), close: () => tap.close() };
+  }
+
+  #tap(): LiveTap {
     const tap = new LiveTap((done) => this.#taps.delete(done));
     if (this.#state === "streaming") this.#taps.add(tap);
     else tap.end();

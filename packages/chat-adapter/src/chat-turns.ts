@@ -17,7 +17,7 @@ import type {
   StartTurnOptions,
   UIMessageChunk,
 } from "./types";
-import { UI_MESSAGE_STREAM_HEADERS, uiMessageStreamResponse } from "./wire";
+import { UI_MESSAGE_STREAM_HEADERS, uiMessageBatchResponse } from "./wire";
 
 /** The error text of a turn left streaming by a restart and ended on resume. */
 export const INTERRUPTED_TEXT =
@@ -231,6 +231,19 @@ export class ChatTurns {
     turnId: string,
     options: { signal?: AbortSignal } = {},
   ): AsyncGenerator<UIMessageChunk> {
+    for await (const batch of this.#batches(turnId, options.signal, null)) yield* batch;
+  }
+
+  /**
+   * {@link read} in batches: every chunk stored so far in few batches, then each new segment.
+   * `known` is what the caller already read of the turn (its message id, and whether anything of
+   * it is stored), which spares a status read; null to read it here.
+   */
+  async *#batches(
+    turnId: string,
+    signal: AbortSignal | undefined,
+    known: { messageId: string; stored: boolean } | null,
+  ): AsyncGenerator<UIMessageChunk[]> {
     const live = this.#live.get(turnId);
     try {
       live?.flush();
@@ -238,29 +251,48 @@ export class ChatTurns {
       // The flush was refused: the turn ended with an error chunk, which the stream shows.
     }
     const streamId = turnStreamId(turnId);
-    const status = this.#streams.status(streamId);
-    const stamped = status?.metadata?.messageId;
-    const messageId = live?.messageId ?? (typeof stamped === "string" ? stamped : null);
+    let messageId: string | null;
+    let stored: boolean;
+    if (live !== undefined) {
+      messageId = live.messageId;
+      stored = live.hasStored;
+    } else if (known !== null) {
+      ({ messageId, stored } = known);
+    } else {
+      const status = this.#streams.status(streamId);
+      const stamped = status?.metadata?.messageId;
+      messageId = typeof stamped === "string" ? stamped : null;
+      // A missing stream is left to the read below, which reports it.
+      stored = status === null || status.cursor > 0;
+    }
     // Nothing stored yet: the start goes first now, and a stored one later is not repeated.
-    const startGiven = status !== null && status.cursor === 0 && messageId !== null;
-    if (startGiven) yield { type: "start", messageId };
+    const startGiven = !stored && messageId !== null;
+    if (startGiven) yield [{ type: "start", messageId }];
     let first = true;
-    for await (const { chunk } of this.#streams.read(streamId, options)) {
-      for (const item of chunk as UIMessageChunk[]) {
-        if (first) {
-          first = false;
-          if (startGiven && item.type === "start") {
-            if (item.messageMetadata !== undefined) {
-              yield { type: "message-metadata", messageMetadata: item.messageMetadata };
+    const reading = this.#streams.readBatches<UIMessageChunk[]>(streamId, {
+      batchSize: 256,
+      ...(signal === undefined ? {} : { signal }),
+    });
+    for await (const rows of reading) {
+      const out: UIMessageChunk[] = [];
+      for (const { chunk } of rows) {
+        for (const item of chunk) {
+          if (first) {
+            first = false;
+            if (startGiven && item.type === "start") {
+              if (item.messageMetadata !== undefined) {
+                out.push({ type: "message-metadata", messageMetadata: item.messageMetadata });
+              }
+              continue;
             }
-            continue;
+            if (!startGiven && item.type !== "start" && messageId !== null) {
+              out.push({ type: "start", messageId });
+            }
           }
-          if (!startGiven && item.type !== "start" && messageId !== null) {
-            yield { type: "start", messageId };
-          }
+          out.push(item);
         }
-        yield item;
       }
+      if (out.length > 0) yield out;
     }
   }
 
@@ -272,7 +304,8 @@ export class ChatTurns {
    * A client that goes away does not end the turn.
    */
   turnResponse(turn: ChatTurn): Response {
-    return uiMessageStreamResponse(turn.live());
+    const tap = turn.liveBatches();
+    return uiMessageBatchResponse(tap, () => tap.close());
   }
 
   /**
@@ -285,8 +318,14 @@ export class ChatTurns {
   resumeResponse(chatId: string, options: { signal?: AbortSignal } = {}): Response {
     const active = this.activeTurn(chatId);
     if (active === null) return new Response(null, { status: 204 });
+    // Ending a turn left by a restart stores its error chunk, so something of it is stored.
+    const known = { messageId: active.messageId, stored: true };
     if (!active.live) this.#endTurn(active, INTERRUPTED_TEXT);
-    return uiMessageStreamResponse(this.read(active.turnId, options));
+    // The client going away stops the read at once, also while it waits on the turn's tail.
+    const gone = new AbortController();
+    const signal =
+      options.signal === undefined ? gone.signal : AbortSignal.any([options.signal, gone.signal]);
+    return uiMessageBatchResponse(this.#batches(active.turnId, signal, known), () => gone.abort());
   }
 
   /** The headers of a UI message stream response. */

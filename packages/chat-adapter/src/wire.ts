@@ -17,6 +17,13 @@ export function chunkFrame(chunk: UIMessageChunk): Uint8Array {
   return encoder.encode(`data: ${JSON.stringify(chunk)}\n\n`);
 }
 
+/** The frames of several chunks as one buffer (one encode, one enqueue for a whole batch). */
+export function chunkFrames(chunks: readonly UIMessageChunk[]): Uint8Array {
+  let text = "";
+  for (const chunk of chunks) text += `data: ${JSON.stringify(chunk)}\n\n`;
+  return encoder.encode(text);
+}
+
 /** The frame that ends a UI message stream. */
 export function doneFrame(): Uint8Array {
   return DONE;
@@ -24,22 +31,60 @@ export function doneFrame(): Uint8Array {
 
 /**
  * A UI message stream response over an async source of chunks: each as a `data:` frame, then
- * `data: [DONE]`. Cancelling the response (the client went away) ends the source through `return`.
+ * `data: [DONE]`. Cancelling the response (the client went away) ends the source through `return`
+ * without waiting for it: a source parked on a live tail is not left holding the cancel.
  */
 export function uiMessageStreamResponse(source: AsyncIterable<UIMessageChunk>): Response {
   const iterator = source[Symbol.asyncIterator]();
+  return frameResponse(
+    async () => {
+      const next = await iterator.next();
+      return next.done ? null : chunkFrame(next.value);
+    },
+    () => iterator.return?.(),
+  );
+}
+
+/**
+ * {@link uiMessageStreamResponse} over a source of chunk batches: each batch goes out as one
+ * buffer of frames, which is what makes a replay of a stored turn cheap. `onCancel` runs when the
+ * client goes away, before the source is ended (what wakes a source parked on a live tail).
+ */
+export function uiMessageBatchResponse(
+  source: AsyncIterable<readonly UIMessageChunk[]>,
+  onCancel?: () => void,
+): Response {
+  const iterator = source[Symbol.asyncIterator]();
+  return frameResponse(
+    async () => {
+      const next = await iterator.next();
+      return next.done ? null : chunkFrames(next.value);
+    },
+    () => {
+      onCancel?.();
+      return iterator.return?.();
+    },
+  );
+}
+
+/** The response of a frame source: `null` ends it with `[DONE]`; an empty frame sends nothing. */
+function frameResponse(
+  nextFrames: () => Promise<Uint8Array | null>,
+  end: () => Promise<unknown> | undefined,
+): Response {
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const next = await iterator.next();
-      if (next.done) {
+      const frames = await nextFrames();
+      if (frames === null) {
         controller.enqueue(DONE);
         controller.close();
         return;
       }
-      controller.enqueue(chunkFrame(next.value));
+      if (frames.byteLength > 0) controller.enqueue(frames);
     },
-    async cancel() {
-      await iterator.return?.();
+    cancel() {
+      // Not awaited: the source may be parked until its next write; its end must not hold this.
+      end()?.catch(() => {});
     },
   });
   return new Response(body, { status: 200, headers: UI_MESSAGE_STREAM_HEADERS });

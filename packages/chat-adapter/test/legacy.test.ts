@@ -142,10 +142,11 @@ function seedRows(sql: SqlStorage, bodies: unknown[], t0: number): void {
 
 describe("legacy turn ids", () => {
   it("reports for an imported legacy turn the messageId its replayed start chunk carries", async () => {
-    await inFixture(async ({ chat }, state) => {
+    await inFixture(async (fixture, state) => {
       seedLegacy(state.storage.sql, false, Date.now()); // no message_id column: the id was the turn's
+      const chat = fixture.chat; // constructed now: imports the tables just laid down
       const active = chat.activeTurn("legacy-chat");
-      const replay = await collect(chat.read(active?.turnId ?? ""));
+      const replay = await frames(chat.resumeResponse("legacy-chat"));
       expect(replay[0]).toEqual({ type: "start", messageId: "msg-live" });
       expect(active?.messageId).toBe("msg-live");
     });

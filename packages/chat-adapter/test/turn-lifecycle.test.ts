@@ -313,3 +313,33 @@ describe("reclaimOnNextTurn", () => {
     });
   });
 });
+
+describe("a client that goes away", () => {
+  it("stops a resume of a turn in flight at once, while it waits on the turn's tail", async () => {
+    await inFixture(async ({ chat, streams }) => {
+      const turn = chat.startTurn("c1", { messageId: "m" });
+      turn.write({ type: "text-start", id: "t" });
+      const reader = (chat.resumeResponse("c1").body as ReadableStream<Uint8Array>).getReader();
+      expect(new TextDecoder().decode((await reader.read()).value)).toContain('"text-start"');
+      await sleep(10);
+      expect(streams.waitStats().readers).toBe(1); // parked on the tail
+      await reader.cancel(); // resolves without another write
+      await sleep(10);
+      expect(streams.waitStats().readers).toBe(0);
+      turn.finish();
+    });
+  });
+
+  it("lets a POST response be cancelled while the model is quiet, and the turn goes on", async () => {
+    await inFixture(async ({ chat }) => {
+      const turn = chat.startTurn("c1", { messageId: "m" });
+      const reader = (chat.turnResponse(turn).body as ReadableStream<Uint8Array>).getReader();
+      turn.write({ type: "text-start", id: "t" });
+      await reader.read();
+      await reader.cancel(); // resolves with no further write
+      turn.write({ type: "text-delta", id: "t", delta: "x" });
+      turn.finish();
+      expect(await collect(chat.read(turn.turnId))).toHaveLength(3);
+    });
+  });
+});
