@@ -66,7 +66,8 @@ function sleep(ms: number): Promise<void> {
  * One chat (the object is named by the chat id): its turns on `Streams`, swept by the object's
  * alarm. `POST /chat` starts a turn answered by the scripted model; `GET /chat/:chatId/stream`
  * resumes the active one. A turn interrupted by a restart is adopted on its first resume and
- * finished from the script — so it ends exactly as an uninterrupted turn, never truncated.
+ * finished from the script — so it ends exactly as an uninterrupted turn, never truncated — unless
+ * `CHAT_RECOVERY` is `end`, which ends it with an error chunk instead.
  */
 export class ChatRoom extends DurableObject<Env> {
   readonly streams = new Streams(this.ctx);
@@ -87,7 +88,7 @@ export class ChatRoom extends DurableObject<Env> {
 
   /** `GET /chat/:chatId/stream`: 204 without an active turn, else the turn from its `start`. */
   resume(chatId: string): Response {
-    const adopted = this.chat.adoptTurn(chatId);
+    const adopted = this.env.CHAT_RECOVERY === "end" ? null : this.chat.adoptTurn(chatId);
     if (adopted !== null) {
       // The chunks stored before the restart, minus the adapter's own `start`, are the script's
       // first ones: continue after them (chunks still buffered at the crash are written again).

@@ -14,6 +14,12 @@ export interface Env {
   CHAT: DurableObjectNamespace<ChatRoom>;
   /** Optional `--var`: the scripted chat model's delay between tokens in ms (default 25). */
   CHAT_TOKEN_DELAY_MS?: string;
+  /**
+   * Optional `--var`: what the first resume of a turn interrupted by a restart does. `adopt`
+   * (default): the scripted model finishes it from the stored chunks; `end`: the turn ends with the
+   * adapter's error chunk, as for a model that cannot continue.
+   */
+  CHAT_RECOVERY?: string;
   /** Optional `--var`: the protocol's long-poll timeout in ms (default 20000). */
   DS_LONG_POLL_MS?: string;
   /** Optional `--var`: how long `GET /streams/:id/sse` waits for a stream not created yet, in ms (default 10000). */

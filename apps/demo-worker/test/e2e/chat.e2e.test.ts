@@ -112,3 +112,59 @@ describe("AI SDK chat routes under wrangler dev, driven by the AI SDK's own clie
       expect(frame.startsWith("data: ")).toBe(true);
   });
 });
+
+describe("a turn of a 20 ms model SIGKILLed mid-answer, resumed by the AI SDK client after the restart", () => {
+  /** The adapter's default `maxFlushDelayMs`: a written chunk is stored at most this long after. */
+  const MAX_FLUSH_DELAY_MS = 50;
+  const TOKEN_DELAY_MS = 20;
+  let dev: WranglerDev;
+
+  beforeAll(async () => {
+    dev = await startWranglerDev({
+      cwd: demoDir,
+      vars: { CHAT_TOKEN_DELAY_MS: String(TOKEN_DELAY_MS), CHAT_RECOVERY: "end" },
+    });
+  });
+  afterAll(async () => {
+    await dev?.dispose();
+  });
+
+  it("starts with the turn's start and messageId, replays every stored chunk once in order, ends with an error, and loses at most the flush bound's worth", async () => {
+    let transport = new DefaultChatTransport<UIMessage>({ api: `${dev.url}/chat` });
+    const sent = await transport.sendMessages({
+      chatId: "killed-steady",
+      messages: [question],
+      trigger: "submit-message",
+      messageId: undefined,
+      abortSignal: undefined,
+    });
+    // The model writes a chunk every 20 ms and never pauses: kill right after the 30th arrived.
+    const { chunks: seen } = await readSome(sent, 30);
+    await dev.kill();
+    expect(seen).toHaveLength(30);
+    dev = await dev.restart();
+    transport = new DefaultChatTransport<UIMessage>({ api: `${dev.url}/chat` });
+    const resumedStream = await transport.reconnectToStream({ chatId: "killed-steady" });
+    expect(resumedStream).not.toBeNull();
+    const resumed: UIMessageChunk[] = [];
+    const reader = (resumedStream as ReadableStream<UIMessageChunk>).getReader();
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      resumed.push(next.value);
+    }
+    // One start, with the id of the message the client already holds.
+    expect(resumed[0]).toEqual(seen[0]);
+    expect(resumed.filter((chunk) => chunk.type === "start")).toHaveLength(1);
+    // Then what was stored before the kill: the chunks the client saw, from the first, once each,
+    // in order (never one it did not see, never one twice) …
+    const last = resumed[resumed.length - 1];
+    expect(last).toMatchObject({ type: "error" });
+    const stored = resumed.slice(1, -1);
+    expect(stored).toEqual(seen.slice(1, 1 + stored.length));
+    // … missing at most the chunks written in the last flush bound before the kill.
+    const lost = seen.length - 1 - stored.length;
+    expect(lost).toBeGreaterThanOrEqual(0);
+    expect(lost).toBeLessThanOrEqual(Math.ceil(MAX_FLUSH_DELAY_MS / TOKEN_DELAY_MS));
+    // The turn is over: nothing left to resume.
+    expect((await fetch(`${dev.url}/chat/killed-steady/stream`)).status).toBe(204);
+  });
+});
