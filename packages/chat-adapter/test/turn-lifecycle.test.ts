@@ -8,7 +8,7 @@ import {
   NOT_STORED_TEXT,
   type UIMessageChunk,
 } from "../src/index";
-import { frames, freshStub, inFixture } from "./helpers";
+import { frames, freshStub, inFixture, scriptedChunks } from "./helpers";
 
 const codeOf = (fn: () => unknown) => thrownCodeSync(fn, isChatError);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -278,11 +278,43 @@ describe("ids", () => {
         );
       }
       expect(chat.activeTurn("c1")).toBeNull(); // nothing was written
+      expect(codeOf(() => chat.startTurn("c1", { turnId: "t".repeat(201) }))).toBe(
+        "chat/invalid-argument",
+      );
+      expect(codeOf(() => chat.startTurn("c1", { messageId: "m".repeat(257) }))).toBe(
+        "chat/invalid-argument",
+      );
+      const longest = chat.startTurn("c".repeat(240), {
+        turnId: "t".repeat(200),
+        messageId: "m".repeat(256),
+      });
+      expect(chat.activeTurn("c".repeat(240))).toMatchObject({
+        turnId: longest.turnId,
+        messageId: "m".repeat(256),
+      });
     });
   });
 });
 
 describe("reclaimOnNextTurn", () => {
+  it("keeps at most a chat's newest ended turn and its active one, in under 60 KiB of growth over 20 turns", async () => {
+    await inFixture(async (fixture, state) => {
+      const chat = new ChatTurns(state, { streams: fixture.streams, reclaimOnNextTurn: true });
+      const script = scriptedChunks(96);
+      const sizeBefore = state.storage.sql.databaseSize;
+      for (let t = 0; t < 20; t++) {
+        const turn = chat.startTurn("one-chat");
+        expect(fixture.streams.list({ tag: "dk-chat/one-chat" }).items.length).toBeLessThanOrEqual(
+          2,
+        );
+        for (const chunk of script) turn.write(chunk);
+        turn.finish();
+      }
+      expect(fixture.streams.list({ tag: "dk-chat/one-chat" }).items).toHaveLength(1);
+      expect(state.storage.sql.databaseSize - sizeBefore).toBeLessThan(60 * 1024);
+    });
+  });
+
   it("deletes a chat's ended turns when its next turn starts, and keeps them without it", async () => {
     await inFixture(async (fixture, state) => {
       const reclaiming = new ChatTurns(state, {
