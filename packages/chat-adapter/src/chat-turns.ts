@@ -23,6 +23,12 @@ import { UI_MESSAGE_STREAM_HEADERS, uiMessageBatchResponse } from "./wire";
 export const INTERRUPTED_TEXT =
   "The turn was interrupted (the server restarted) before it finished.";
 
+/**
+ * The reason a resume's read is aborted with when its client goes away: one shared value, so a
+ * cancel creates no error (and captures no stack) on the way out.
+ */
+const CLIENT_GONE = Object.freeze({ reason: "the client went away" });
+
 /** The stream metadata that marks a stream as a chat turn. */
 interface TurnMetadata {
   dkChat: 1;
@@ -325,7 +331,9 @@ export class ChatTurns {
     const gone = new AbortController();
     const signal =
       options.signal === undefined ? gone.signal : AbortSignal.any([options.signal, gone.signal]);
-    return uiMessageBatchResponse(this.#batches(active.turnId, signal, known), () => gone.abort());
+    return uiMessageBatchResponse(this.#batches(active.turnId, signal, known), () =>
+      gone.abort(CLIENT_GONE),
+    );
   }
 
   /** The headers of a UI message stream response. */
