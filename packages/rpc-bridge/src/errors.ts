@@ -20,6 +20,9 @@ import { type ErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
  *   journal (a function, callback or ReadableStream, unless the host function is marked
  *   unsafeToRepeat; an object without `[handle.serialize]` or a kind its module can revive).
  *
+ * - `bridge/limit-interrupt-bytes` (thrown to host code by `ctx.interrupt(payload)`): the payload
+ *   encodes to more than `maxInterruptBytes`; the run was not released and goes on.
+ *
  * Failures of one call (the call ran):
  * - `bridge/limit-response-bytes`: the result encodes to more than `maxResponseBytes`.
  * - `bridge/call-timeout`: the call passed its deadline (retryable).
@@ -74,6 +77,7 @@ export type BridgeErrorCode =
   | "bridge/limit-handles"
   | "bridge/limit-input-bytes"
   | "bridge/limit-result-bytes"
+  | "bridge/limit-interrupt-bytes"
   | "bridge/access-denied"
   | "bridge/unknown-method"
   | "bridge/handle-disposed"

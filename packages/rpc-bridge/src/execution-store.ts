@@ -1,5 +1,10 @@
 import { migrateSchema } from "@durablekit/compose";
-import { callIdOf, decode, type ErrorRecord } from "@durablekit/handle-journal";
+import {
+  callIdOf,
+  DEFAULT_MAX_CHUNK_BYTES,
+  decode,
+  type ErrorRecord,
+} from "@durablekit/handle-journal";
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 import { BridgeError } from "./errors";
 import type { ExecutionError, ExecutionRecord, ExecutionState } from "./execution";
@@ -35,7 +40,53 @@ const SCHEMA_STEPS = [
     "ALTER TABLE dk_bridge_executions ADD COLUMN journal_size INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE dk_bridge_executions ADD COLUMN external_journal INTEGER NOT NULL DEFAULT 0",
   ],
+  // Step 3: texts longer than a row may hold (SQLite refuses a row over 2 MB) are split over chunk
+  // rows; `chunked` has the bit of each such column (see LONG_FIELDS), whose own value is then ''.
+  [
+    `CREATE TABLE IF NOT EXISTS dk_bridge_chunks (
+      execution_id TEXT NOT NULL,
+      field TEXT NOT NULL,
+      part INTEGER NOT NULL,
+      data TEXT NOT NULL,
+      PRIMARY KEY (execution_id, field, part)
+    )`,
+    "ALTER TABLE dk_bridge_executions ADD COLUMN chunked INTEGER NOT NULL DEFAULT 0",
+  ],
 ] as const;
+
+/**
+ * The columns whose text may outgrow a row (each bounded by a limit a host may raise:
+ * `maxSourceBytes`, `maxInputBytes`, `maxResultBytes`, `maxInterruptBytes`), with their bit in
+ * `chunked`.
+ */
+const LONG_FIELDS = {
+  source: 1,
+  input: 2,
+  result: 4,
+  error: 8,
+  interrupt_payload: 16,
+} as const;
+type LongField = keyof typeof LONG_FIELDS;
+
+/**
+ * A text longer than this many UTF-16 code units is split into chunk rows of at most this many: a
+ * code unit is at most 3 UTF-8 bytes, so a chunk stays within handle-journal's
+ * `DEFAULT_MAX_CHUNK_BYTES` (1.5 MB), under SQLite's 2 MB row limit.
+ */
+const CHUNK_UNITS = Math.floor(DEFAULT_MAX_CHUNK_BYTES / 3);
+
+/** The chunks of `text`, cut at code-unit boundaries that never split a surrogate pair. */
+function split(text: string): string[] {
+  const parts: string[] = [];
+  for (let at = 0; at < text.length; ) {
+    let end = Math.min(at + CHUNK_UNITS, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    parts.push(text.slice(at, end));
+    at = end;
+  }
+  return parts;
+}
 
 /** Version of the `dk_bridge_*` tables; a newer stored version is refused rather than misread. */
 export const SCHEMA_VERSION = SCHEMA_STEPS.length;
@@ -61,6 +112,7 @@ type Row = {
   interrupt_payload: string | null;
   journal_size: number;
   external_journal: number;
+  chunked: number;
 };
 
 /** A running execution's row, as recovery needs it. */
@@ -108,15 +160,27 @@ function stored(row: Row): StoredExecution {
   };
 }
 
+/** What one write stores: the column values (a long text's is `''`) and its chunk rows. */
+interface LongTexts {
+  values: Partial<Record<LongField, string | null>>;
+  /** The `chunked` bits of the columns whose text went to chunk rows. */
+  bits: number;
+  parts: Array<[LongField, string[]]>;
+}
+
 /**
  * The executor's SQLite tables (`dk_bridge_*`). Each state change is one SQL statement, hence one
- * implicit transaction: an eviction never tears a change in two.
+ * implicit transaction, or, when a text is longer than a row may hold, that statement and its
+ * chunk rows in one explicit transaction: an eviction never tears a change in two, and no value a
+ * limit admits is refused by SQLite (which would leave a run `running` for ever).
  */
 export class ExecutionStore {
+  readonly #storage: DurableObjectStorage;
   readonly #sql: SqlStorage;
 
   /** @throws BridgeError `bridge/schema-too-new` when the tables were written by a newer version. */
   constructor(storage: DurableObjectStorage) {
+    this.#storage = storage;
     this.#sql = storage.sql;
     const options = {
       table: "bridge",
@@ -137,6 +201,68 @@ export class ExecutionStore {
     }
   }
 
+  // ── Long texts ───────────────────────────────────────────────────────────
+
+  /** Which of `texts` fit a row as they are and which go to chunk rows. */
+  #longTexts(texts: Partial<Record<LongField, string | null>>): LongTexts {
+    const out: LongTexts = { values: {}, bits: 0, parts: [] };
+    for (const [field, text] of Object.entries(texts) as Array<[LongField, string | null]>) {
+      if (text === null || text.length <= CHUNK_UNITS) {
+        out.values[field] = text;
+        continue;
+      }
+      out.values[field] = "";
+      out.bits |= LONG_FIELDS[field];
+      out.parts.push([field, split(text)]);
+    }
+    return out;
+  }
+
+  /**
+   * Runs `write` (one statement storing `long.values`) and writes `long`'s chunk rows with it, in
+   * one transaction when there are any.
+   */
+  #write<T>(id: string, long: LongTexts, write: () => T): T {
+    if (long.parts.length === 0) return write();
+    return this.#storage.transactionSync(() => {
+      const out = write();
+      for (const [field, parts] of long.parts) {
+        for (let i = 0; i < parts.length; i++) {
+          this.#sql.exec(
+            "INSERT OR REPLACE INTO dk_bridge_chunks (execution_id, field, part, data) VALUES (?, ?, ?, ?)",
+            id,
+            field,
+            i,
+            parts[i] as string,
+          );
+        }
+      }
+      return out;
+    });
+  }
+
+  /** The row with its chunked texts put back together (one more query, only for such a row). */
+  #whole(row: Row): Row {
+    if (row.chunked === 0) return row;
+    const texts: Partial<Record<LongField, string[]>> = {};
+    for (const { field, data } of this.#sql.exec<{ field: string; data: string }>(
+      "SELECT field, data FROM dk_bridge_chunks WHERE execution_id = ? ORDER BY field, part",
+      row.id,
+    )) {
+      if (!Object.hasOwn(LONG_FIELDS, field)) continue;
+      const parts = texts[field as LongField] ?? [];
+      parts.push(data);
+      texts[field as LongField] = parts;
+    }
+    const whole = { ...row };
+    for (const [field, bit] of Object.entries(LONG_FIELDS) as Array<[LongField, number]>) {
+      if ((row.chunked & bit) !== 0) whole[field] = (texts[field] ?? []).join("");
+    }
+    return whole;
+  }
+
+  // ── Executions ───────────────────────────────────────────────────────────
+
   /** True when an execution with this id exists. */
   has(id: string): boolean {
     return (
@@ -156,19 +282,23 @@ export class ExecutionStore {
     fingerprint?: string;
     externalJournal?: boolean;
   }): void {
-    this.#sql.exec(
-      `INSERT INTO dk_bridge_executions (id, state, on_interrupt, access, source, input, attempt, created_at, started_at, seed, fingerprint, external_journal)
-       VALUES (?, 'running', ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)`,
-      row.id,
-      row.onInterrupt,
-      row.access,
-      row.source,
-      row.input,
-      row.now,
-      row.now,
-      row.seed ?? null,
-      row.fingerprint ?? null,
-      row.externalJournal ? 1 : 0,
+    const long = this.#longTexts({ source: row.source, input: row.input });
+    this.#write(row.id, long, () =>
+      this.#sql.exec(
+        `INSERT INTO dk_bridge_executions (id, state, on_interrupt, access, source, input, attempt, created_at, started_at, seed, fingerprint, external_journal, chunked)
+         VALUES (?, 'running', ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)`,
+        row.id,
+        row.onInterrupt,
+        row.access,
+        long.values.source ?? "",
+        long.values.input ?? "",
+        row.now,
+        row.now,
+        row.seed ?? null,
+        row.fingerprint ?? null,
+        row.externalJournal ? 1 : 0,
+        long.bits,
+      ),
     );
   }
 
@@ -190,13 +320,18 @@ export class ExecutionStore {
    * (payload as codec text) until resumed. One statement.
    */
   suspend(id: string, key: string, payloadText: string, calls: number): void {
-    this.#sql.exec(
-      `UPDATE dk_bridge_executions SET state = 'interrupted', interrupt_key = ?, interrupt_payload = ?, calls = ?
-       WHERE id = ? AND state = 'running'`,
-      key,
-      payloadText,
-      calls,
-      id,
+    const long = this.#longTexts({ interrupt_payload: payloadText });
+    this.#write(id, long, () =>
+      this.#sql.exec(
+        `UPDATE dk_bridge_executions SET state = 'interrupted', interrupt_key = ?, interrupt_payload = ?, calls = ?,
+           chunked = chunked | ?
+         WHERE id = ? AND state = 'running'`,
+        key,
+        long.values.interrupt_payload ?? null,
+        calls,
+        long.bits,
+        id,
+      ),
     );
   }
 
@@ -205,16 +340,31 @@ export class ExecutionStore {
    * when it was not interrupted (a second resume finds it running).
    */
   resume(id: string, attempt: number, journalSize: number): boolean {
-    return (
+    const update = () =>
       this.#sql.exec(
         `UPDATE dk_bridge_executions SET state = 'running', interrupt_key = NULL, interrupt_payload = NULL,
-           attempt = ?, calls = 0, journal_size = ?
+           attempt = ?, calls = 0, journal_size = ?, chunked = chunked & ?
          WHERE id = ? AND state = 'interrupted'`,
         attempt,
         journalSize,
+        ~LONG_FIELDS.interrupt_payload,
         id,
-      ).rowsWritten > 0
-    );
+      ).rowsWritten > 0;
+    const payloadChunks = this.#sql
+      .exec<{ chunked: number }>("SELECT chunked FROM dk_bridge_executions WHERE id = ?", id)
+      .toArray()[0];
+    if (((payloadChunks?.chunked ?? 0) & LONG_FIELDS.interrupt_payload) === 0) return update();
+    // The payload's chunk rows go with it, in the same transaction.
+    return this.#storage.transactionSync(() => {
+      const resumed = update();
+      if (resumed) {
+        this.#sql.exec(
+          "DELETE FROM dk_bridge_chunks WHERE execution_id = ? AND field = 'interrupt_payload'",
+          id,
+        );
+      }
+      return resumed;
+    });
   }
 
   /** Any execution's row, or null. */
@@ -222,7 +372,7 @@ export class ExecutionStore {
     const row = this.#sql
       .exec<Row>("SELECT * FROM dk_bridge_executions WHERE id = ?", id)
       .toArray()[0];
-    return row === undefined ? null : stored(row);
+    return row === undefined ? null : stored(this.#whole(row));
   }
 
   /** Remembers (once) that a call marked unsafeToRepeat started, which forbids a restart. */
@@ -240,15 +390,23 @@ export class ExecutionStore {
     state: Exclude<ExecutionState, "running">,
     outcome: { resultText?: string; error?: ErrorRecord; calls: number; now: number },
   ): void {
-    this.#sql.exec(
-      `UPDATE dk_bridge_executions SET state = ?, result = ?, error = ?, calls = ?, finished_at = ?
-       WHERE id = ? AND state = 'running'`,
-      state,
-      outcome.resultText ?? null,
-      outcome.error === undefined ? null : JSON.stringify(outcome.error.$error),
-      outcome.calls,
-      outcome.now,
-      id,
+    const long = this.#longTexts({
+      result: outcome.resultText ?? null,
+      error: outcome.error === undefined ? null : JSON.stringify(outcome.error.$error),
+    });
+    this.#write(id, long, () =>
+      this.#sql.exec(
+        `UPDATE dk_bridge_executions SET state = ?, result = ?, error = ?, calls = ?, finished_at = ?,
+           chunked = chunked | ?
+         WHERE id = ? AND state = 'running'`,
+        state,
+        long.values.result ?? null,
+        long.values.error ?? null,
+        outcome.calls,
+        outcome.now,
+        long.bits,
+        id,
+      ),
     );
   }
 
@@ -257,15 +415,16 @@ export class ExecutionStore {
     return this.#sql
       .exec<Row>("SELECT * FROM dk_bridge_executions WHERE state = 'running' ORDER BY created_at")
       .toArray()
-      .map(stored);
+      .map((row) => stored(this.#whole(row)));
   }
 
   /** One execution's record, or null. */
   get(id: string): ExecutionRecord | null {
-    const row = this.#sql
+    const found = this.#sql
       .exec<Row>("SELECT * FROM dk_bridge_executions WHERE id = ?", id)
       .toArray()[0];
-    if (!row) return null;
+    if (!found) return null;
+    const row = this.#whole(found);
     const record: ExecutionRecord = {
       executionId: row.id,
       state: row.state as ExecutionState,
@@ -295,13 +454,20 @@ export class ExecutionStore {
    * ids of the replay runs among them whose journal is the executor's own (to delete with them).
    */
   prune(before: number): { deleted: number; journals: string[] } {
-    const rows = this.#sql
-      .exec<{ id: string; replay: number }>(
-        `DELETE FROM dk_bridge_executions WHERE state NOT IN ('running', 'interrupted') AND finished_at < ?
-         RETURNING id, (on_interrupt = 'replay' AND external_journal = 0) AS replay`,
-        before,
-      )
-      .toArray();
+    const rows = this.#storage.transactionSync(() => {
+      const deleted = this.#sql
+        .exec<{ id: string; replay: number; chunked: number }>(
+          `DELETE FROM dk_bridge_executions WHERE state NOT IN ('running', 'interrupted') AND finished_at < ?
+           RETURNING id, (on_interrupt = 'replay' AND external_journal = 0) AS replay, chunked`,
+          before,
+        )
+        .toArray();
+      for (const row of deleted) {
+        if (row.chunked !== 0)
+          this.#sql.exec("DELETE FROM dk_bridge_chunks WHERE execution_id = ?", row.id);
+      }
+      return deleted;
+    });
     return { deleted: rows.length, journals: rows.filter((r) => r.replay === 1).map((r) => r.id) };
   }
 }

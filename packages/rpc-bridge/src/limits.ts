@@ -30,6 +30,12 @@ export interface BridgeLimits {
   maxInputBytes: number;
   /** Encoded size of the program's result. Default 1 MiB. */
   maxResultBytes: number;
+  /**
+   * Encoded size of a `ctx.interrupt(payload)` payload: a larger one is refused to the host code
+   * with `bridge/limit-interrupt-bytes` and the run goes on. Stored split over rows when it
+   * outgrows one. Default 1 MiB.
+   */
+  maxInterruptBytes: number;
   /** UTF-8 size of the program's source. Default 1 MiB. */
   maxSourceBytes: number;
   /** Attempts of a `"restart"` run, the first included. Default 3. */
@@ -51,6 +57,7 @@ export const DEFAULT_LIMITS: Readonly<BridgeLimits> = Object.freeze({
   cpuMs: 30_000,
   maxInputBytes: MiB,
   maxResultBytes: MiB,
+  maxInterruptBytes: MiB,
   maxSourceBytes: MiB,
   maxAttempts: 3,
 });

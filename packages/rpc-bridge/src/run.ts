@@ -12,7 +12,13 @@ import { CallKeys, type CallState, callLabel, HostCallContext, labelOf } from ".
 import type { BridgeAccess, BridgeHostFunction } from "./context";
 import { dataSize, measurable } from "./data-size";
 import { Deadlines } from "./deadlines";
-import { BridgeError, boundErrorRecord, bridgeErrorRecord, safeErrorRecord } from "./errors";
+import {
+  BridgeError,
+  boundErrorRecord,
+  bridgeErrorRecord,
+  isBridgeError,
+  safeErrorRecord,
+} from "./errors";
 import type { BridgeEvent } from "./events";
 import { disposeStray, HandleTable, type TargetHandle } from "./handle-table";
 import type { BridgeLimits } from "./limits";
@@ -284,10 +290,23 @@ export class Run {
         ),
       );
     }
+    const max = this.#limits.maxInterruptBytes;
     let body: string;
     try {
+      // Bounded before anything is written: a payload over the limit releases nothing (the run
+      // goes on), and what is admitted is stored split over rows where it outgrows one.
+      dataSize(payload, max, "payload", "bridge/limit-interrupt-bytes", "maxInterruptBytes");
       body = encodeBody(payload, call.events);
     } catch (error) {
+      if (isBridgeError(error, "bridge/limit-interrupt-bytes")) {
+        return handledRejection(
+          new BridgeError(
+            "bridge/limit-interrupt-bytes",
+            `The payload of ctx.interrupt() in ${callLabel(call)} encodes to more than ${max} bytes (maxInterruptBytes); the run was not released and goes on. Interrupt with less (e.g. an id of the data), or raise maxInterruptBytes.`,
+            { cause: error },
+          ),
+        );
+      }
       return handledRejection(
         new BridgeError(
           "bridge/unserializable",

@@ -118,7 +118,7 @@ describe("bad input", () => {
       const code = await codeOf(() => new Executor(state, { loader: env.LOADER, modules: {} }));
       return { version, code };
     });
-    expect(result).toEqual({ version: 2, code: "bridge/schema-too-new" });
+    expect(result).toEqual({ version: 3, code: "bridge/schema-too-new" });
   });
 
   it("renames the meta table's key column of a 0.0 build to the shared convention", async () => {
@@ -135,6 +135,7 @@ describe("bad input", () => {
         "interrupt_payload",
         "journal_size",
         "external_journal",
+        "chunked",
       ]) {
         sql.exec(`ALTER TABLE dk_bridge_executions DROP COLUMN ${column}`);
       }
@@ -143,8 +144,9 @@ describe("bad input", () => {
         .exec<{ value: number }>("SELECT value FROM dk_bridge_meta WHERE name = 'schema_version'")
         .one().value;
     });
-    // Renamed, then migrated forward to the current version (step 2 adds the replay columns).
-    expect(version).toBe(2);
+    // Renamed, then migrated forward to the current version (step 2 adds the replay columns, step
+    // 3 the chunk rows of long texts).
+    expect(version).toBe(3);
   });
 
   it("asks for its recovery wake through the object's alarm, earlier-only", async () => {
