@@ -35,6 +35,7 @@ import { type BridgeLimits, resolveLimits } from "./limits";
 import { MAIN_MODULE, ModuleRegistry } from "./module-registry";
 import { type AttemptOutcome, Run, type RunInterrupt } from "./run";
 import { RunJournal, resumedBody } from "./run-journal";
+import { checkAnswerable } from "./values";
 import type { EvaluateOptions, Outcome } from "./wire";
 
 /** What a replay run's attempts share: its journal, and what makes the isolate deterministic. */
@@ -306,7 +307,9 @@ export class Executor implements AlarmPart {
    * @throws BridgeError `bridge/not-found` (no such execution), `bridge/conflict` (not
    *   interrupted: running, ended, or already resumed; or its journal refused the value),
    *   `bridge/limit-input-bytes` or `bridge/unserializable` (`value` is not data within
-   *   `maxInputBytes`), `bridge/invalid-argument`.
+   *   `maxInputBytes`, or data a call cannot be answered with, such as an object using the
+   *   bridge's reserved key), `bridge/invalid-argument`. A refused value leaves the run
+   *   interrupted, to be resumed with another.
    */
   async resume(
     executionId: string,
@@ -328,13 +331,16 @@ export class Executor implements AlarmPart {
         `Execution "${executionId}" is ${row.state}, not interrupted; only an interrupted replay run can be resumed, once per interrupt.`,
       );
     }
-    encodeChecked(
+    const valueText = encodeChecked(
       value,
       this.#limits.maxInputBytes,
       "value",
       "bridge/limit-input-bytes",
       "maxInputBytes",
     );
+    // The value as the replay will read it back and answer the program with: refused now, while
+    // the run is still interrupted, rather than failing the replay.
+    checkAnswerable(decode(valueText), "value");
     if (row.externalJournal && given === undefined) {
       throw invalid(
         `Execution "${executionId}" journals to the journal given to execute; pass the same one: resume(id, value, { journal }).`,

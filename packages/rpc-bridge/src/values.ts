@@ -95,7 +95,7 @@ export interface OutgoingValue {
  */
 export function writeResult(
   value: unknown,
-  table: HandleTable,
+  table: Pick<HandleTable, "addFunction" | "addJournaled" | "addTarget">,
   specifier: string,
   creatorKey: string,
   fresh: number[],
@@ -159,6 +159,30 @@ export function writeResult(
   };
   out.wire = walk(value, new WalkPath(root), 0);
   return out;
+}
+
+/** A handle table for data: anything that would register a handle is not data. */
+const DATA_ONLY: Pick<HandleTable, "addFunction" | "addJournaled" | "addTarget"> = {
+  addFunction: () => {
+    throw new BridgeError("bridge/unserializable", "A function is not data.");
+  },
+  addJournaled: () => {
+    throw new BridgeError("bridge/unserializable", "A journaled object is not data.");
+  },
+  addTarget: () => {
+    throw new BridgeError("bridge/unserializable", "An RpcTarget is not data.");
+  },
+};
+
+/**
+ * Refuses data a call could not be answered with, by the same walk that shapes an answer
+ * ({@link writeResult}): a plain object using the bridge's reserved key, or nesting deeper than
+ * `MAX_DEPTH`. What `resume` checks a value with before it takes it, so a value the replay would
+ * fail on is refused while the run is still resumable.
+ * @throws BridgeError `bridge/unserializable` with the path.
+ */
+export function checkAnswerable(value: unknown, root: string): void {
+  writeResult(value, DATA_ONLY, "", "", [], root);
 }
 
 /** Resolves what the isolate passed back: handles, mirrored signals and callbacks. */

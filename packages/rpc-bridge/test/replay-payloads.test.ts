@@ -125,3 +125,42 @@ describe("replay: payloads larger than a row", () => {
     expect(await storedCounters(stub)).toMatchObject({ creates: 1, approvals: 1, revives: 1 });
   });
 });
+
+const TAG = "\u0000dk";
+
+describe("replay: resume values", () => {
+  it("refuses a resume value the bridge cannot carry (its reserved key) and keeps the run resumable", async () => {
+    const stub = freshReplay();
+    const out = await inReplay(stub, async (i) => {
+      const first = await i.executor.execute(
+        `import { approval } from "test:replay";
+         export default async function () { return { answer: await approval("ok?") }; }`,
+        undefined,
+        { id: "tagged-resume" },
+      );
+      const refusals = [];
+      for (const value of [{ [TAG]: "halt" }, { list: [{ [TAG]: "t", id: 1 }] }]) {
+        refusals.push(
+          await i.executor.resume("tagged-resume", value).then(
+            (execution) => execution.state,
+            (error: { code?: string }) => error.code,
+          ),
+        );
+      }
+      const between = i.executor.get("tagged-resume")?.state;
+      const done = await i.executor.resume("tagged-resume", { fine: true });
+      return { first: first.state, refusals, between, done };
+    });
+    expect(out).toEqual({
+      first: "interrupted",
+      refusals: ["bridge/unserializable", "bridge/unserializable"],
+      between: "interrupted",
+      done: {
+        executionId: "tagged-resume",
+        state: "completed",
+        result: { answer: { fine: true } },
+      },
+    });
+    expect(await storedCounters(stub)).toMatchObject({ approvals: 1 });
+  });
+});
