@@ -9,6 +9,7 @@ import {
 import { MAX_DEPTH } from "./data-size";
 import { BridgeError } from "./errors";
 import type { HostModuleEntry } from "./module-registry";
+import { isReadOnly } from "./read-only";
 import { creatorOfRef, type JournaledHandle } from "./run-journal";
 import { type FunctionDescriptor, TAG, type TargetDescriptor } from "./wire";
 
@@ -27,6 +28,11 @@ export interface TargetHandle {
   target: object | null;
   /** The handle record a replay registered it from, until it is revived. */
   record?: HandleRecord;
+  /**
+   * A journaled handle's methods marked read-only when the live run returned the object (what a
+   * `"read"` run decides access by before reviving it); absent when not recorded.
+   */
+  readOnly?: ReadonlySet<string>;
   /**
    * Its revivable kind: the `[handle.kind]` its class declares, when that is a key of the creating
    * module's `[handle.revive]` map; `null` otherwise. Never the constructor's name (minification
@@ -200,7 +206,7 @@ export class HandleTable {
    * replay answered first did) is that object again, as it was live.
    */
   addJournaled(journaled: JournaledHandle, creatorKey: string, fresh: number[]): TargetDescriptor {
-    const { record, methods, ref, reuses } = journaled;
+    const { record, methods, ref, reuses, readOnly } = journaled;
     const held = this.#byRef.get(ref);
     // Never another kind than the record's (a journal edited by hand): then a new, unnamed object.
     if (held !== undefined && held.label === record.$handle) return held.descriptor;
@@ -224,6 +230,7 @@ export class HandleTable {
       label,
       specifier,
       methods: new Set(methods),
+      ...(readOnly === null ? {} : { readOnly: new Set(readOnly) }),
       creatorKey: owner ?? creatorKey,
       descriptor,
     };
@@ -378,13 +385,19 @@ export class HandleTable {
   }
 
   /**
-   * The journal name and method names of a held object with a revivable kind, or `null`: what a
-   * replay run's journal records a returned handle as.
+   * The journal name, method names and read-only method names of a held object with a
+   * revivable kind, or `null`: what a replay run's journal records a returned handle as.
    */
-  journalKind(value: object): { kind: string; methods: string[] } | null {
+  journalKind(value: object): { kind: string; methods: string[]; readOnly: string[] } | null {
     const entry = this.#byValue.get(value);
     if (entry?.kind !== "target" || entry.handleKind === null) return null;
-    return { kind: `${entry.specifier}#${entry.handleKind}`, methods: entry.descriptor.m };
+    const methods = entry.descriptor.m;
+    const target = entry.target as Record<string, unknown>;
+    return {
+      kind: `${entry.specifier}#${entry.handleKind}`,
+      methods,
+      readOnly: methods.filter((name) => isReadOnly(target[name])),
+    };
   }
 
   /** True when the object or function is held by the table. */

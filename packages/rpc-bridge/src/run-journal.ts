@@ -32,13 +32,17 @@ export const JOURNAL_FORMAT = 1;
  * `ev` the call's event window as `[from, ...list]`; `m` the method names of each handle kind `r`
  * holds (`{ "<specifier>#<Kind>": ["method", …] }`), so a replay builds the program's object
  * before any target exists; `k` the handle records of `r` that name an object the run already
- * held, by their position among `r`'s handle records: the {@link handleRef} of that object.
+ * held, by their position among `r`'s handle records: the {@link handleRef} of that object;
+ * `ro`, written with `m`, the methods of each kind marked read-only when the object was returned,
+ * so a replay decides access to a journaled object before reviving it (a body without `ro`, from
+ * an earlier version, is decided once the object is revived).
  */
 export interface EntryBody {
   r: unknown;
   ev?: number[];
   m?: Record<string, string[]>;
   k?: Record<string, string>;
+  ro?: Record<string, string[]>;
 }
 
 /**
@@ -64,11 +68,16 @@ export class JournaledHandle {
    * @param ref - its {@link handleRef}: its own, or, when `reuses`, the object's the run already
    *   held when the call returned it (the replay hands the program that object again).
    */
+  /**
+   * @param readOnly - its methods marked read-only when the live run returned it, or null when
+   *   the journal did not record them (an earlier version wrote it).
+   */
   constructor(
     readonly record: HandleRecord,
     readonly methods: readonly string[],
     readonly ref: string,
     readonly reuses: boolean,
+    readonly readOnly: readonly string[] | null = null,
   ) {}
 }
 
@@ -323,12 +332,14 @@ export function encodeBody(
   methods?: Record<string, string[]>,
   handleKind?: (handle: object) => string,
   reused?: Record<string, string>,
+  readOnly?: Record<string, string[]>,
 ): string {
   const body: EntryBody = { r };
   const ev = eventsOf(events);
   if (ev !== undefined) body.ev = ev;
   if (methods !== undefined) body.m = methods;
   if (reused !== undefined) body.k = reused;
+  if (readOnly !== undefined) body.ro = readOnly;
   return encode(
     body,
     handleKind === undefined ? { path: "result" } : { path: "result", handleKind },
@@ -367,6 +378,7 @@ export function bodyOf(entry: JournalEntry, namers?: ReadonlySet<string>): Entry
   }
   const m = body.m;
   const k = typeof body.k === "object" && body.k !== null ? body.k : undefined;
+  const ro = typeof body.ro === "object" && body.ro !== null ? body.ro : undefined;
   let ordinal = 0;
   for (let i = 0; i < handles.length; i++) {
     const h = handles[i] as JournaledHandle;
@@ -374,8 +386,17 @@ export function bodyOf(entry: JournalEntry, namers?: ReadonlySet<string>): Entry
     const names = m !== undefined && Object.hasOwn(m, kind) ? m[kind] : [];
     const same = k !== undefined && Object.hasOwn(k, i) ? k[i] : undefined;
     if (same !== undefined) checkRef(entry.key, same, namers);
-    const fields = h as { methods: readonly string[]; ref: string; reuses: boolean };
+    const fields = h as {
+      methods: readonly string[];
+      ref: string;
+      reuses: boolean;
+      readOnly: readonly string[] | null;
+    };
     fields.methods = Array.isArray(names) ? names : [];
+    if (ro !== undefined) {
+      const marked = Object.hasOwn(ro, kind) ? ro[kind] : [];
+      fields.readOnly = Array.isArray(marked) ? marked : [];
+    }
     fields.reuses = same !== undefined;
     fields.ref = same !== undefined ? (same as string) : handleRef(entry.key, ordinal++);
   }

@@ -477,9 +477,16 @@ export class Run {
     }
     try {
       if (call.refusal) throw call.refusal;
-      this.#reviveFor(call);
+      // Every refusal is decided before any host code runs: a journaled object's reviver and the
+      // revivers of journaled objects passed as arguments run only for a call that is admitted.
       this.#checkAccess(call);
       const size = this.#budget.check(call, kind === "tagged");
+      if (kind === "tagged") readArgs(call.args, this.#argumentReader(call, true));
+      if (call.fn === NOT_REVIVED) {
+        this.#reviveFor(call);
+        // Access by the method of the object as revived now (a deploy may have changed its marks).
+        this.#checkAccess(call);
+      }
       if (kind === "tagged") call.args = readArgs(call.args, this.#argumentReader(call));
       this.#budget.admit(size);
     } catch (error) {
@@ -897,12 +904,18 @@ export class Run {
    * @throws BridgeError `bridge/access-denied`.
    */
   #checkAccess(call: CallState): void {
-    if (this.access === "read" && !isReadOnly(call.fn)) {
-      throw new BridgeError(
-        "bridge/access-denied",
-        `${labelOf(call.handle, call.method)} may change state and this run has read-only access; it did not run. Run with access "read-write" to call it.`,
-      );
-    }
+    if (this.access !== "read") return;
+    if (call.fn === NOT_REVIVED) {
+      // A journaled object not revived yet: decided by the read-only marks recorded with it, so
+      // its reviver (host code) never runs for a refused call. Without recorded marks (a journal
+      // of an earlier version) it is decided once the object is revived.
+      const marks = (call.handle as TargetHandle).readOnly;
+      if (marks === undefined || marks.has(call.method)) return;
+    } else if (isReadOnly(call.fn)) return;
+    throw new BridgeError(
+      "bridge/access-denied",
+      `${labelOf(call.handle, call.method)} may change state and this run has read-only access; it did not run. Run with access "read-write" to call it.`,
+    );
   }
 
   // ── Arguments ──────────────────────────────────────────────────────────────
@@ -912,10 +925,16 @@ export class Run {
    * functions they name, signal records into mirrored AbortSignals, and callbacks into functions
    * that throw `bridge/callback-expired` once the call returned. What it creates is recorded on the
    * call, for {@link #releaseArguments}.
+   *
+   * A `dry` reader only makes the reader's refusals (a disposed handle; in a replay run a callback
+   * or stream) and creates, revives and records nothing: a replay run reads a call's arguments
+   * dry first, so a refused call revives none of the objects it was passed.
    */
-  #argumentReader(call: CallState): ArgumentReader {
+  #argumentReader(call: CallState, dry = false): ArgumentReader {
     const table = this.#table;
     const mirrors = this.#mirrors;
+    // Whether a journaled object's method is unsafeToRepeat is known once it is revived.
+    const unknownFn = dry && call.fn === NOT_REVIVED;
     return {
       handle: (id: unknown, path: string): unknown => {
         const entry = typeof id === "number" ? table.get(id) : undefined;
@@ -926,10 +945,12 @@ export class Run {
             { path },
           );
         }
+        if (dry) return null;
         if (entry.kind === "function") return entry.fn;
         return table.liveTarget(entry, this.#hostObject);
       },
       signal: (id: unknown, aborted: boolean, reason: unknown): AbortSignal => {
+        if (dry) return null as never;
         const controller = new AbortController();
         if (aborted) {
           controller.abort(isErrorRecord(reason) ? fromErrorRecord(reason) : undefined);
@@ -940,7 +961,7 @@ export class Run {
         }
         return controller.signal;
       },
-      ...(this.#journal === undefined || isUnsafeToRepeat(call.fn)
+      ...(this.#journal === undefined || unknownFn || isUnsafeToRepeat(call.fn)
         ? {}
         : {
             stream: (_stream: ReadableStream, path: string): ReadableStream => {
@@ -948,9 +969,10 @@ export class Run {
             },
           }),
       callback: (stub: (...args: unknown[]) => unknown) => {
-        if (this.#journal !== undefined && !isUnsafeToRepeat(call.fn)) {
+        if (this.#journal !== undefined && !unknownFn && !isUnsafeToRepeat(call.fn)) {
           throw notReplayable(call, "a callback");
         }
+        if (dry) return null as never;
         call.callbacks ??= [];
         call.callbacks.push(stub);
         return (...args: unknown[]): Promise<unknown> => {
@@ -1082,8 +1104,10 @@ export class Run {
       for (const id of fresh) table.checkReplayable(id);
     }
     const methods: Record<string, string[]> = {};
-    // Objects are named only in answers that hold them (tagged ones).
+    // Objects are named, and their read-only methods recorded, only in answers that hold them
+    // (tagged ones).
     const refs = outgoing.special ? new AnswerRefs(table, call.key) : undefined;
+    const readOnly: Record<string, string[]> | undefined = outgoing.special ? {} : undefined;
     let handles = false;
     try {
       const body = encodeBody(
@@ -1095,14 +1119,16 @@ export class Run {
           if (named === null) return "";
           handles = true;
           methods[named.kind] = named.methods;
+          if (readOnly !== undefined) readOnly[named.kind] = named.readOnly;
           refs?.see(h);
           return named.kind;
         },
         // Only an answer naming an object already held can have a `k`.
         outgoing.reuses ? refs?.reused : undefined,
+        readOnly,
       );
-      // `methods` and `refs.reused` were filled while encoding `r`; the body text holds them
-      // (encoded after it).
+      // `methods`, `readOnly` and `refs.reused` were filled while encoding `r`; the body text
+      // holds them (encoded after it).
       refs?.commit();
       call.journal = { outcome: handles ? "handle" : "value", body };
     } catch (error) {

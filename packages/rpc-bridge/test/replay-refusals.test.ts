@@ -1,0 +1,89 @@
+import { describe, expect, it } from "vitest";
+import { freshReplay, inReplay, storedCounters } from "./helpers";
+
+/** Runs `program` to its interrupt, resumes it with `true`, and answers how it ended. */
+async function resumed(
+  program: string,
+  options: { access?: "read" | "read-write"; limits?: Record<string, number> } = {},
+) {
+  const stub = freshReplay();
+  const out = await inReplay(stub, async (i) => {
+    const executor = i.create(options.limits === undefined ? {} : { limits: options.limits });
+    const first = await executor.execute(program, undefined, {
+      id: "refusals",
+      ...(options.access === undefined ? {} : { access: options.access }),
+    });
+    const done = await executor.resume("refusals", true);
+    return { first: first.state, done };
+  });
+  return { ...out, counters: await storedCounters(stub) };
+}
+
+describe("replay: a refused call runs no host code", () => {
+  it("refuses a write method of a journaled object in a read run without reviving the object", async () => {
+    const out = await resumed(
+      `import { findJob } from "codemode:jobs";
+       import { askRead } from "test:replay";
+       export default async function () {
+         const job = await findJob("j1");
+         await askRead("go?");
+         return await job.start().then(() => "started", (e) => e.code);
+       }`,
+      { access: "read" },
+    );
+    expect(out.first).toBe("interrupted");
+    expect(out.done).toMatchObject({ state: "completed", result: "bridge/access-denied" });
+    expect(out.counters).toMatchObject({ finds: 1, approvals: 1 });
+    expect(out.counters.revives).toBeUndefined();
+    expect(out.counters.starts).toBeUndefined();
+  });
+
+  it("lets a read run call a read-only method of a journaled object, reviving it for that call", async () => {
+    const out = await resumed(
+      `import { findRun } from "codemode:jobs";
+       import { askRead } from "test:replay";
+       export default async function () {
+         const run = await findRun("r1");
+         await askRead("go?");
+         return await run.status();
+       }`,
+      { access: "read" },
+    );
+    expect(out.done).toMatchObject({
+      state: "completed",
+      result: { id: "r1", status: "running" },
+    });
+    expect(out.counters).toMatchObject({ finds: 1, revives: 1 });
+  });
+
+  it("refuses a call past maxCalls on a journaled object without reviving the object", async () => {
+    const out = await resumed(
+      `import { createJob } from "codemode:jobs";
+       import { approval } from "test:replay";
+       export default async function () {
+         const job = await createJob({ name: "build" });
+         await approval("go?");
+         return await job.info().then(() => "ran", (e) => e.code);
+       }`,
+      { limits: { maxCalls: 2 } },
+    );
+    expect(out.done).toMatchObject({ state: "completed", result: "bridge/limit-calls" });
+    expect(out.counters).toMatchObject({ creates: 1, approvals: 1 });
+    expect(out.counters.revives).toBeUndefined();
+  });
+
+  it("refuses a callback passed beside a journaled object without reviving the object", async () => {
+    const out = await resumed(
+      `import { createJob } from "codemode:jobs";
+       import { approval, echo } from "test:replay";
+       export default async function () {
+         const job = await createJob({ name: "build" });
+         await approval("go?");
+         return await echo([job, (n) => n]).then(() => "ran", (e) => e.code);
+       }`,
+    );
+    expect(out.done).toMatchObject({ state: "completed", result: "bridge/not-replayable" });
+    expect(out.counters.revives).toBeUndefined();
+    expect(out.counters.echoes).toBeUndefined();
+  });
+});
