@@ -1,4 +1,4 @@
-import type { StreamJson, StreamStatus, Streams } from "@durablekit/streams";
+import type { StreamJson, StreamPage, StreamStatus, Streams } from "@durablekit/streams";
 import {
   assertChatId,
   assertId,
@@ -10,6 +10,7 @@ import {
 import { ChatTurn, type TurnSettings } from "./chat-turn";
 import { ChatArgumentError } from "./errors";
 import { LegacyChatTables } from "./legacy";
+import { TurnReplay } from "./turn-replay";
 import type {
   ChatEvent,
   ChatTurnInfo,
@@ -17,7 +18,7 @@ import type {
   StartTurnOptions,
   UIMessageChunk,
 } from "./types";
-import { UI_MESSAGE_STREAM_HEADERS, uiMessageBatchResponse } from "./wire";
+import { chunkFramesText, UI_MESSAGE_STREAM_HEADERS, uiMessageBatchResponse } from "./wire";
 
 /** The error text of a turn left streaming by a restart and ended on resume. */
 export const INTERRUPTED_TEXT =
@@ -73,6 +74,12 @@ export class ChatTurns {
   readonly #onEvent: ((event: ChatEvent) => void) | undefined;
   /** The live turns of this isolate, by turn id. */
   readonly #live = new Map<string, ChatTurn>();
+  /**
+   * The live turn of each chat in this isolate, by chat id. With one `ChatTurns` per object (the
+   * contract), a chat's live turn is its active turn: every turn starts here, after ending the
+   * chat's previous one, and leaves this map when it ends.
+   */
+  readonly #liveByChat = new Map<string, ChatTurn>();
 
   // ── Construction ──
 
@@ -120,6 +127,7 @@ export class ChatTurns {
       emit: (event) => this.#emit(event),
       ended: (turn) => {
         if (this.#live.get(turn.turnId) === turn) this.#live.delete(turn.turnId);
+        if (this.#liveByChat.get(turn.chatId) === turn) this.#liveByChat.delete(turn.chatId);
       },
     };
     const legacyChatId = options.legacyChatId ?? defaultLegacyChatId(ctx);
@@ -163,6 +171,7 @@ export class ChatTurns {
     });
     const turn = new ChatTurn(chatId, turnId, messageId, writer, this.#settings);
     this.#live.set(turnId, turn);
+    this.#liveByChat.set(chatId, turn);
     return turn;
   }
 
@@ -220,6 +229,7 @@ export class ChatTurns {
     const writer = this.#streams.open(streamId);
     const turn = new ChatTurn(chatId, active.turnId, active.messageId, writer, this.#settings);
     this.#live.set(active.turnId, turn);
+    this.#liveByChat.set(chatId, turn);
     return { turn, stored };
   }
 
@@ -237,67 +247,48 @@ export class ChatTurns {
     turnId: string,
     options: { signal?: AbortSignal } = {},
   ): AsyncGenerator<UIMessageChunk> {
-    for await (const batch of this.#batches(turnId, options.signal, null)) yield* batch;
+    const replay = this.#replayOf(turnId, null);
+    yield* replay.opening();
+    for await (const batch of this.#tail(turnStreamId(turnId), 0, replay, options.signal)) {
+      yield* batch;
+    }
   }
 
   /**
-   * {@link read} in batches: every chunk stored so far in few batches, then each new segment.
-   * `known` is what the caller already read of the turn (its message id, and whether anything of
-   * it is stored), which spares a status read; null to read it here.
+   * How a reader of the turn starts: a live turn of this isolate flushes its buffer first (so
+   * nothing written is missed), and whether anything is stored decides where its `start` comes
+   * from. `known` is what the caller already read of the turn (its message id, and whether
+   * anything of it is stored), which spares a status read; null to read it here.
    */
-  async *#batches(
-    turnId: string,
-    signal: AbortSignal | undefined,
-    known: { messageId: string; stored: boolean } | null,
-  ): AsyncGenerator<UIMessageChunk[]> {
+  #replayOf(turnId: string, known: { messageId: string; stored: boolean } | null): TurnReplay {
     const live = this.#live.get(turnId);
     try {
       live?.flush();
     } catch {
       // The flush was refused: the turn ended with an error chunk, which the stream shows.
     }
-    const streamId = turnStreamId(turnId);
-    let messageId: string | null;
-    let stored: boolean;
-    if (live !== undefined) {
-      messageId = live.messageId;
-      stored = live.hasStored;
-    } else if (known !== null) {
-      ({ messageId, stored } = known);
-    } else {
-      const status = this.#streams.status(streamId);
-      const stamped = status?.metadata?.messageId;
-      messageId = typeof stamped === "string" ? stamped : null;
-      // A missing stream is left to the read below, which reports it.
-      stored = status === null || status.cursor > 0;
-    }
-    // Nothing stored yet: the start goes first now, and a stored one later is not repeated.
-    const startGiven = !stored && messageId !== null;
-    if (startGiven) yield [{ type: "start", messageId }];
-    let first = true;
-    const reading = this.#streams.readBatches<UIMessageChunk[]>(streamId, {
+    if (live !== undefined) return new TurnReplay(live.messageId, live.hasStored);
+    if (known !== null) return new TurnReplay(known.messageId, known.stored);
+    const status = this.#streams.status(turnStreamId(turnId));
+    const stamped = status?.metadata?.messageId;
+    // A missing stream is left to the read, which reports it.
+    return new TurnReplay(typeof stamped === "string" ? stamped : null, status?.cursor !== 0);
+  }
+
+  /** The turn's stored segments from `from` on, as the reader gets them, then its live tail. */
+  async *#tail(
+    streamId: string,
+    from: number,
+    replay: TurnReplay,
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<UIMessageChunk[]> {
+    const reading = this.#streams.readBatches(streamId, {
+      from,
       batchSize: 256,
       ...(signal === undefined ? {} : { signal }),
     });
     for await (const rows of reading) {
-      const out: UIMessageChunk[] = [];
-      for (const { chunk } of rows) {
-        for (const item of chunk) {
-          if (first) {
-            first = false;
-            if (startGiven && item.type === "start") {
-              if (item.messageMetadata !== undefined) {
-                out.push({ type: "message-metadata", messageMetadata: item.messageMetadata });
-              }
-              continue;
-            }
-            if (!startGiven && item.type !== "start" && messageId !== null) {
-              out.push({ type: "start", messageId });
-            }
-          }
-          out.push(item);
-        }
-      }
+      const out = replay.take(rows, []);
       if (out.length > 0) yield out;
     }
   }
@@ -311,7 +302,7 @@ export class ChatTurns {
    */
   turnResponse(turn: ChatTurn): Response {
     const tap = turn.liveBatches();
-    return uiMessageBatchResponse(tap, () => tap.close());
+    return uiMessageBatchResponse("", tap, () => tap.close());
   }
 
   /**
@@ -322,16 +313,52 @@ export class ChatTurns {
    * @throws {ChatError} `chat/invalid-argument` for a malformed chat id.
    */
   resumeResponse(chatId: string, options: { signal?: AbortSignal } = {}): Response {
-    const active = this.activeTurn(chatId);
-    if (active === null) return new Response(null, { status: 204 });
-    // Ending a turn left by a restart stores its error chunk, so something of it is stored.
-    const known = { messageId: active.messageId, stored: true };
-    if (!active.live) this.#endTurn(active, INTERRUPTED_TEXT);
+    let turnId: string;
+    let known: { messageId: string; stored: boolean } | null;
+    const live = this.#liveByChat.get(chatId);
+    if (live?.streaming === true) {
+      // The chat's active turn, writing in this isolate: no lookup needed.
+      turnId = live.turnId;
+      known = null;
+    } else {
+      const active = this.activeTurn(chatId);
+      if (active === null) return new Response(null, { status: 204 });
+      turnId = active.turnId;
+      // Ending a turn left by a restart stores its error chunk, so something of it is stored.
+      known = { messageId: active.messageId, stored: true };
+      if (!active.live) this.#endTurn(active, INTERRUPTED_TEXT);
+    }
+    // Everything stored so far is read now, in this synchronous block, and goes out as the first
+    // buffer; the tail is read only when the client reads on.
+    const streamId = turnStreamId(turnId);
+    const replay = this.#replayOf(turnId, known);
+    let head = chunkFramesText(replay.opening());
+    let from = 0;
+    let settled = false;
+    for (;;) {
+      let page: StreamPage;
+      try {
+        page = this.#streams.readPage(streamId, { from, limit: 256, decode: false });
+      } catch (error) {
+        // Swept under a writer that had not noticed yet: there is no turn to resume.
+        if ((error as { code?: unknown } | null)?.code === "streams/not-found") {
+          return new Response(null, { status: 204 });
+        }
+        throw error;
+      }
+      head += replay.frames(page.chunks);
+      from = page.next;
+      if (page.upToDate) {
+        settled = page.state !== "streaming";
+        break;
+      }
+    }
+    if (settled) return uiMessageBatchResponse(head, null, () => {});
     // The client going away stops the read at once, also while it waits on the turn's tail.
     const gone = new AbortController();
     const signal =
       options.signal === undefined ? gone.signal : AbortSignal.any([options.signal, gone.signal]);
-    return uiMessageBatchResponse(this.#batches(active.turnId, signal, known), () =>
+    return uiMessageBatchResponse(head, this.#tail(streamId, from, replay, signal), () =>
       gone.abort(CLIENT_GONE),
     );
   }

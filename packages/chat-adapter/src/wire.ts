@@ -17,11 +17,16 @@ export function chunkFrame(chunk: UIMessageChunk): Uint8Array {
   return encoder.encode(`data: ${JSON.stringify(chunk)}\n\n`);
 }
 
-/** The frames of several chunks as one buffer (one encode, one enqueue for a whole batch). */
-export function chunkFrames(chunks: readonly UIMessageChunk[]): Uint8Array {
+/** The frames of several chunks as text. */
+export function chunkFramesText(chunks: readonly UIMessageChunk[]): string {
   let text = "";
   for (const chunk of chunks) text += `data: ${JSON.stringify(chunk)}\n\n`;
-  return encoder.encode(text);
+  return text;
+}
+
+/** The frames of several chunks as one buffer (one encode, one enqueue for a whole batch). */
+export function chunkFrames(chunks: readonly UIMessageChunk[]): Uint8Array {
+  return encoder.encode(chunkFramesText(chunks));
 }
 
 /** The frame that ends a UI message stream. */
@@ -37,6 +42,7 @@ export function doneFrame(): Uint8Array {
 export function uiMessageStreamResponse(source: AsyncIterable<UIMessageChunk>): Response {
   const iterator = source[Symbol.asyncIterator]();
   return frameResponse(
+    null,
     async () => {
       const next = await iterator.next();
       return next.done ? null : chunkFrame(next.value);
@@ -46,46 +52,61 @@ export function uiMessageStreamResponse(source: AsyncIterable<UIMessageChunk>): 
 }
 
 /**
- * {@link uiMessageStreamResponse} over a source of chunk batches: each batch goes out as one
- * buffer of frames, which is what makes a replay of a stored turn cheap. `onCancel` runs when the
- * client goes away, before the source is ended (what wakes a source parked on a live tail).
+ * A UI message stream response that starts with `headFrames` (frames text, sent as one buffer
+ * before anything is read from `tail`), then each batch of `tail` as one buffer, then `[DONE]`; a
+ * null `tail` ends after the head. `onCancel` runs when the client goes away, before the tail is
+ * ended (what wakes a tail parked on a live stream). The tail is read only when the client reads on.
  */
 export function uiMessageBatchResponse(
-  source: AsyncIterable<readonly UIMessageChunk[]>,
-  onCancel?: () => void,
+  headFrames: string,
+  tail: AsyncIterable<readonly UIMessageChunk[]> | null,
+  onCancel: () => void,
 ): Response {
-  const iterator = source[Symbol.asyncIterator]();
+  const iterator = tail?.[Symbol.asyncIterator]();
   return frameResponse(
+    headFrames !== "" ? encoder.encode(headFrames) : null,
     async () => {
+      if (iterator === undefined) return null;
       const next = await iterator.next();
       return next.done ? null : chunkFrames(next.value);
     },
     () => {
-      onCancel?.();
-      return iterator.return?.();
+      onCancel();
+      return iterator?.return?.();
     },
   );
 }
 
-/** The response of a frame source: `null` ends it with `[DONE]`; an empty frame sends nothing. */
+/**
+ * The response of a frame source: `first` is queued before the first read; `nextFrames` is asked
+ * only when the client reads on (no pull ahead); `null` ends it with `[DONE]`; an empty buffer
+ * sends nothing.
+ */
 function frameResponse(
+  first: Uint8Array | null,
   nextFrames: () => Promise<Uint8Array | null>,
   end: () => Promise<unknown> | undefined,
 ): Response {
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const frames = await nextFrames();
-      if (frames === null) {
-        controller.enqueue(DONE);
-        controller.close();
-        return;
-      }
-      if (frames.byteLength > 0) controller.enqueue(frames);
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        if (first !== null) controller.enqueue(first);
+      },
+      async pull(controller) {
+        const frames = await nextFrames();
+        if (frames === null) {
+          controller.enqueue(DONE);
+          controller.close();
+          return;
+        }
+        if (frames.byteLength > 0) controller.enqueue(frames);
+      },
+      cancel() {
+        // Not awaited: the source may be parked until its next write; its end must not hold this.
+        end()?.catch(() => {});
+      },
     },
-    cancel() {
-      // Not awaited: the source may be parked until its next write; its end must not hold this.
-      end()?.catch(() => {});
-    },
-  });
+    { highWaterMark: 0 },
+  );
   return new Response(body, { status: 200, headers: UI_MESSAGE_STREAM_HEADERS });
 }

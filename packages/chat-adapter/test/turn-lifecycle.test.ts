@@ -353,9 +353,11 @@ describe("a client that goes away", () => {
       turn.write({ type: "text-start", id: "t" });
       const reader = (chat.resumeResponse("c1").body as ReadableStream<Uint8Array>).getReader();
       expect(new TextDecoder().decode((await reader.read()).value)).toContain('"text-start"');
+      const next = reader.read(); // waits for the turn's next chunk
       await sleep(10);
       expect(streams.waitStats().readers).toBe(1); // parked on the tail
       await reader.cancel(); // resolves without another write
+      expect((await next).done).toBe(true);
       await sleep(10);
       expect(streams.waitStats().readers).toBe(0);
       turn.finish();

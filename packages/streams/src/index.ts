@@ -33,6 +33,7 @@ export type {
   StreamProducer,
   StreamReadBatchesOptions,
   StreamReadOptions,
+  StreamReadPageOptions,
   StreamSettleOptions,
   StreamState,
   StreamStatus,

@@ -55,6 +55,7 @@ import type {
   StreamPage,
   StreamReadBatchesOptions,
   StreamReadOptions,
+  StreamReadPageOptions,
   StreamState,
   StreamStatus,
   StreamsOptions,
@@ -140,6 +141,19 @@ function decodeRows(encoding: StreamEncoding, rows: [number, SqlStorageValue][])
   for (let index = 0; index < rows.length; index++) {
     const row = rows[index] as [number, SqlStorageValue];
     chunks[index] = { seq: row[0], chunk: decodeChunk(encoding, row[1]) };
+  }
+  return chunks;
+}
+
+/** Rows as stored: text as is, a binary body as bytes. */
+function storedRows(encoding: StreamEncoding, rows: [number, SqlStorageValue][]): StreamChunk[] {
+  const chunks: StreamChunk[] = new Array(rows.length);
+  for (let index = 0; index < rows.length; index++) {
+    const row = rows[index] as [number, SqlStorageValue];
+    chunks[index] = {
+      seq: row[0],
+      chunk: encoding === "binary" ? decodeChunk(encoding, row[1]) : row[1],
+    };
   }
   return chunks;
 }
@@ -900,23 +914,25 @@ export class Streams implements AlarmPart {
 
   /**
    * Reads up to `limit` chunks from `from` synchronously, with the cursor and state at that moment:
-   * a catch-up read that never waits.
+   * a catch-up read that never waits. With `decode: false` each chunk is given as stored (JSON
+   * text, text or bytes), for a reader that forwards it without parsing it.
    * @throws {StreamNotFoundError} `streams/not-found`.
-   * @throws {StreamsArgumentError} `streams/invalid-argument` for a malformed id, `from` or `limit`.
+   * @throws {StreamsArgumentError} `streams/invalid-argument` for a malformed id, `from`, `limit` or `decode`.
    */
-  readPage<T = unknown>(
-    streamId: string,
-    options: { from?: number; limit?: number } = {},
-  ): StreamPage<T> {
+  readPage<T = unknown>(streamId: string, options: StreamReadPageOptions = {}): StreamPage<T> {
     assertStreamId(streamId);
     readObject(options, "readPage() options", streamId);
     const from = readFrom(options.from);
     const limit = readCount("limit", options.limit, 100);
+    if (options.decode !== undefined && typeof options.decode !== "boolean") {
+      throw new StreamsArgumentError("readPage() decode must be a boolean.", streamId);
+    }
     const row = this.#liveRow(streamId);
     // Cursor, state and page are read in one synchronous block: they agree.
     const cursor = this.#cursorOf(row);
     const rows = this.#chunks.page(row.stream_key, from, limit);
-    const chunks = decodeRows(row.encoding, rows);
+    const chunks =
+      options.decode === false ? storedRows(row.encoding, rows) : decodeRows(row.encoding, rows);
     const last = chunks[chunks.length - 1];
     const next = last === undefined ? from : last.seq + 1;
     return { chunks, cursor, next, upToDate: next >= cursor, state: row.state } as StreamPage<T>;

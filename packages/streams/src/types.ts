@@ -174,6 +174,21 @@ export interface StreamReadBatchesOptions extends StreamReadOptions {
 /** Why a stream went away under a reader (see {@link StreamReadBatchesOptions.onGone}). */
 export type StreamGoneReason = "deleted" | "expired";
 
+/** Options of {@link Streams.readPage}. */
+export interface StreamReadPageOptions {
+  /** First seq to read (inclusive). Default 0. */
+  from?: number;
+  /** Most chunks to read, 1–1000. Default 100. */
+  limit?: number;
+  /**
+   * `false` gives each chunk as stored instead of decoded: the JSON text of a `json` stream (what
+   * `JSON.stringify` made of the appended value), the text of a `text` stream, the bytes of a
+   * `binary` one. For a reader that forwards chunks (an HTTP or SSE response) without looking
+   * inside them. Default true.
+   */
+  decode?: boolean;
+}
+
 /** One synchronous page of a stream, for catch-up reads. */
 export interface StreamPage<T = unknown> {
   chunks: StreamChunk<T>[];

@@ -258,4 +258,24 @@ describe("reading", () => {
       });
     });
   });
+
+  it("gives a page's chunks as stored with decode: false, the JSON text JSON.stringify made", async () => {
+    await inFixture(({ streams }) => {
+      const values = [{ b: 1, a: "é\u2028" }, [1.5, -0, null], "text", 7];
+      const json = streams.open("j");
+      for (const value of values) json.append(value);
+      expect(streams.readPage("j", { decode: false }).chunks).toEqual(
+        values.map((value, seq) => ({ seq, chunk: JSON.stringify(value) })),
+      );
+      streams.open("t", { contentType: "text/plain" }).append("plain");
+      expect(streams.readPage("t", { decode: false }).chunks).toEqual([{ seq: 0, chunk: "plain" }]);
+      streams.open("b", { contentType: "application/octet-stream" }).append(new Uint8Array([1, 2]));
+      expect(streams.readPage("b", { decode: false }).chunks).toEqual([
+        { seq: 0, chunk: new Uint8Array([1, 2]) },
+      ]);
+      expect(() => streams.readPage("j", { decode: "no" as never })).toThrowError(
+        /decode must be a boolean/,
+      );
+    });
+  });
 });
