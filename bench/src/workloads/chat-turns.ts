@@ -9,7 +9,7 @@ import type { Figures, MetricSpec, Workload, WorkloadContext } from "../workload
 const TURNS = 20;
 const CHUNKS = 100;
 /** How many times the last turn is replayed for the resume figure. */
-const REPLAYS = 20;
+const REPLAYS = 200;
 const CHAT_ID = "chat";
 
 /** The wire chunks of one turn: ~120-byte text deltas (the adapter's own `start` makes it 100). */
