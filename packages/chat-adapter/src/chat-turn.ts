@@ -92,7 +92,8 @@ export class ChatTurn {
   /** JSON length of `#segment` as an array: `[` + items joined by `,` + `]`. */
   #segmentBytes = 2;
   #timer: ReturnType<typeof setTimeout> | null = null;
-  #state: "streaming" | "finished" | "failed" = "streaming";
+  #state: "streaming" | "finished" | "failed" | "stopped" = "streaming";
+  readonly #ended = new AbortController();
   #started: boolean;
   #notStored = 0;
   readonly #taps = new Set<LiveTap>();
@@ -121,6 +122,15 @@ export class ChatTurn {
   /** @internal Whether any segment of the turn is stored (a reader then finds its `start`). */
   get hasStored(): boolean {
     return this.#writer.cursor > 0;
+  }
+
+  /**
+   * Aborted when the turn ends, however it ends (finished, failed, stopped, superseded by a newer
+   * turn, ended by a refused write): pass it to the model call (`streamText({ abortSignal })`), so a
+   * stop from any client stops the model too.
+   */
+  get signal(): AbortSignal {
+    return this.#ended.signal;
   }
 
   /** Chunks that were too large to store: delivered live, missing from a resume. */
@@ -202,6 +212,30 @@ export class ChatTurn {
       this.#settle("failed", text);
     } catch (error) {
       // A refused write already ended the turn loudly (#broken); anything else is a defect.
+      if (!(error instanceof ChatError && error.code === "chat/storage")) throw error;
+    }
+  }
+
+  /**
+   * Ends the turn because a user asked to stop it: an `abort` chunk (the AI SDK's, with `reason`
+   * when given) is written live and stored with the settlement (the stream settles `completed`),
+   * and {@link signal} aborts. A no-op when the turn already ended; never throws (a refused write
+   * ends the turn with an `error` chunk instead, reported as `chat:flush-failed`).
+   */
+  stop(reason?: string): void {
+    if (this.#state !== "streaming") return;
+    const chunk: UIMessageChunk =
+      typeof reason === "string" && reason !== "" ? { type: "abort", reason } : { type: "abort" };
+    try {
+      if (!this.#started) {
+        this.#started = true;
+        const start = { type: "start", messageId: this.messageId };
+        this.#accept(start, JSON.stringify(start));
+      }
+      this.#accept(chunk, JSON.stringify(chunk));
+      if (this.#state !== "streaming") return;
+      this.#settle("stopped", null);
+    } catch (error) {
       if (!(error instanceof ChatError && error.code === "chat/storage")) throw error;
     }
   }
@@ -299,7 +333,7 @@ export class ChatTurn {
 
   // ── Ending ──
 
-  #settle(how: "finished" | "failed", errorText: string | null): void {
+  #settle(how: "finished" | "failed" | "stopped", errorText: string | null): void {
     this.#clearTimer();
     const chunks = this.#segment.length > 0 ? [this.#segment as unknown as StreamJson[]] : [];
     this.#segment = [];
@@ -349,6 +383,7 @@ export class ChatTurn {
     for (const tap of this.#taps) tap.end();
     this.#taps.clear();
     this.#settings.ended(this);
+    this.#ended.abort();
   }
 
   #assertStreaming(): void {

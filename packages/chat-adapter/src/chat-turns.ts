@@ -234,6 +234,33 @@ export class ChatTurns {
   }
 
   /**
+   * Stops the chat's active turn, from any client: the AI SDK's `abort` chunk (with `reason` when
+   * given) ends it, stored with its settlement (`completed`), so every reader — the POST that
+   * started it, a resume, a reload — sees the same end, once. A turn writing in this isolate is
+   * stopped through its writer ({@link ChatTurn.stop}: its `signal` aborts, so the model call
+   * stops); a turn left by a restart is ended on its stream. A client abort alone is only a
+   * disconnect: the turn goes on until this is called.
+   * @returns the turn that was stopped, or null when the chat had no active turn.
+   * @throws {ChatError} `chat/invalid-argument` for a malformed chat id.
+   */
+  stopTurn(chatId: string, reason?: string): ChatTurnInfo | null {
+    const active = this.activeTurn(chatId);
+    if (active === null) return null;
+    const live = this.#live.get(active.turnId);
+    if (live !== undefined) {
+      live.stop(reason);
+      return active;
+    }
+    const abort =
+      typeof reason === "string" && reason !== "" ? { type: "abort", reason } : { type: "abort" };
+    // A replay puts the turn's start before this chunk when nothing else of the turn is stored.
+    this.#streams.write(turnStreamId(active.turnId), [[abort] as unknown as StreamJson], {
+      settle: true,
+    });
+    return active;
+  }
+
+  /**
    * Every chunk of a turn from its `start`, then the chunks still to come, ending with the turn.
    * A live turn of this isolate flushes its buffer first, so nothing written is missed.
    *

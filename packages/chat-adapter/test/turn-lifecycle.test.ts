@@ -377,3 +377,64 @@ describe("a client that goes away", () => {
     });
   });
 });
+
+describe("stop means stop, from any client", () => {
+  it("ends the turn with one abort chunk for every reader, aborts its signal and ends the answer loop", async () => {
+    await inFixture(async ({ chat }) => {
+      const turn = chat.startTurn("s1", { messageId: "m" });
+      const post = chat.turnResponse(turn);
+      let modelStopped = false;
+      const model = {
+        async *toUIMessageStream(): AsyncGenerator<UIMessageChunk> {
+          yield { type: "text-start", id: "t" };
+          for (let i = 0; ; i++) {
+            if (turn.signal.aborted) {
+              modelStopped = true;
+              return;
+            }
+            yield { type: "text-delta", id: "t", delta: `${i} ` };
+            await sleep(5);
+          }
+        },
+      };
+      const work = (async () => {
+        try {
+          for await (const chunk of model.toUIMessageStream()) turn.write(chunk);
+          turn.finish();
+        } catch (error) {
+          turn.fail(String(error));
+        }
+      })();
+      await sleep(30);
+      const resumed = chat.resumeResponse("s1"); // another client, attached before the stop
+      expect(chat.stopTurn("s1", "user")).toMatchObject({ turnId: turn.turnId, messageId: "m" });
+      await work;
+      expect(modelStopped).toBe(true);
+      const end = [{ type: "abort", reason: "user" }, "[DONE]"];
+      const postFrames = await frames(post);
+      const resumedFrames = await frames(resumed);
+      expect(postFrames.slice(-2)).toEqual(end);
+      expect(resumedFrames.slice(-2)).toEqual(end);
+      expect(postFrames.filter((f) => (f as UIMessageChunk).type === "abort")).toHaveLength(1);
+      expect(resumedFrames).toEqual(postFrames);
+      expect(chat.activeTurn("s1")).toBeNull();
+      expect(chat.stopTurn("s1")).toBeNull();
+      turn.stop(); // a no-op on an ended turn
+    });
+  });
+
+  it("stops a turn left by a restart on its stream, its start first", async () => {
+    await inFixture(async (fixture, state) => {
+      const before = new ChatTurns(state, { streams: fixture.streams });
+      const turn = before.startTurn("s2", { messageId: "m2" });
+      turn.write({ type: "text-start", id: "t" }); // buffered only
+      const after = new ChatTurns(state, { streams: new Streams(state) });
+      expect(after.stopTurn("s2")?.turnId).toBe(turn.turnId);
+      expect(await collect(after.read(turn.turnId))).toEqual([
+        { type: "start", messageId: "m2" },
+        { type: "abort" },
+      ]);
+      expect(after.resumeResponse("s2").status).toBe(204);
+    });
+  });
+});
