@@ -39,6 +39,11 @@ export interface CallState {
   marker?: number;
   /** The call interrupted the run (`ctx.interrupt`): its answer is the resume value, never its own. */
   interrupted?: boolean;
+  /**
+   * The bytes the call was charged toward `maxTotalBytes` so far (request, then response or
+   * error), recorded with its answer; set once it is admitted.
+   */
+  charged?: number;
   /** Set by the response shaping: the journal body and outcome of a value answer. */
   journal?: { outcome: "value" | "handle"; body: string } | null;
 }

@@ -146,6 +146,11 @@ export class HandleTable {
   /** Objects more than one handle reaches (see {@link liveTarget}): every handle that does. */
   readonly #sharers = new Map<object, Set<TargetHandle>>();
   readonly #maxHandles: number;
+  /**
+   * Journaled handles held and not revived yet (they have no object in `#byValue`): held all the
+   * same, so `maxHandles` counts them as the live run counted their objects.
+   */
+  #unrevived = 0;
   #next: number;
 
   constructor(hosts: readonly HostModuleEntry[], maxHandles: number) {
@@ -162,9 +167,9 @@ export class HandleTable {
     return this.#entries.get(id);
   }
 
-  /** How many returned objects and functions are held now. */
+  /** How many returned objects and functions are held now (journaled ones not revived included). */
   get held(): number {
-    return this.#byValue.size;
+    return this.#byValue.size + this.#unrevived;
   }
 
   /** Registers an RpcTarget returned by call `creatorKey` of module `specifier`; a new id is pushed to `fresh`. */
@@ -213,7 +218,9 @@ export class HandleTable {
     // A name given by a call the replay has not answered yet (concurrent calls can be answered in
     // another order than live): the object is registered now, under the key of that call.
     const owner = held === undefined ? (reuses ? creatorOfRef(ref) : creatorKey) : null;
-    const id = this.#reserve();
+    // Counted, never refused: the answer holding it is the journal's, admitted when it was recorded.
+    const id = this.#next++;
+    this.#unrevived++;
     const label = record.$handle;
     const at = label.lastIndexOf("#");
     // The module that made it, from its record: not always the module of the call answered now
@@ -277,6 +284,7 @@ export class HandleTable {
     }
     entry.target = target;
     delete entry.record;
+    this.#unrevived--;
     const holder = this.#byValue.get(target);
     if (holder === undefined) {
       this.#byValue.set(target, entry);
@@ -357,7 +365,7 @@ export class HandleTable {
 
   /** The next id, once the table has room for one more object. */
   #reserve(): number {
-    if (this.#byValue.size >= this.#maxHandles) {
+    if (this.held >= this.#maxHandles) {
       throw new BridgeError(
         "bridge/limit-handles",
         `The run already holds ${this.#maxHandles} objects (maxHandles); dispose objects it no longer needs (using / [Symbol.dispose]).`,
@@ -428,7 +436,10 @@ export class HandleTable {
     this.#entries.delete(id);
     if (entry.kind === "target" && entry.ref !== undefined) this.#byRef.delete(entry.ref);
     const value = entry.kind === "target" ? entry.target : entry.fn;
-    if (value === null) return undefined;
+    if (value === null) {
+      this.#unrevived--;
+      return undefined;
+    }
     const sharers = this.#sharers.get(value);
     if (sharers !== undefined && entry.kind === "target") {
       // Another handle still reaches the object: it stays, held by that handle.

@@ -35,7 +35,9 @@ export const JOURNAL_FORMAT = 1;
  * held, by their position among `r`'s handle records: the {@link handleRef} of that object;
  * `ro`, written with `m`, the methods of each kind marked read-only when the object was returned,
  * so a replay decides access to a journaled object before reviving it (a body without `ro`, from
- * an earlier version, is decided once the object is revived).
+ * an earlier version, is decided once the object is revived); `b`, the bytes the call was charged
+ * toward `maxTotalBytes` (request and response or error), which a replay charges again so that the
+ * limit counts across resumes (absent: nothing charged, or written by an earlier version).
  */
 export interface EntryBody {
   r: unknown;
@@ -43,6 +45,25 @@ export interface EntryBody {
   m?: Record<string, string[]>;
   k?: Record<string, string>;
   ro?: Record<string, string[]>;
+  b?: number;
+}
+
+/** What an entry body holds besides its value (see {@link EntryBody}). */
+export interface BodyParts {
+  events?: EventWindow | undefined;
+  /** The bytes the call was charged (`b`), when any. */
+  bytes?: number | undefined;
+  methods?: Record<string, string[]>;
+  /** Names the handles `r` holds (the bridge's handle table knows each one's `"<specifier>#<Kind>"`). */
+  handleKind?: (handle: object) => string;
+  reused?: Record<string, string> | undefined;
+  readOnly?: Record<string, string[]> | undefined;
+}
+
+/** The bytes an entry's body says its call was charged (0 when it says nothing sensible). */
+function bytesOf(body: EntryBody): number {
+  const b = body.b;
+  return typeof b === "number" && Number.isSafeInteger(b) && b > 0 ? b : 0;
 }
 
 /**
@@ -85,12 +106,15 @@ export class JournaledHandle {
 export type ReplayedCall =
   /** Not recorded: run it live (and record it). */
   | { kind: "live" }
-  /** Recorded with a value (handles as {@link JournaledHandle}s): answer it without running. */
-  | { kind: "value"; seq: number; at: number; value: unknown }
+  /**
+   * Recorded with a value (handles as {@link JournaledHandle}s): answer it without running.
+   * `bytes` is what the call was charged when it ran (see {@link EntryBody}).
+   */
+  | { kind: "value"; seq: number; at: number; value: unknown; bytes: number }
   /** Recorded with an error: answer it with this record without running. */
-  | { kind: "error"; seq: number; at: number; record: ErrorRecord }
+  | { kind: "error"; seq: number; at: number; record: ErrorRecord; bytes: number }
   /** Recorded as an interrupt that was not resumed: the attempt ends interrupted again. */
-  | { kind: "interrupt"; payload: unknown };
+  | { kind: "interrupt"; payload: unknown; bytes: number };
 
 /**
  * A recorded top-level call whose answer is plain data or an error (no handles, not an interrupt
@@ -101,6 +125,8 @@ export type PlainEntry = JournalCallName & {
   at: number;
   /** The length of the entry's codec text: what sending its answer ahead weighs, about. */
   chars: number;
+  /** What the call was charged when it ran (see {@link EntryBody}). */
+  bytes: number;
 } & ({ kind: "value"; value: unknown } | { kind: "error"; record: ErrorRecord });
 
 /** What a recorded (or resolved) entry tells the isolate: its order and time. */
@@ -202,6 +228,7 @@ export class RunJournal {
           seq: entry.seq,
           at: entry.recordedAt,
           chars: entry.payload?.length ?? 0,
+          bytes: bytesOf(body),
         };
         const r = body.r;
         plain.push(
@@ -226,16 +253,17 @@ export class RunJournal {
     const entry = this.match(call);
     if (entry === null) return { kind: "live" };
     const body = bodyOf(entry, this.#namers);
+    const bytes = bytesOf(body);
     switch (entry.outcome) {
       case "interrupt":
-        return { kind: "interrupt", payload: body.r };
+        return { kind: "interrupt", payload: body.r, bytes };
       case "error": {
         const r = body.r;
         const record = isErrorRecord(r) ? r : toErrorRecord(r);
-        return { kind: "error", seq: entry.seq, at: entry.recordedAt, record };
+        return { kind: "error", seq: entry.seq, at: entry.recordedAt, record, bytes };
       }
       default:
-        return { kind: "value", seq: entry.seq, at: entry.recordedAt, value: body.r };
+        return { kind: "value", seq: entry.seq, at: entry.recordedAt, value: body.r, bytes };
     }
   }
 
@@ -322,24 +350,18 @@ export class RunJournal {
 // ── Bodies ────────────────────────────────────────────────────────────────────
 
 /**
- * The codec text of an entry body. `handleKind` names the handles `r` holds (the bridge's handle
- * table knows each one's `"<specifier>#<Kind>"`).
+ * The codec text of an entry body: `r` and the {@link BodyParts} given.
  * @throws CodecError when `r` is not data the codec carries.
  */
-export function encodeBody(
-  r: unknown,
-  events: EventWindow | undefined,
-  methods?: Record<string, string[]>,
-  handleKind?: (handle: object) => string,
-  reused?: Record<string, string>,
-  readOnly?: Record<string, string[]>,
-): string {
+export function encodeBody(r: unknown, parts: BodyParts = {}): string {
   const body: EntryBody = { r };
-  const ev = eventsOf(events);
+  const ev = eventsOf(parts.events);
   if (ev !== undefined) body.ev = ev;
-  if (methods !== undefined) body.m = methods;
-  if (reused !== undefined) body.k = reused;
-  if (readOnly !== undefined) body.ro = readOnly;
+  if (parts.methods !== undefined) body.m = parts.methods;
+  if (parts.reused !== undefined) body.k = parts.reused;
+  if (parts.readOnly !== undefined) body.ro = parts.readOnly;
+  if (parts.bytes !== undefined && parts.bytes > 0) body.b = parts.bytes;
+  const handleKind = parts.handleKind;
   return encode(
     body,
     handleKind === undefined ? { path: "result" } : { path: "result", handleKind },
@@ -347,12 +369,15 @@ export function encodeBody(
 }
 
 /**
- * The body an `interrupt` entry is resolved to on resume: `r` the resume value, the same `ev`.
+ * The body an `interrupt` entry is resolved to on resume: `r` the resume value, the same `ev` and `b`.
  * @throws CodecError when `value` is not data.
  */
 export function resumedBody(entry: JournalEntry, value: unknown): string {
-  const ev = entry.payload === null ? undefined : bodyOf(entry).ev;
-  return encode(ev === undefined ? { r: value } : { r: value, ev }, { path: "value" });
+  const { ev, b } = entry.payload === null ? ({} as EntryBody) : bodyOf(entry);
+  const body: EntryBody = { r: value };
+  if (ev !== undefined) body.ev = ev;
+  if (b !== undefined) body.b = b;
+  return encode(body, { path: "value" });
 }
 
 /**

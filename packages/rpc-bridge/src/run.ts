@@ -153,7 +153,7 @@ export class Run {
    * The journal entries sent to the isolate to answer itself, not yet reported answered, by seq:
    * the module handle and function each was recorded for.
    */
-  readonly #prefetched = new Map<number, { id: number; method: string }>();
+  readonly #prefetched = new Map<number, { id: number; method: string; bytes: number }>();
   /** Rejects the `ctx.interrupt()` promises of a replay run when the attempt ends. */
   readonly #interrupts: Array<(error: unknown) => void> = [];
 
@@ -296,7 +296,7 @@ export class Run {
       // Bounded before anything is written: a payload over the limit releases nothing (the run
       // goes on), and what is admitted is stored split over rows where it outgrows one.
       dataSize(payload, max, "payload", "bridge/limit-interrupt-bytes", "maxInterruptBytes");
-      body = encodeBody(payload, call.events);
+      body = encodeBody(payload, { events: call.events, bytes: call.charged });
     } catch (error) {
       if (isBridgeError(error, "bridge/limit-interrupt-bytes")) {
         return handledRejection(
@@ -460,7 +460,8 @@ export class Run {
       return this.#failRun(error);
     }
     if (replayed.kind !== "live") {
-      this.#budget.admit(0);
+      // Counted as it was when it ran: the limits hold across resumes as in one attempt.
+      this.#budget.admit(replayed.bytes);
       if (replayed.kind === "interrupt") {
         // Recorded as an interrupt nobody resumed: released again, without running the call.
         this.#suspend(call.key, replayed.payload);
@@ -489,17 +490,23 @@ export class Run {
       }
       if (kind === "tagged") call.args = readArgs(call.args, this.#argumentReader(call));
       this.#budget.admit(size);
+      call.charged = size;
     } catch (error) {
       // Refused after keying: journaled like any answer, so the same call is refused on replay.
       this.#releaseArguments(call);
       if (this.#emitEvent) this.#emit(callLabel(call), call.key, "refused", error, startedAt);
       const record = safeErrorRecord(error);
-      return this.#recordAnswer(call, "error", encodeBody(record, call.events), failure(record));
+      return this.#recordAnswer(
+        call,
+        "error",
+        encodeBody(record, { events: call.events }),
+        failure(record),
+      );
     }
     if (isUnsafeToRepeat(call.fn)) {
       // The marker is durable before the call runs: a replay that finds it unsettled fails the run.
       try {
-        call.marker = journal.record(name, "unsafe", encodeBody(null, call.events)).seq;
+        call.marker = journal.record(name, "unsafe", encodeBody(null, { events: call.events })).seq;
       } catch (error) {
         return this.#failRun(error);
       }
@@ -537,7 +544,11 @@ export class Run {
       if (answer === null) continue;
       budget -= entry.chars;
       // Invariant: the isolate can report as answered only an entry it was sent.
-      this.#prefetched.set(entry.seq, { id: module.handleId, method: entry.method });
+      this.#prefetched.set(entry.seq, {
+        id: module.handleId,
+        method: entry.method,
+        bytes: entry.bytes,
+      });
       out.keys.push(entry.key);
       out.ids.push(module.handleId);
       out.methods.push(entry.method);
@@ -616,7 +627,7 @@ export class Run {
         );
       }
       this.#prefetched.delete(seq as number);
-      this.#budget.admit(0);
+      this.#budget.admit(sent.bytes);
     }
   }
 
@@ -786,10 +797,15 @@ export class Run {
   /** A call failed; in a replay run its error is journaled, unless `journal` is false (the attempt is ending under it). */
   #fail(call: CallState, error: unknown, journal = true): Answer {
     this.#finish(call, true, error);
-    const record = this.#errorRecord(error);
+    const record = this.#errorRecord(error, call);
     const answer = failure(record);
     if (!journal || call.name === undefined || call.interrupted) return answer;
-    return this.#recordAnswer(call, "error", encodeBody(record, call.events), answer);
+    return this.#recordAnswer(
+      call,
+      "error",
+      encodeBody(record, { events: call.events, bytes: call.charged }),
+      answer,
+    );
   }
 
   /**
@@ -797,13 +813,14 @@ export class Run {
    * `maxResponseBytes` (or what is left of `maxTotalBytes`) it keeps only name, code and a
    * truncated message, and says so. Never throws.
    */
-  #errorRecord(error: unknown): ErrorRecord {
+  #errorRecord(error: unknown, call: CallState): ErrorRecord {
     const limits = this.#limits;
     const left = Math.max(0, limits.maxTotalBytes - this.#budget.bytes);
     const max = Math.min(limits.maxResponseBytes, left);
     const limitName = max === left ? "maxTotalBytes (left)" : "maxResponseBytes";
     const { record, bytes } = boundErrorRecord(safeErrorRecord(error), max, limitName);
     this.#budget.chargeError(bytes);
+    if (call.charged !== undefined) call.charged += bytes;
     return record;
   }
 
@@ -1058,7 +1075,9 @@ export class Run {
       const size = dataSize(value, max, root, RESPONSE_LIMIT, "maxResponseBytes");
       budget.chargeResponse(size, () => callLabel(call));
       if (this.#journal !== undefined && root === "result") {
-        call.journal = { outcome: "value", body: encodeBody(value, call.events) };
+        if (call.charged !== undefined) call.charged += size;
+        const body = encodeBody(value, { events: call.events, bytes: call.charged });
+        call.journal = { outcome: "value", body };
       }
       return plain(value);
     }
@@ -1069,11 +1088,14 @@ export class Run {
       const outgoing = writeResult(value, table, specifier, call.key, fresh, root, (stream) =>
         this.#wrapStream(stream),
       );
-      if (this.#journal !== undefined && root === "result")
-        this.#journalValue(call, value, fresh, outgoing);
+      const journaling = this.#journal !== undefined && root === "result";
+      if (journaling) this.#checkReplayable(call, fresh, outgoing);
       const measured = outgoing.streams ? measurable(outgoing.wire) : outgoing.wire;
       const size = dataSize(measured, max, root, RESPONSE_LIMIT, "maxResponseBytes");
+      // The body records what the call is charged once its response is (`b`).
+      if (journaling) this.#journalValue(call, value, outgoing, (call.charged ?? 0) + size);
       budget.chargeResponse(size, () => callLabel(call));
+      if (journaling && call.charged !== undefined) call.charged += size;
       return outgoing.special ? tagged(outgoing.wire) : plain(outgoing.wire);
     } catch (error) {
       // Nothing of a refused response stays registered, and what it returned is not leaked.
@@ -1084,25 +1106,33 @@ export class Run {
   }
 
   /**
-   * In a replay run, checks what a call returned can be replayed and sets the journal body of its
-   * answer: every object it returns must be revivable (`[handle.serialize]` and a kind its module's
-   * `[handle.revive]` map has); functions and streams are refused, unless the host function is
-   * marked unsafeToRepeat (then its marker stays unsettled when the value cannot be journaled).
+   * In a replay run, checks what a call returned can be replayed: every object it returns must be
+   * revivable (`[handle.serialize]` and a kind its module's `[handle.revive]` map has); functions
+   * and streams are refused, unless the host function is marked unsafeToRepeat (then its marker
+   * stays unsettled, see {@link #journalValue}).
    * @throws BridgeError `bridge/not-replayable` naming what to add or do.
    */
-  #journalValue(call: CallState, value: unknown, fresh: number[], outgoing: OutgoingValue): void {
+  #checkReplayable(call: CallState, fresh: number[], outgoing: OutgoingValue): void {
+    if (call.marker !== undefined) return;
+    if (outgoing.streams) {
+      throw notReplayable(
+        call,
+        "a ReadableStream as its result",
+        "return an object with a bounded, journaled read() method (e.g. read() → { chunk, done }) instead",
+      );
+    }
+    for (const id of fresh) this.#table.checkReplayable(id);
+  }
+
+  /**
+   * In a replay run, sets the journal body of a call's answer (`bytes`: what the call is charged
+   * in all). A call marked unsafeToRepeat whose value the journal cannot keep leaves its marker
+   * unsettled.
+   * @throws BridgeError `bridge/not-replayable` when the codec cannot carry the value.
+   */
+  #journalValue(call: CallState, value: unknown, outgoing: OutgoingValue, bytes: number): void {
     const table = this.#table;
     const unsafe = call.marker !== undefined;
-    if (!unsafe) {
-      if (outgoing.streams) {
-        throw notReplayable(
-          call,
-          "a ReadableStream as its result",
-          "return an object with a bounded, journaled read() method (e.g. read() → { chunk, done }) instead",
-        );
-      }
-      for (const id of fresh) table.checkReplayable(id);
-    }
     const methods: Record<string, string[]> = {};
     // Objects are named, and their read-only methods recorded, only in answers that hold them
     // (tagged ones).
@@ -1110,11 +1140,11 @@ export class Run {
     const readOnly: Record<string, string[]> | undefined = outgoing.special ? {} : undefined;
     let handles = false;
     try {
-      const body = encodeBody(
-        value,
-        call.events,
+      const body = encodeBody(value, {
+        events: call.events,
+        bytes,
         methods,
-        (h) => {
+        handleKind: (h) => {
           const named = table.journalKind(h);
           if (named === null) return "";
           handles = true;
@@ -1124,9 +1154,9 @@ export class Run {
           return named.kind;
         },
         // Only an answer naming an object already held can have a `k`.
-        outgoing.reuses ? refs?.reused : undefined,
+        reused: outgoing.reuses ? refs?.reused : undefined,
         readOnly,
-      );
+      });
       // `methods`, `readOnly` and `refs.reused` were filled while encoding `r`; the body text
       // holds them (encoded after it).
       refs?.commit();

@@ -87,3 +87,40 @@ describe("replay: a refused call runs no host code", () => {
     expect(out.counters.echoes).toBeUndefined();
   });
 });
+
+describe("replay: limits count across resumes", () => {
+  it("counts the bytes of replayed calls toward maxTotalBytes after a resume", async () => {
+    const out = await resumed(
+      `import { createJob } from "codemode:jobs";
+       import { approval, echo } from "test:replay";
+       export default async function () {
+         const job = await createJob({ name: "n".repeat(1000) });
+         await echo("x".repeat(1000));
+         await approval("go?");
+         return await echo("y".repeat(1000)).then(() => "ran", (e) => e.code);
+       }`,
+      // The calls before the interrupt take about 3,200 bytes; the last one asks 1,000 more.
+      { limits: { maxTotalBytes: 4000 } },
+    );
+    expect(out.first).toBe("interrupted");
+    expect(out.done).toMatchObject({ state: "completed", result: "bridge/limit-total-bytes" });
+    expect(out.counters).toMatchObject({ creates: 1, echoes: 1, approvals: 1 });
+  });
+
+  it("counts the objects replayed calls returned toward maxHandles after a resume", async () => {
+    const out = await resumed(
+      `import { createJob } from "codemode:jobs";
+       import { approval } from "test:replay";
+       export default async function () {
+         await createJob({ name: "a" });
+         await createJob({ name: "b" });
+         await approval("go?");
+         return await createJob({ name: "c" }).then(() => "ran", (e) => e.code);
+       }`,
+      { limits: { maxHandles: 2 } },
+    );
+    expect(out.first).toBe("interrupted");
+    expect(out.done).toMatchObject({ state: "completed", result: "bridge/limit-handles" });
+    expect(out.counters).toMatchObject({ creates: 3 });
+  });
+});
