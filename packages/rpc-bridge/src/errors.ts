@@ -1,5 +1,5 @@
 import { DurableKitError, isErrorOf } from "@durablekit/compose";
-import { type ErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
+import { type ErrorRecord, isJournalError, toErrorRecord } from "@durablekit/handle-journal";
 
 /**
  * Stable codes of every error this package throws or delivers to program code. A code never
@@ -62,6 +62,13 @@ import { type ErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
  * - `bridge/isolate-failed`: the isolate itself failed (CPU limit, crash, broken connection, or the
  *   runtime cancelling it as hung: awaiting an event nothing can deliver). Not retryable: the same
  *   program usually fails the same way again.
+ * - `bridge/storage` (retryable): a replay run's journal failed to record or load (handle-journal's
+ *   `journal/storage`, or anything a custom `JournalPort` throws); `cause` is that failure.
+ * - `bridge/journal-corrupt`: a replay run's journal holds what this format never writes
+ *   (handle-journal's `journal/corrupt`); `cause` is that error.
+ *
+ * Errors of handle-journal never reach callers or programs as they are: {@link fromJournalFailure}
+ * names each in this catalogue, keeping it as `cause` (see README, "Error codes").
  *
  * A run that fails because the program threw (its own error, or a platform error such as `fetch`'s,
  * `caches`' or `eval`'s it let through) has no bridge code: its error is the program's own, and a
@@ -103,12 +110,15 @@ export type BridgeErrorCode =
   | "bridge/fingerprint-changed"
   | "bridge/too-many-attempts"
   | "bridge/unhandled-rejection"
-  | "bridge/isolate-failed";
+  | "bridge/isolate-failed"
+  | "bridge/storage"
+  | "bridge/journal-corrupt";
 
 const RETRYABLE: ReadonlySet<BridgeErrorCode> = new Set<BridgeErrorCode>([
   "bridge/limit-concurrency",
   "bridge/call-timeout",
   "bridge/run-timeout",
+  "bridge/storage",
 ]);
 
 /** Options of a {@link BridgeError}. */
@@ -139,6 +149,61 @@ export class BridgeError extends DurableKitError<BridgeErrorCode> {
 /** True when `value` is a {@link BridgeError}, optionally with the given code. */
 export function isBridgeError(value: unknown, code?: BridgeErrorCode): value is BridgeError {
   return isErrorOf(BridgeError, value, code);
+}
+
+/**
+ * The bridge's error for a failure that came from the journal underneath, with that failure as its
+ * `cause`. handle-journal's codes map to the bridge's: `journal/no-reviver` →
+ * `bridge/not-replayable`, `journal/diverged` → `bridge/replay-diverged`,
+ * `journal/unsafe-to-repeat` → `bridge/unsafe-to-repeat`, `journal/conflict` → `bridge/conflict`,
+ * `journal/corrupt` → `bridge/journal-corrupt`, `journal/schema-too-new` →
+ * `bridge/schema-too-new`; every other code, and anything else a `JournalPort` throws, →
+ * `bridge/storage`. A `BridgeError` is answered as it is.
+ */
+export function fromJournalFailure(error: unknown): BridgeError {
+  if (isBridgeError(error)) return error;
+  let detail = "";
+  try {
+    detail = String((error as { message?: unknown } | null)?.message ?? error);
+  } catch {
+    // A hostile thrown value: no detail.
+  }
+  const options = { cause: error };
+  if (isJournalError(error, "journal/no-reviver")) {
+    return new BridgeError(
+      "bridge/not-replayable",
+      `A journaled object could not be revived: ${detail}`,
+      options,
+    );
+  }
+  if (isJournalError(error, "journal/diverged")) {
+    return new BridgeError("bridge/replay-diverged", detail, options);
+  }
+  if (isJournalError(error, "journal/unsafe-to-repeat")) {
+    return new BridgeError("bridge/unsafe-to-repeat", detail, options);
+  }
+  if (isJournalError(error, "journal/conflict")) {
+    return new BridgeError(
+      "bridge/conflict",
+      `The run's journal already holds what this attempt recorded (another attempt wrote it): ${detail}`,
+      options,
+    );
+  }
+  if (isJournalError(error, "journal/corrupt")) {
+    return new BridgeError(
+      "bridge/journal-corrupt",
+      `The run's journal cannot be read by this version: ${detail} Start a new execution.`,
+      options,
+    );
+  }
+  if (isJournalError(error, "journal/schema-too-new")) {
+    return new BridgeError("bridge/schema-too-new", detail, options);
+  }
+  return new BridgeError(
+    "bridge/storage",
+    `The run's journal failed, so the run ended without delivering an answer it could not record: ${detail}`,
+    options,
+  );
 }
 
 /** The error record (handle-journal's shape) of a new {@link BridgeError}: how the bridge reports its own failures. */

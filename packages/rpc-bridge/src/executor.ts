@@ -13,7 +13,13 @@ import {
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 import { encodeChecked, isCyclic } from "./data-size";
 import { BridgeEndpoint } from "./endpoint";
-import { BridgeError, type BridgeErrorCode, boundErrorRecord, bridgeErrorRecord } from "./errors";
+import {
+  BridgeError,
+  type BridgeErrorCode,
+  boundErrorRecord,
+  bridgeErrorRecord,
+  fromJournalFailure,
+} from "./errors";
 import type { BridgeEvent } from "./events";
 import type { Execution, ExecutionError, ExecutionRecord } from "./execution";
 import { ExecutionStore, type RunningExecution, type StoredExecution } from "./execution-store";
@@ -349,7 +355,12 @@ export class Executor implements AlarmPart {
     const port = given ?? this.#ownJournal();
     const key = row.interruptKey;
     const changed = fingerprintChange(row.fingerprint, this.#fingerprint(row.source));
-    const entries = port.lookup(executionId);
+    let entries: readonly JournalEntry[];
+    try {
+      entries = port.lookup(executionId);
+    } catch (error) {
+      throw fromJournalFailure(error);
+    }
     const entry = entries.find((e) => e.key === key && e.outcome === "interrupt");
     // Running first, then the entry resolved: a crash between leaves a running run whose replay
     // meets the unresolved interrupt and is released again, so a resume is never lost twice.
@@ -367,7 +378,14 @@ export class Executor implements AlarmPart {
     if (entry !== undefined) {
       const payload = resumedBody(entry, value);
       const at = this.#now();
-      if (!port.resolve(executionId, key, "value", payload, at)) {
+      let taken: boolean;
+      try {
+        taken = port.resolve(executionId, key, "value", payload, at);
+      } catch (error) {
+        // Running, with its interrupt unresolved: recovery releases it again at the same key.
+        throw fromJournalFailure(error);
+      }
+      if (!taken) {
         // The journal no longer holds the interrupt as pending (another writer answered it): the
         // value was not recorded, so it is not delivered. The run is left to recovery, whose
         // replay meets what the journal holds.
@@ -644,7 +662,7 @@ export class Executor implements AlarmPart {
     try {
       entries = port.lookup(row.id);
     } catch (error) {
-      return { action: "fail", error: thrownBody(error) };
+      return { action: "fail", error: thrownBody(fromJournalFailure(error)) };
     }
     // journal_size is -1 when the latest attempt was started by execute or resume, not by recovery.
     if (row.attempt >= 2 && row.journalSize >= 0 && entries.length <= row.journalSize) {
@@ -684,7 +702,8 @@ export class Executor implements AlarmPart {
             drive.replay.entries,
           );
         } catch (error) {
-          return this.#end(drive.id, attempt, 0, { state: "failed", error: thrownBody(error) });
+          const body = thrownBody(fromJournalFailure(error));
+          return this.#end(drive.id, attempt, 0, { state: "failed", error: body });
         }
       }
       const run = new Run({

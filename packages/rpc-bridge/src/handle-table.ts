@@ -5,6 +5,7 @@ import {
   handleKindOf,
   handle as handleSymbols,
   isHandle,
+  isJournalError,
 } from "@durablekit/handle-journal";
 import { MAX_DEPTH } from "./data-size";
 import { BridgeError } from "./errors";
@@ -269,13 +270,24 @@ export class HandleTable {
    * The live object of a target handle, reviving a journaled one through its module's
    * `[handle.revive]` map (the module as configured now: a redeployed module revives what an
    * earlier version made).
-   * @throws JournalError `journal/no-reviver`, or what the reviver throws.
+   * @throws BridgeError `bridge/not-replayable` when the module configured now has no reviver for
+   *   the kind (its `cause` handle-journal's `journal/no-reviver`); what the reviver throws.
    */
   liveTarget(entry: TargetHandle, moduleOf: (specifier: string) => object | undefined): object {
     if (entry.target !== null) return entry.target;
     const record = entry.record as HandleRecord;
     const revive = createReviver({ [entry.specifier]: moduleOf(entry.specifier) });
-    const target = revive(record);
+    let target: unknown;
+    try {
+      target = revive(record);
+    } catch (error) {
+      if (!isJournalError(error, "journal/no-reviver")) throw error;
+      throw new BridgeError(
+        "bridge/not-replayable",
+        `${record.$handle} cannot be revived by the module deployed now, so it cannot be called again: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
     if (typeof target !== "object" || target === null) {
       throw new BridgeError(
         "bridge/not-replayable",

@@ -16,6 +16,7 @@ import {
   BridgeError,
   boundErrorRecord,
   bridgeErrorRecord,
+  fromJournalFailure,
   isBridgeError,
   safeErrorRecord,
 } from "./errors";
@@ -320,7 +321,7 @@ export class Run {
       else journal.record(call.name, "interrupt", body);
     } catch (error) {
       this.#failRun(error);
-      return handledRejection(error);
+      return handledRejection(fromJournalFailure(error));
     }
     call.interrupted = true;
     this.#suspend(call.key, payload);
@@ -354,9 +355,13 @@ export class Run {
     return new Promise((resolve) => this.#held.push(resolve));
   }
 
-  /** The journal (or the replay) failed: the attempt ends failed with that error; the isolate is halted. */
+  /**
+   * The journal (or the replay) failed: the attempt ends failed with that error, a journal's
+   * failure named by its bridge code with it as `cause` ({@link fromJournalFailure}); the isolate
+   * is halted.
+   */
   #failRun(error: unknown): Answer {
-    this.stop({ kind: "failed", error: safeErrorRecord(error) });
+    this.stop({ kind: "failed", error: safeErrorRecord(fromJournalFailure(error)) });
     return HALT;
   }
 
@@ -369,7 +374,7 @@ export class Run {
       this.#journal?.checkEnded();
       return undefined;
     } catch (error) {
-      return safeErrorRecord(error);
+      return safeErrorRecord(fromJournalFailure(error));
     }
   }
 
@@ -588,7 +593,7 @@ export class Run {
       this.#checkAnswered(list);
       return undefined;
     } catch (error) {
-      return safeErrorRecord(error);
+      return safeErrorRecord(fromJournalFailure(error));
     }
   }
 

@@ -276,7 +276,10 @@ describe("replay: a journal whose object names were edited", () => {
           );
         },
       );
-      expect(done, name).toMatchObject({ state: "failed", error: { code: "journal/corrupt" } });
+      expect(done, name).toMatchObject({
+        state: "failed",
+        error: { code: "bridge/journal-corrupt", cause: { $error: { code: "journal/corrupt" } } },
+      });
       // Read as a new object, the edited name would key the journaled wait elsewhere and run it
       // again: nothing of the first attempt ran twice.
       expect(await storedCounters(stub), name).toMatchObject({
