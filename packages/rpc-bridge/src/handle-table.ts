@@ -271,7 +271,8 @@ export class HandleTable {
    * `[handle.revive]` map (the module as configured now: a redeployed module revives what an
    * earlier version made).
    * @throws BridgeError `bridge/not-replayable` when the module configured now has no reviver for
-   *   the kind (its `cause` handle-journal's `journal/no-reviver`); what the reviver throws.
+   *   the kind (its `cause` handle-journal's `journal/no-reviver`), or its reviver returned a
+   *   promise or no object; what the reviver throws.
    */
   liveTarget(entry: TargetHandle, moduleOf: (specifier: string) => object | undefined): object {
     if (entry.target !== null) return entry.target;
@@ -286,6 +287,14 @@ export class HandleTable {
         "bridge/not-replayable",
         `${record.$handle} cannot be revived by the module deployed now, so it cannot be called again: ${(error as Error).message}`,
         { cause: error },
+      );
+    }
+    if (typeof (target as PromiseLike<unknown> | null)?.then === "function") {
+      // What it resolves to is never handed out: disposed once it exists, so nothing leaks.
+      (target as PromiseLike<unknown>).then(disposeQuietly, () => {});
+      throw new BridgeError(
+        "bridge/not-replayable",
+        `The reviver of ${record.$handle} returned a promise; a [handle.revive] function must return the object synchronously (make [handle.revive].${entry.handleKind} return the object at once and do asynchronous work in its methods).`,
       );
     }
     if (typeof target !== "object" || target === null) {

@@ -112,4 +112,49 @@ describe("replay: errors from the journal underneath", () => {
     });
     expect(out).toEqual({ code: "bridge/storage", cause: "journal/storage" });
   });
+
+  it("refuses a call on an object whose reviver returns a promise with bridge/not-replayable and disposes what it made", async () => {
+    const stub = freshReplay();
+    const out = await inReplay(stub, async (i, state) => {
+      await i.executor.execute(
+        `import { createJob } from "codemode:jobs";
+         import { approval } from "test:replay";
+         export default async function () {
+           const job = await createJob({ name: "build" });
+           const run = await job.start();
+           await approval("go?");
+           return await run.status().then(() => "ran", (e) => ({ code: e.code, message: e.message }));
+         }`,
+        undefined,
+        { id: "async-reviver" },
+      );
+      const jobs = replayJobsModule(i.counters, 1);
+      const revive = (jobs as Record<symbol, Record<string, (value: unknown) => unknown>>)[
+        handle.revive
+      ] as Record<string, (value: unknown) => unknown>;
+      const deployed = new Executor(state, {
+        loader: env.LOADER,
+        modules: {
+          ...replayModules(i.counters, 1),
+          "codemode:jobs": {
+            ...jobs,
+            [handle.revive]: { ...revive, Run: async (value: unknown) => revive.Run?.(value) },
+          } as unknown as BridgeHostModule,
+        },
+        onInterrupt: "replay",
+      });
+      const before = i.counters.read().disposals ?? 0;
+      const done = await deployed.resume("async-reviver", true);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return { done, disposed: (i.counters.read().disposals ?? 0) - before };
+    });
+    expect(out.done).toMatchObject({
+      state: "completed",
+      result: { code: "bridge/not-replayable" },
+    });
+    expect((out.done.result as { message: string }).message).toMatch(/synchronously/);
+    // The Run the promise made is disposed (the Job was never revived).
+    expect(out.disposed).toBe(1);
+    expect(await storedCounters(stub)).toMatchObject({ starts: 1, revives: 1 });
+  });
 });
