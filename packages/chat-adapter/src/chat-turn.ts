@@ -119,6 +119,11 @@ export class ChatTurn {
     return this.#state === "streaming";
   }
 
+  /** How the turn stands: still `streaming`, or how it ended. */
+  get state(): "streaming" | "finished" | "failed" | "stopped" {
+    return this.#state;
+  }
+
   /** @internal Whether any segment of the turn is stored (a reader then finds its `start`). */
   get hasStored(): boolean {
     return this.#writer.cursor > 0;

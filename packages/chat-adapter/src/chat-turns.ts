@@ -70,6 +70,7 @@ export class ChatTurns {
   readonly #settledRetentionMs: number;
   readonly #abandonedRetentionMs: number;
   readonly #reclaimOnNextTurn: boolean;
+  readonly #endInterruptedOnResume: boolean;
   readonly #settings: TurnSettings;
   readonly #onEvent: ((event: ChatEvent) => void) | undefined;
   /** The live turns of this isolate, by turn id. */
@@ -106,6 +107,12 @@ export class ChatTurns {
       throw new ChatArgumentError("reclaimOnNextTurn must be a boolean.");
     }
     if (options.legacyChatId !== undefined) assertChatId(options.legacyChatId);
+    const interrupted = options.interruptedTurns ?? "end-on-resume";
+    if (interrupted !== "end-on-resume" && interrupted !== "keep") {
+      throw new ChatArgumentError(
+        `interruptedTurns must be "end-on-resume" or "keep"; got ${String(interrupted)}.`,
+      );
+    }
     const maxFlushDelayMs = positive(
       "maxFlushDelayMs",
       options.maxFlushDelayMs ?? options.flushIdleMs,
@@ -119,6 +126,7 @@ export class ChatTurns {
       3_600_000,
     );
     this.#reclaimOnNextTurn = options.reclaimOnNextTurn === true;
+    this.#endInterruptedOnResume = interrupted === "end-on-resume";
     this.#onEvent = options.onEvent;
     this.#settings = {
       maxSegmentChunks: positive("maxSegmentChunks", options.maxSegmentChunks, 16),
@@ -218,14 +226,7 @@ export class ChatTurns {
     const active = this.activeTurn(chatId);
     if (active === null || active.live) return null;
     const streamId = turnStreamId(active.turnId);
-    const stored: UIMessageChunk[] = [];
-    let from = 0;
-    while (true) {
-      const page = this.#streams.readPage(streamId, { from, limit: 100 });
-      for (const { chunk } of page.chunks) stored.push(...(chunk as unknown as UIMessageChunk[]));
-      if (page.chunks.length === 0 || page.upToDate) break;
-      from = page.next;
-    }
+    const stored = this.storedChunks(active.turnId) ?? [];
     const writer = this.#streams.open(streamId);
     const turn = new ChatTurn(chatId, active.turnId, active.messageId, writer, this.#settings);
     this.#live.set(active.turnId, turn);
@@ -258,6 +259,29 @@ export class ChatTurns {
       settle: true,
     });
     return active;
+  }
+
+  /** The turn's writer in this isolate, or null (never started here, ended, or lost to a restart). */
+  liveTurn(turnId: string): ChatTurn | null {
+    return this.#live.get(turnId) ?? null;
+  }
+
+  /**
+   * Every chunk of the turn stored so far, in order, read now (synchronously); null when the turn's
+   * stream does not exist. Buffered chunks of a live turn are not among them until it flushes.
+   */
+  storedChunks(turnId: string): UIMessageChunk[] | null {
+    const streamId = turnStreamId(turnId);
+    if (this.#streams.status(streamId) === null) return null;
+    const stored: UIMessageChunk[] = [];
+    let from = 0;
+    while (true) {
+      const page = this.#streams.readPage(streamId, { from, limit: 256 });
+      for (const { chunk } of page.chunks) stored.push(...(chunk as unknown as UIMessageChunk[]));
+      if (page.chunks.length === 0 || page.upToDate) break;
+      from = page.next;
+    }
+    return stored;
   }
 
   /**
@@ -336,7 +360,9 @@ export class ChatTurns {
    * The response of `GET {api}/{chatId}/stream`: `204` when the chat has no active turn; else the
    * whole turn from its `start` chunk, then its tail, then `data: [DONE]`. A turn left streaming by
    * a restart (no writer in this isolate) is first ended as failed with an `error` chunk
-   * ({@link INTERRUPTED_TEXT}), so the client sees it end — never a silent truncation.
+   * ({@link INTERRUPTED_TEXT}), so the client sees it end — never a silent truncation — unless
+   * `interruptedTurns` is `"keep"` (durable turns: the run's recovery writes the rest, which this
+   * response tails).
    * @throws {ChatError} `chat/invalid-argument` for a malformed chat id.
    */
   resumeResponse(chatId: string, options: { signal?: AbortSignal } = {}): Response {
@@ -351,9 +377,12 @@ export class ChatTurns {
       const active = this.activeTurn(chatId);
       if (active === null) return new Response(null, { status: 204 });
       turnId = active.turnId;
-      // Ending a turn left by a restart stores its error chunk, so something of it is stored.
-      known = { messageId: active.messageId, stored: true };
-      if (!active.live) this.#endTurn(active, INTERRUPTED_TEXT);
+      known = null;
+      if (!active.live && this.#endInterruptedOnResume) {
+        // Ending a turn left by a restart stores its error chunk, so something of it is stored.
+        known = { messageId: active.messageId, stored: true };
+        this.#endTurn(active, INTERRUPTED_TEXT);
+      }
     }
     // Everything stored so far is read now, in this synchronous block, and goes out as the first
     // buffer; the tail is read only when the client reads on.

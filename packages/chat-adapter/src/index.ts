@@ -14,6 +14,16 @@ export {
   ChatTurnClosedError,
   isChatError,
 } from "./errors";
+export {
+  type ChatTurnEvidence,
+  type ChatTurnModelContext,
+  type ChatTurnRecovery,
+  type ChatTurnTaskInput,
+  type ChatTurnTaskOptions,
+  type ChatTurnTaskResult,
+  chatTurnTask,
+  RECOVERY_FAILED_TEXT,
+} from "./turn-task";
 export type {
   ChatEvent,
   ChatTurnInfo,

@@ -45,6 +45,13 @@ export interface ChatTurnsOptions {
    * object there). Default: the object's name (`ctx.id.name`), else `"default"`.
    */
   legacyChatId?: string;
+  /**
+   * What a resume does with a turn left streaming by a restart (no writer in this isolate):
+   * `"end-on-resume"` (default) ends it with an `error` chunk (`INTERRUPTED_TEXT`) before replaying
+   * it; `"keep"` replays it and tails it, for a host whose turns are durable runs
+   * (`chatTurnTask`): the run's recovery writes the rest.
+   */
+  interruptedTurns?: "end-on-resume" | "keep";
   /** Receives the adapter's events; a throwing listener is ignored. */
   onEvent?: (event: ChatEvent) => void;
 }
