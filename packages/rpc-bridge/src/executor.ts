@@ -90,6 +90,7 @@ function newSeed(): string {
 /** The isolate's entrypoint (the runner, src/isolate/runner.ts). */
 interface Evaluator {
   evaluate(input: unknown, bridge: BridgeEndpoint, options: EvaluateOptions): Promise<Outcome>;
+  halt(): Promise<void>;
 }
 
 /** How long after a run's timeout the recovery alarm is asked for. */
@@ -762,6 +763,8 @@ export class Executor implements AlarmPart {
     let outcome: AttemptOutcome;
     let worker: WorkerStub | undefined;
     let entrypoint: unknown;
+    /** Set once the isolate's `evaluate` answered: the program ended (or its isolate failed). */
+    let evaluated = false;
     try {
       worker = this.#loader.load({
         compatibilityDate: this.#compatibilityDate,
@@ -786,6 +789,13 @@ export class Executor implements AlarmPart {
         .evaluate(drive.input, new BridgeEndpoint(run), options)
         .then(
           (outcome): AttemptOutcome => {
+            evaluated = true;
+            if (outcome.kind === "halted") {
+              return {
+                kind: "failed",
+                error: bridgeErrorRecord("bridge/run-ended", "The run ended before its program."),
+              };
+            }
             if (outcome.kind === "diverged") {
               const record = normalize(outcome.record).$error;
               return {
@@ -817,7 +827,10 @@ export class Executor implements AlarmPart {
             }
             return { kind: "failed", error };
           },
-          (error: unknown) => isolateFailed("The program's isolate failed", error),
+          (error: unknown) => {
+            evaluated = true;
+            return isolateFailed("The program's isolate failed", error);
+          },
         );
       outcome = await Promise.race([evaluation.then((o) => run.checkDeadline(o)), run.stopped]);
       // A replay run released by ctx.interrupt() stays released, whatever its program did next.
@@ -828,6 +841,15 @@ export class Executor implements AlarmPart {
     } catch (error) {
       outcome = isolateFailed("The program's isolate could not start", error);
     } finally {
+      // The attempt ended before its program did: the isolate is told to end its evaluate, or it
+      // would run on (a pending timer, a call never answered) and hold the object from evicting.
+      if (!evaluated && entrypoint !== undefined) {
+        try {
+          (entrypoint as Evaluator).halt().catch(() => {});
+        } catch {
+          // An isolate that is already gone has nothing left to stop.
+        }
+      }
       disposeQuietly(entrypoint);
       disposeQuietly(worker);
     }

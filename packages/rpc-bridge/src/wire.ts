@@ -106,10 +106,13 @@ export function envelopeOf(message: Answer | Reply | unknown): Envelope | null {
  * `"threw"`: it threw (or could not load); `"unhandled-rejection"`: it left a rejected promise
  * unhandled; `"timer-error"`: it threw inside a timer callback; `"diverged"` (replay runs): the
  * program did not repeat the recorded order of events (the record names the expected event).
+ * `"halted"`: the host ended the attempt first and called the runner's `halt()`; the host has its
+ * own outcome already.
  */
 export type Outcome = (
   | { kind: "returned"; value: unknown }
   | { kind: "threw" | "unhandled-rejection" | "timer-error" | "diverged"; record: ErrorRecord }
+  | { kind: "halted" }
 ) & {
   /** Replay runs: the calls answered inside the isolate since the last `invoke`, in call order. */
   answered?: AnsweredCalls;

@@ -119,21 +119,47 @@ async function checked(value: unknown): Promise<Outcome> {
 
 // ── Entrypoint ────────────────────────────────────────────────────────────────
 
+/** Settles the running `evaluate` as halted (set while one runs; an isolate runs one). */
+let halt: (() => void) | null = null;
+
 export default class Runner extends WorkerEntrypoint {
   async evaluate(input: unknown, bridge: BridgeStub, options: EvaluateOptions): Promise<Outcome> {
     attach(bridge, options);
+    // Created in this request, so `halt()` (another request) settles it in this one's context.
+    const halted = new Promise<Outcome>((resolve) => {
+      halt = () => resolve({ kind: "halted" });
+    });
     try {
-      if (options.replay !== undefined) return reported(await replayed(input, options.replay));
-      const main = await importProgram();
-      if (main === null) return NO_DEFAULT;
-      return await checked(await main(input));
+      if (options.replay !== undefined) {
+        return reported(await Promise.race([replayed(input, options.replay), halted]));
+      }
+      return await Promise.race([evaluated(input), halted]);
     } catch (error) {
       const threw: Outcome = { kind: "threw", record: toRecord(error) };
       return options.replay === undefined ? threw : reported(threw);
     } finally {
+      halt = null;
       end();
     }
   }
+
+  /**
+   * The host ended the attempt while the program still runs (suspended, timed out, cancelled,
+   * failed): `evaluate` resolves `"halted"` at once, whatever the program still awaits or left
+   * pending (timers, a call the host will never answer), so the isolate's request ends and workerd
+   * stops the isolate with it; nothing of the program runs after that. A no-op when no `evaluate`
+   * is running.
+   */
+  halt(): void {
+    halt?.();
+  }
+}
+
+/** A run that is not a replay run: the program imported, run and checked. */
+async function evaluated(input: unknown): Promise<Outcome> {
+  const main = await importProgram();
+  if (main === null) return NO_DEFAULT;
+  return checked(await main(input));
 }
 
 /** A replay run's outcome carries the calls answered in the isolate that no invoke reported yet. */
