@@ -40,16 +40,14 @@ describe("a run's isolate ends with the run", () => {
   it("stops the isolate of a fail run ended by bridge/run-timeout while its program keeps a setInterval: the object evicts within 2 s", async () => {
     const stub = freshReplay();
     const done = await inReplay(stub, (i) =>
-      i
-        .create({ limits: { runTimeoutMs: 300 } })
-        .execute(
-          `export default async function () {
+      i.create({ limits: { runTimeoutMs: 300 } }).execute(
+        `export default async function () {
              setInterval(() => {}, 50);
              await new Promise(() => {});
            }`,
-          undefined,
-          { id: "interval-left", onInterrupt: "fail" },
-        ),
+        undefined,
+        { id: "interval-left", onInterrupt: "fail" },
+      ),
     );
     expect(done).toMatchObject({ state: "failed", error: { code: "bridge/run-timeout" } });
     expect(await evictsWithin(stub, 2_000)).toBe(true);
