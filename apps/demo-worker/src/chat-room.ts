@@ -1,7 +1,16 @@
 import { DurableObject } from "cloudflare:workers";
-import { type ChatTurn, ChatTurns, type UIMessageChunk } from "@durablekit/chat-adapter";
+import {
+  type ChatTurnEvidence,
+  ChatTurns,
+  type ChatTurnTaskInput,
+  chatTurnTask,
+  type UIMessageChunk,
+} from "@durablekit/chat-adapter";
 import { Alarms } from "@durablekit/compose";
 import { Streams } from "@durablekit/streams";
+import { type TaskStep, Tasks } from "@durablekit/tasks";
+import type { UIMessage } from "ai";
+import { ChatHistory } from "./chat-history";
 import type { Env } from "./env";
 
 /** What the scripted model answers, token by token (deterministic: no network, no randomness). */
@@ -39,63 +48,121 @@ export class ScriptedModel {
   }
 
   /**
-   * Writes the answer's chunks after the first `from` (those already stored), pacing each token,
-   * and finishes the turn; a write refused because the turn ended stops it.
+   * The answer's chunks after those already stored (`continueFrom`, when this call continues an
+   * interrupted turn), pacing each token; ends early when `signal` aborts (a stop).
    */
-  async run(turn: ChatTurn, from = 0): Promise<void> {
+  async *answer(
+    signal: AbortSignal,
+    continueFrom: ChatTurnEvidence | null,
+  ): AsyncGenerator<UIMessageChunk> {
     const chunks = this.chunks();
-    try {
-      for (let index = from; index < chunks.length; index++) {
-        const chunk = chunks[index] as UIMessageChunk;
-        if (chunk.type === "text-delta") await sleep(this.#delayMs);
-        if (!turn.streaming) return;
-        turn.write(chunk);
-      }
-      if (turn.streaming) turn.finish();
-    } catch (error) {
-      if (turn.streaming) turn.fail(error instanceof Error ? error.message : String(error));
+    const from = continueFrom?.chunks.filter((chunk) => chunk.type !== "start").length ?? 0;
+    for (let index = from; index < chunks.length; index++) {
+      const chunk = chunks[index] as UIMessageChunk;
+      if (chunk.type === "text-delta") await sleep(this.#delayMs);
+      if (signal.aborted) return;
+      yield chunk;
     }
   }
+}
+
+/** A positive whole number of ms from a config var, else `fallback`. */
+function positiveMs(value: string | undefined, fallback: number): number {
+  const ms = Number(value ?? fallback);
+  return Number.isSafeInteger(ms) && ms > 0 ? ms : fallback;
 }
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** The definition of a chat turn's run. */
+export const CHAT_TURN = "chat.turn@v1";
+
+/** How soon a turn cut by a restart is recovered by default: the tasks' claim deadline, in ms. */
+export const DEFAULT_CHAT_RECOVERY_MS = 2_000;
+
+/** The input of a turn's run. */
+interface ChatTurnRun extends ChatTurnTaskInput {
+  messageId: string;
+}
+
 /**
- * One chat (the object is named by the chat id): its turns on `Streams`, swept by the object's
- * alarm. `POST /chat` starts a turn answered by the scripted model; `GET /chat/:chatId/stream`
- * resumes the active one. A turn interrupted by a restart is adopted on its first resume and
- * finished from the script — so it ends exactly as an uninterrupted turn, never truncated — unless
- * `CHAT_RECOVERY` is `end`, which ends it with an error chunk instead.
+ * One chat (the object is named by the chat id): its turns on `Streams`, each a durable run of
+ * `Tasks` (`chatTurnTask`), sharing the object's alarm. `POST /chat` starts a turn answered by the
+ * scripted model; `GET /chat/:chatId/stream` resumes the active one; `POST /chat/:chatId/stop`
+ * stops it; `GET /chat/:chatId/messages` is the chat's history. A turn cut by a restart is picked
+ * up by the alarm at the claim deadline, with no client attached, and continued from its stored
+ * chunks — so it ends exactly as an uninterrupted turn — unless `CHAT_RECOVERY` is `end`, which
+ * ends it with an error chunk instead. Its assistant message lands in the history once it settles.
  */
 export class ChatRoom extends DurableObject<Env> {
   readonly streams = new Streams(this.ctx);
-  readonly chat = new ChatTurns(this.ctx, { streams: this.streams });
-  readonly alarms = new Alarms(this.ctx, { parts: [this.streams] });
+  /** `CHAT_RECOVERY=end`: a turn cut by a restart ends with an error, on its first resume if that comes first. */
+  readonly #endInterrupted = this.env.CHAT_RECOVERY === "end";
+  readonly chat = new ChatTurns(this.ctx, {
+    streams: this.streams,
+    interruptedTurns: this.#endInterrupted ? "end-on-resume" : "keep",
+  });
+  readonly history = new ChatHistory(this.ctx.storage);
+  readonly tasks = new Tasks(this.ctx, {
+    claimTimeoutMs: positiveMs(this.env.CHAT_RECOVERY_MS, DEFAULT_CHAT_RECOVERY_MS),
+    definitions: { [CHAT_TURN]: this.#turnDefinition() },
+  });
+  readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams] });
 
   override alarm() {
     return this.alarms.alarm();
   }
 
-  /** `POST /chat`: a new turn, answered as a UI message stream while the model writes it. */
-  answer(chatId: string, messageId: string | undefined): Response {
+  /**
+   * `POST /chat`: remembers the request's messages, starts a turn and its run, and answers with the
+   * turn as a UI message stream while the model writes it.
+   */
+  async answer(
+    chatId: string,
+    messageId: string | undefined,
+    messages: UIMessage[],
+  ): Promise<Response> {
+    this.history.rememberRequest(messages);
     const turn = this.chat.startTurn(chatId, messageId === undefined ? {} : { messageId });
     const response = this.chat.turnResponse(turn);
-    this.ctx.waitUntil(this.#model().run(turn));
+    const input: ChatTurnRun = { chatId, turnId: turn.turnId, messageId: turn.messageId };
+    await this.tasks.run(CHAT_TURN, input, { runId: turn.turnId });
     return response;
   }
 
   /** `GET /chat/:chatId/stream`: 204 without an active turn, else the turn from its `start`. */
   resume(chatId: string): Response {
-    const adopted = this.env.CHAT_RECOVERY === "end" ? null : this.chat.adoptTurn(chatId);
-    if (adopted !== null) {
-      // The chunks stored before the restart, minus the adapter's own `start`, are the script's
-      // first ones: continue after them (chunks still buffered at the crash are written again).
-      const written = adopted.stored.filter((chunk) => chunk.type !== "start").length;
-      this.ctx.waitUntil(this.#model().run(adopted.turn, written));
-    }
     return this.chat.resumeResponse(chatId);
+  }
+
+  /** `POST /chat/:chatId/stop`: stops the chat's active turn (its run then settles as stopped). */
+  stop(chatId: string): { stopped: boolean; turnId: string | null } {
+    const turn = this.chat.stopTurn(chatId, "stopped by the user");
+    return { stopped: turn !== null, turnId: turn?.turnId ?? null };
+  }
+
+  /** `GET /chat/:chatId/messages`: the history, or null for a chat without one. */
+  messages(): UIMessage[] | null {
+    return this.history.messages();
+  }
+
+  /** A turn's run: the answer (live, or recovered after a restart), then its message remembered. */
+  #turnDefinition() {
+    const answer = chatTurnTask<ChatTurnRun>({
+      chat: () => this.chat,
+      model: (_input, { signal, continueFrom }) => this.#model().answer(signal, continueFrom),
+      recover: () => (this.#endInterrupted ? "fail" : "continue"),
+    });
+    return async (input: ChatTurnRun, step: TaskStep) => {
+      const result = await answer(input, step);
+      await step.do("remember", async () => {
+        const chunks = this.chat.storedChunks(input.turnId);
+        return chunks === null ? null : ((await this.history.rememberTurn(chunks))?.id ?? null);
+      });
+      return result;
+    };
   }
 
   #model(): ScriptedModel {

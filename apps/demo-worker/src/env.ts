@@ -15,11 +15,13 @@ export interface Env {
   /** Optional `--var`: the scripted chat model's delay between tokens in ms (default 25). */
   CHAT_TOKEN_DELAY_MS?: string;
   /**
-   * Optional `--var`: what the first resume of a turn interrupted by a restart does. `adopt`
-   * (default): the scripted model finishes it from the stored chunks; `end`: the turn ends with the
-   * adapter's error chunk, as for a model that cannot continue.
+   * Optional `--var`: what the recovery of a chat turn cut by a restart does. `continue` (default):
+   * the scripted model finishes it from the stored chunks; `end`: the turn ends with an error
+   * chunk, as for a model that cannot continue (a resume that comes first ends it).
    */
   CHAT_RECOVERY?: string;
+  /** Optional `--var`: how soon a chat turn cut by a restart is recovered, in ms (default 2000). */
+  CHAT_RECOVERY_MS?: string;
   /** Optional `--var`: the protocol's long-poll timeout in ms (default 20000). */
   DS_LONG_POLL_MS?: string;
   /** Optional `--var`: how long `GET /streams/:id/sse` waits for a stream not created yet, in ms (default 10000). */

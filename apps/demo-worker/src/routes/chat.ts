@@ -1,13 +1,42 @@
 import { MAX_CHAT_ID_LENGTH, MAX_MESSAGE_ID_LENGTH } from "@durablekit/chat-adapter";
 import { isWellFormedName } from "@durablekit/compose";
+import type { UIMessage } from "ai";
 import type { Env } from "../env";
-import { describeValue, errorResponse, readJsonBody } from "../http";
+import { describeValue, errorResponse, json, readJsonBody } from "../http";
 import type { Route } from "../router";
 
 /** The `ChatRoom` calls the routes make (typed here: the stub's inferred RPC type is too deep). */
 interface ChatRoomCalls {
-  answer(chatId: string, messageId: string | undefined): Promise<Response>;
+  answer(chatId: string, messageId: string | undefined, messages: UIMessage[]): Promise<Response>;
   resume(chatId: string): Promise<Response>;
+  stop(chatId: string): Promise<{ stopped: boolean; turnId: string | null }>;
+  messages(): Promise<UIMessage[] | null>;
+}
+
+/** Most messages a request may carry. */
+const MAX_REQUEST_MESSAGES = 1_000;
+
+/**
+ * The request's `messages` as the AI SDK sends them (each `{ id, role, parts: [] }`), or a
+ * description of what is wrong. Nothing else of a message is read here; the history stores them.
+ */
+function messagesOf(value: unknown): UIMessage[] | string {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) return '"messages" must be an array of UI messages';
+  if (value.length > MAX_REQUEST_MESSAGES) {
+    return `"messages" holds at most ${MAX_REQUEST_MESSAGES} messages`;
+  }
+  for (const [index, message] of value.entries()) {
+    const ok =
+      message !== null &&
+      typeof message === "object" &&
+      isWellFormedName((message as { id?: unknown }).id, MAX_MESSAGE_ID_LENGTH) &&
+      ["user", "assistant", "system"].includes((message as { role?: unknown }).role as string) &&
+      Array.isArray((message as { parts?: unknown }).parts);
+    if (!ok)
+      return `messages[${index}] must be { id, role: "user" | "assistant" | "system", parts: [...] }`;
+  }
+  return value as UIMessage[];
 }
 
 function room(env: Env, chatId: string): ChatRoomCalls {
@@ -25,7 +54,10 @@ function chatIdOf(value: unknown): string | null {
  * - `POST /chat` with `{ id, messages, trigger, messageId?, … }`: a new turn, answered by the
  *   scripted local model as a UI message stream;
  * - `GET /chat/:chatId/stream`: the active turn replayed from its `start` chunk, then tailed; 204
- *   when the chat has none.
+ *   when the chat has none;
+ * - `POST /chat/:chatId/stop`: stops the chat's active turn, from any client → `{ stopped, turnId }`;
+ * - `GET /chat/:chatId/messages`: the chat's history `{ messages: UIMessage[] }` (what
+ *   `useChat({ messages })` loads); 404 `demo/unknown-chat` for a chat without one.
  */
 export const chatRoutes: Route[] = [
   {
@@ -34,7 +66,7 @@ export const chatRoutes: Route[] = [
     handle: async (request, env) => {
       const read = await readJsonBody(request);
       if ("error" in read) return read.error;
-      const body = read.body as { id?: unknown; messageId?: unknown } | null;
+      const body = read.body as { id?: unknown; messageId?: unknown; messages?: unknown } | null;
       const chatId = chatIdOf(body?.id);
       if (chatId === null) {
         return errorResponse(
@@ -53,7 +85,9 @@ export const chatRoutes: Route[] = [
         );
       }
       const messageId = !absent && typeof given === "string" ? given : undefined;
-      return room(env, chatId).answer(chatId, messageId);
+      const messages = messagesOf(body?.messages);
+      if (typeof messages === "string") return errorResponse(400, "demo/bad-chat", `${messages}.`);
+      return room(env, chatId).answer(chatId, messageId, messages);
     },
   },
   {
@@ -71,4 +105,34 @@ export const chatRoutes: Route[] = [
       return room(env, id).resume(id);
     },
   },
+  {
+    method: "POST",
+    path: "/chat/:chatId/stop",
+    handle: async (_request, env, { chatId }) => {
+      const id = chatIdOf(chatId);
+      if (id === null) return badChatPath(chatId);
+      return json(await room(env, id).stop(id));
+    },
+  },
+  {
+    method: "GET",
+    path: "/chat/:chatId/messages",
+    handle: async (_request, env, { chatId }) => {
+      const id = chatIdOf(chatId);
+      if (id === null) return badChatPath(chatId);
+      const messages = await room(env, id).messages();
+      if (messages === null) {
+        return errorResponse(404, "demo/unknown-chat", `The chat "${id}" has no messages.`);
+      }
+      return json({ messages });
+    },
+  },
 ];
+
+function badChatPath(chatId: unknown): Response {
+  return errorResponse(
+    400,
+    "demo/bad-chat",
+    `The chat id in the path must be 1 to ${MAX_CHAT_ID_LENGTH} characters without lone surrogates; got ${describeValue(chatId)}.`,
+  );
+}

@@ -89,6 +89,72 @@ describe("AI SDK chat routes under wrangler dev, driven by the AI SDK's own clie
     expect((await fetch(`${dev.url}/chat/killed/stream`)).status).toBe(204);
   });
 
+  it("completes a turn SIGKILLed with no client attached on its own after the restart, and keeps its message once", async () => {
+    // A client starts the turn and goes away after a few words; the server is then killed.
+    const abort = new AbortController();
+    const { chunks } = await readSome(await send("unattended", abort.signal), 12);
+    const messageId = (chunks[0] as { messageId: string }).messageId;
+    abort.abort();
+    await dev.kill();
+    dev = await dev.restart();
+    transport = new DefaultChatTransport({ api: `${dev.url}/chat` });
+    // No request at all: the object's alarm recovers the turn at the claim deadline (2 s) and the
+    // model finishes it (about 60 words × 30 ms); only then is anything asked.
+    await new Promise((resolve) => setTimeout(resolve, 2_000 + 60 * 30 + 2_000));
+    const response = await fetch(`${dev.url}/chat/unattended/messages`);
+    expect(response.status).toBe(200);
+    const { messages } = (await response.json()) as { messages: UIMessage[] };
+    expect(messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+    const answer = messages[1] as UIMessage;
+    expect(answer.id).toBe(messageId);
+    expect(answer.parts.filter((part) => part.type === "text")).toEqual(
+      reference?.parts.filter((part) => part.type === "text"),
+    );
+    expect((await fetch(`${dev.url}/chat/unattended/stream`)).status).toBe(204);
+  });
+
+  it("stops a turn from a second client: both readers see one abort, and the history keeps the partial answer", async () => {
+    const { chunks: first, reader } = await readSome(await send("stopped"), 5);
+    const other = await transport.reconnectToStream({ chatId: "stopped" });
+    const stop = await fetch(`${dev.url}/chat/stopped/stop`, { method: "POST" });
+    expect(stop.status).toBe(200);
+    expect(await stop.json()).toMatchObject({ stopped: true });
+    const rest: UIMessageChunk[] = [];
+    for (let next = await reader.read(); !next.done; next = await reader.read())
+      rest.push(next.value);
+    const seenByStarter = [...first, ...rest];
+    const seenByOther: UIMessageChunk[] = [];
+    const otherReader = (other as ReadableStream<UIMessageChunk>).getReader();
+    for (let next = await otherReader.read(); !next.done; next = await otherReader.read()) {
+      seenByOther.push(next.value);
+    }
+    for (const seen of [seenByStarter, seenByOther]) {
+      expect(seen.filter((chunk) => chunk.type === "abort")).toEqual([
+        { type: "abort", reason: "stopped by the user" },
+      ]);
+      expect(seen.at(-1)).toEqual({ type: "abort", reason: "stopped by the user" });
+    }
+    expect(seenByOther).toEqual(seenByStarter);
+    expect(await (await fetch(`${dev.url}/chat/stopped/stop`, { method: "POST" })).json()).toEqual({
+      stopped: false,
+      turnId: null,
+    });
+    // The run settles as stopped and remembers the partial answer once.
+    let messages: UIMessage[] = [];
+    for (let i = 0; i < 50 && messages.length < 2; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const response = await fetch(`${dev.url}/chat/stopped/messages`);
+      if (response.ok) ({ messages } = (await response.json()) as { messages: UIMessage[] });
+    }
+    expect(messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+  });
+
+  it("answers the history of an unknown chat with 404 demo/unknown-chat", async () => {
+    const response = await fetch(`${dev.url}/chat/never-used/messages`);
+    expect(response.status).toBe(404);
+    expect(await response.json()).toMatchObject({ error: { code: "demo/unknown-chat" } });
+  });
+
   it("answers a resume with no active turn with 204, which the client reads as nothing to resume", async () => {
     const response = await fetch(`${dev.url}/chat/${encodeURIComponent("never started")}/stream`);
     expect(response.status).toBe(204);
@@ -122,7 +188,12 @@ describe("a turn of a 20 ms model SIGKILLed mid-answer, resumed by the AI SDK cl
   beforeAll(async () => {
     dev = await startWranglerDev({
       cwd: demoDir,
-      vars: { CHAT_TOKEN_DELAY_MS: String(TOKEN_DELAY_MS), CHAT_RECOVERY: "end" },
+      // The resume below comes before the run's recovery (a minute away), and ends the turn.
+      vars: {
+        CHAT_TOKEN_DELAY_MS: String(TOKEN_DELAY_MS),
+        CHAT_RECOVERY: "end",
+        CHAT_RECOVERY_MS: "60000",
+      },
     });
   });
   afterAll(async () => {
