@@ -29,6 +29,12 @@ export interface AlarmsOptions {
   retryDelayMs?: number;
   /** Longest retry delay. Default 300000 (5 minutes). */
   maxRetryDelayMs?: number;
+  /**
+   * Longest a part's `alarm()` may take before the others' wakes are armed without it: past it the
+   * part is reported failed (`compose/part-timeout`) and retried with back-off, and `alarm()`
+   * returns. A part still running from an earlier alarm is not started again. Default 30000.
+   */
+  partTimeoutMs?: number;
   /** Clock (epoch ms). Default `Date.now`. */
   now?: () => number;
   /** Receives {@link AlarmsEvent}s; a throwing listener is reported with `console.warn` and ignored. */
@@ -65,14 +71,24 @@ export class Alarms implements AlarmPart {
   readonly #parts: readonly AlarmPart[];
   readonly #retryDelayMs: number;
   readonly #maxRetryDelayMs: number;
+  readonly #partTimeoutMs: number;
   readonly #now: () => number;
   readonly #emit: (event: AlarmsEvent) => void;
   /** Without a listener, a failing part is logged with `console.error` so it is never silent. */
   readonly #listening: boolean;
   /** Per part: consecutive failures and when it is retried. */
   readonly #retries = new Map<number, { failures: number; at: number }>();
+  /**
+   * Parts whose `alarm()` outlived `partTimeoutMs` and has not settled yet, by index, with that
+   * call's promise. Such a part is not started again until it settles; a part still running
+   * within its bound (two alarms overlapping) is run again, as it always was.
+   */
+  readonly #hung = new Map<number, Promise<unknown>>();
 
-  /** @throws {ComposeError} `compose/invalid-argument` for a part without `alarm`/`nextWakeAt` or a bad delay. */
+  /**
+   * @throws {ComposeError} `compose/invalid-argument` for a part without `alarm`/`nextWakeAt` or a bad delay.
+   * @throws {ComposeError} `compose/conflict` when the object already has an `Alarms`: compose every part in one.
+   */
   constructor(ctx: DurableObjectState, options: AlarmsOptions) {
     if (!Array.isArray(options?.parts)) {
       throw new ComposeError(
@@ -88,26 +104,37 @@ export class Alarms implements AlarmPart {
         );
       }
     });
+    const retryDelayMs = checkDelay("retryDelayMs", options.retryDelayMs, 1000);
+    const maxRetryDelayMs = checkDelay("maxRetryDelayMs", options.maxRetryDelayMs, 300_000);
+    const partTimeoutMs = checkDelay("partTimeoutMs", options.partTimeoutMs, 30_000);
     this.#slot = AlarmSlot.of(ctx.storage);
+    this.#slot.claim(this);
     this.#parts = [...options.parts];
-    this.#retryDelayMs = checkDelay("retryDelayMs", options.retryDelayMs, 1000);
-    this.#maxRetryDelayMs = checkDelay("maxRetryDelayMs", options.maxRetryDelayMs, 300_000);
+    this.#retryDelayMs = retryDelayMs;
+    this.#maxRetryDelayMs = maxRetryDelayMs;
+    this.#partTimeoutMs = partTimeoutMs;
     this.#now = options.now ?? Date.now;
     this.#emit = createEmitter("@durablekit/compose", options.onEvent);
     this.#listening = options.onEvent !== undefined;
   }
 
   /**
-   * Runs every part's `alarm()`, then arms the alarm at the earliest wake any part needs. Never
+   * Runs every due part's `alarm()`, then arms the alarm at the earliest wake any part needs. Never
    * throws for a failing part: the failure is emitted as `alarm:part-failed` and the part is tried
-   * again after a back-off.
+   * again after a back-off. A part backing off is not run before its retry time (even when another
+   * part's wake fires the alarm earlier); a part whose `alarm()` outlives `partTimeoutMs` is
+   * reported failed and left to settle on its own, so it never holds back the others' wakes.
    */
   async alarm(): Promise<void> {
     this.#slot.fired();
-    const results = await Promise.allSettled(this.#parts.map(async (part) => part.alarm()));
+    const started = this.#now();
+    const results = await Promise.all(
+      this.#parts.map((part, index) => this.#turn(part, index, started)),
+    );
     const now = this.#now();
     results.forEach((result, index) => {
-      if (result.status === "fulfilled") {
+      if (result === "skipped") return;
+      if (result === "ok") {
         this.#retries.delete(index);
         return;
       }
@@ -118,26 +145,67 @@ export class Alarms implements AlarmPart {
       this.#emit({
         type: "alarm:part-failed",
         part: index,
-        error: result.reason,
+        error: result.error,
         failures,
         retryAt,
       });
       if (!this.#listening)
-        console.error("@durablekit/compose: a part's alarm() failed", result.reason);
+        console.error("@durablekit/compose: a part's alarm() failed", result.error);
     });
     await this.rearm();
   }
 
-  /** The earliest wake of all parts (and of parts waiting for a retry), or `null`. */
+  /** One part's turn of an alarm: skipped while it backs off, bounded by `partTimeoutMs`. */
+  async #turn(
+    part: AlarmPart,
+    index: number,
+    now: number,
+  ): Promise<"ok" | "skipped" | { error: unknown }> {
+    const retry = this.#retries.get(index);
+    if (retry !== undefined && retry.at > now) return "skipped";
+    if (this.#hung.has(index)) {
+      return { error: this.#timeout(index, "is still running from an earlier alarm") };
+    }
+    const run = (async () => part.alarm())().then(
+      () => "ok" as const,
+      (error: unknown) => ({ error }),
+    );
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<{ error: unknown }>((resolve) => {
+      timer = setTimeout(() => {
+        // Hung: not started again until this call settles, whenever that is.
+        this.#hung.set(index, run);
+        void run.finally(() => {
+          if (this.#hung.get(index) === run) this.#hung.delete(index);
+        });
+        resolve({ error: this.#timeout(index, `did not settle within ${this.#partTimeoutMs} ms`) });
+      }, this.#partTimeoutMs);
+    });
+    try {
+      return await Promise.race([run, timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #timeout(index: number, what: string): ComposeError {
+    return new ComposeError(
+      "compose/part-timeout",
+      `parts[${index}].alarm() ${what}; the other parts' wakes were armed without it, and it is tried again after its back-off. A part's alarm() must return once its due work is started.`,
+    );
+  }
+
+  /**
+   * The earliest wake of all parts, or `null`. A part backing off after a failure wakes at its
+   * retry time, not before, however overdue its own work is.
+   */
   nextWakeAt(): number | null {
     let earliest: number | null = null;
-    for (const part of this.#parts) {
-      const at = part.nextWakeAt();
+    this.#parts.forEach((part, index) => {
+      const retry = this.#retries.get(index);
+      const at = retry !== undefined ? retry.at : part.nextWakeAt();
       if (at !== null && (earliest === null || at < earliest)) earliest = at;
-    }
-    for (const { at } of this.#retries.values()) {
-      if (earliest === null || at < earliest) earliest = at;
-    }
+    });
     return earliest;
   }
 

@@ -77,13 +77,20 @@ export function isDurableKitError(value: unknown, code?: string): value is Durab
  *
  * - `compose/invalid-argument`: an option or argument is malformed (a part without `alarm`, a wake time that is not a number).
  * - `compose/schema-too-new`: a package's tables were written by a newer version; thrown by {@link migrateSchema} when the package gives no error of its own.
+ * - `compose/conflict`: a second `Alarms` for an object that has one (compose every part in one).
+ * - `compose/part-timeout`: a part's `alarm()` did not settle within `partTimeoutMs`; reported in
+ *   `alarm:part-failed`, never thrown to the host.
  */
-export type ComposeErrorCode = "compose/invalid-argument" | "compose/schema-too-new";
+export type ComposeErrorCode =
+  | "compose/invalid-argument"
+  | "compose/schema-too-new"
+  | "compose/conflict"
+  | "compose/part-timeout";
 
-/** Base class of every error `@durablekit/compose` throws. No code is retryable. */
+/** Base class of every error `@durablekit/compose` throws. Only `compose/part-timeout` is retryable. */
 export class ComposeError extends DurableKitError<ComposeErrorCode> {
   constructor(code: ComposeErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, { cause: options?.cause, retryable: false });
+    super(code, message, { cause: options?.cause, retryable: code === "compose/part-timeout" });
     this.name = "ComposeError";
   }
 }

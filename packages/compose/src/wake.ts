@@ -18,6 +18,8 @@ export class AlarmSlot {
   }
 
   readonly #storage: DurableObjectStorage;
+  /** The one `Alarms` that drives this object's alarm, once constructed. */
+  #owner: object | null = null;
   /** The armed time as last read or written here; `undefined` when not known (a new instance). */
   #armed: number | null | undefined;
   #queue: Promise<void> = Promise.resolve();
@@ -25,6 +27,21 @@ export class AlarmSlot {
 
   private constructor(storage: DurableObjectStorage) {
     this.#storage = storage;
+  }
+
+  /**
+   * Records `owner` as the one `Alarms` of this object. A second one would arm the alarm at its own
+   * parts' earliest wake and so push the first one's wakes later.
+   * @throws {ComposeError} `compose/conflict` when another owner holds the slot.
+   */
+  claim(owner: object): void {
+    if (this.#owner !== null && this.#owner !== owner) {
+      throw new ComposeError(
+        "compose/conflict",
+        "This object already has an Alarms: a second one would push the first one's wakes later. Compose every part in one Alarms (new Alarms(ctx, { parts: [this.tasks, this.streams, …] })).",
+      );
+    }
+    this.#owner = owner;
   }
 
   /**

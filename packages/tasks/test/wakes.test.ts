@@ -1,4 +1,4 @@
-import { type AlarmPart, Alarms, requestWake } from "@durablekit/compose";
+import { type AlarmPart, requestWake } from "@durablekit/compose";
 import { describe, expect, it } from "vitest";
 import { inFixture, sleep } from "./helpers";
 
@@ -57,7 +57,9 @@ describe("wakes", () => {
         nextWakeAt: () => Date.now() + 3_600_000,
         alarm: async () => {},
       };
-      const alarms = new Alarms(fixture.counter.state, { parts: [tasks, retention] });
+      // The object's one Alarms drives the tasks and this part (a second Alarms is refused).
+      fixture.otherPart = retention;
+      const alarms = fixture.alarms;
       const { runId } = await tasks.run("sleepy@v1", { ms: 50 });
       await fixture.until(runId, (s) => s === "waiting");
       await requestWake(fixture.counter.state, Date.now() + 3_600_000);
