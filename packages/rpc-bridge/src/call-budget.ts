@@ -73,6 +73,41 @@ export class CallBudget {
     this.calls++;
   }
 
+  /**
+   * Checks, before a replay run's call gets a key, that its event window (`bytes` of journal text)
+   * fits `maxRequestBytes` and what is left of `maxTotalBytes`, and that fewer than `maxCalls`
+   * calls were refused after getting a key (`refused`): past either, the call is refused without a
+   * key, so nothing of it is journaled.
+   * @throws BridgeError `bridge/limit-request-bytes`, `bridge/limit-total-bytes`,
+   *   `bridge/limit-calls`.
+   */
+  checkWindow(bytes: number, refused: number): void {
+    const limits = this.limits;
+    if (refused >= limits.maxCalls) {
+      throw new BridgeError(
+        "bridge/limit-calls",
+        `The run already had ${limits.maxCalls} calls refused (maxCalls); it takes no more calls.`,
+      );
+    }
+    if (bytes > limits.maxRequestBytes) {
+      throw new BridgeError(
+        "bridge/limit-request-bytes",
+        `The call's event window takes ${bytes} bytes, more than ${limits.maxRequestBytes} (maxRequestBytes); the call was not sent on.`,
+      );
+    }
+    if (this.bytes + bytes > limits.maxTotalBytes) {
+      throw new BridgeError(
+        "bridge/limit-total-bytes",
+        `The call's event window would take the run over ${limits.maxTotalBytes} bytes in all (maxTotalBytes).`,
+      );
+    }
+  }
+
+  /** Counts a keyed call's event window (checked by {@link checkWindow}). */
+  chargeWindow(bytes: number): void {
+    this.bytes += bytes;
+  }
+
   /** Counts an admitted call and its request's bytes. */
   admit(size: number): void {
     this.calls++;

@@ -40,8 +40,8 @@ export interface CallState {
   /** The call interrupted the run (`ctx.interrupt`): its answer is the resume value, never its own. */
   interrupted?: boolean;
   /**
-   * The bytes the call was charged toward `maxTotalBytes` so far (request, then response or
-   * error), recorded with its answer; set once it is admitted.
+   * The bytes the call was charged toward `maxTotalBytes` so far (its event window, request, then
+   * response or error), recorded with its answer; set once it is keyed.
    */
   charged?: number;
   /** Set by the response shaping: the journal body and outcome of a value answer. */

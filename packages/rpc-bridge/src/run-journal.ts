@@ -147,27 +147,54 @@ function eventsOf(window: EventWindow | undefined): number[] | undefined {
   return window === undefined ? undefined : [window.from, ...window.list];
 }
 
-/** Most events one call's window may carry (a bound on what an untrusted isolate makes the journal keep). */
+/** Most events one call's window may carry (a bound on the work of checking it). */
 const MAX_WINDOW_EVENTS = 1_000_000;
 
+/** An isolate's event window, checked, and what it weighs in the journal. */
+export interface CheckedWindow {
+  window: EventWindow;
+  /** The characters of its journal form (`[from, ...list]` as JSON text). */
+  bytes: number;
+}
+
+/** Characters of a safe integer as JSON text. */
+function digits(n: number): number {
+  let count = n < 0 ? 2 : 1;
+  for (let v = Math.abs(n); v >= 10; v = Math.floor(v / 10)) count++;
+  return count;
+}
+
 /**
- * An isolate's event window, checked (it is untrusted): integers only, `from` not negative, at
- * most a million events.
+ * An isolate's event window, checked (it is untrusted): an object with a safe integer `from` not
+ * negative and an array `list` of at most a million safe integers other than 0, read by index (no
+ * method of the isolate's values runs), and its size in the journal, which the call is charged.
+ * @throws BridgeError `bridge/invalid-argument` (wire mismatch).
  */
-export function checkEvents(value: unknown): EventWindow | undefined {
+export function checkEvents(value: unknown): CheckedWindow | undefined {
   if (value === undefined || value === null) return undefined;
-  const w = value as Partial<EventWindow>;
+  const malformed = () =>
+    new BridgeError("bridge/invalid-argument", "Malformed event window (wire mismatch).");
+  if (typeof value !== "object") throw malformed();
+  const { from, list } = value as Partial<EventWindow>;
   if (
-    typeof w !== "object" ||
-    !Number.isSafeInteger(w.from) ||
-    (w.from as number) < 0 ||
-    !Array.isArray(w.list) ||
-    w.list.length > MAX_WINDOW_EVENTS ||
-    !w.list.every((n) => Number.isSafeInteger(n) && n !== 0)
+    typeof from !== "number" ||
+    !Number.isSafeInteger(from) ||
+    from < 0 ||
+    !Array.isArray(list) ||
+    list.length > MAX_WINDOW_EVENTS
   ) {
-    throw new BridgeError("bridge/invalid-argument", "Malformed event window (wire mismatch).");
+    throw malformed();
   }
-  return { from: w.from as number, list: w.list as number[] };
+  // Copied into a new array: what is checked is what is stored.
+  const events: number[] = new Array(list.length);
+  let bytes = 2 + digits(from);
+  for (let i = 0; i < list.length; i++) {
+    const n: unknown = list[i];
+    if (typeof n !== "number" || !Number.isSafeInteger(n) || n === 0) throw malformed();
+    events[i] = n;
+    bytes += 1 + digits(n);
+  }
+  return { window: { from, list: events }, bytes };
 }
 
 /**

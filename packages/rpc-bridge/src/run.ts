@@ -95,6 +95,26 @@ function handledRejection(error: unknown): Promise<never> {
 const RESPONSE_LIMIT = "bridge/limit-response-bytes";
 
 /**
+ * The most a journaled refusal's error record weighs (UTF-8 bytes of its JSON): past it, it keeps
+ * its name, code and the start of its message. A refusal is the bridge's own message, but it can
+ * name what the program sent (a path into its arguments).
+ */
+const REFUSAL_RECORD_BYTES = 1024;
+
+/**
+ * The most journal text (UTF-16 code units) one journaled call of a replay run holds beyond the
+ * bytes it is charged toward `maxTotalBytes`: its key, module, method (at most 256) and argument
+ * digest, the frame of its body, and a refusal's record ({@link REFUSAL_RECORD_BYTES}). At most
+ * `maxCalls` admitted and `maxCalls` refused calls are journaled per attempt, so an attempt's
+ * journal grows by at most `maxTotalBytes + 2 × maxCalls × JOURNAL_CALL_OVERHEAD`. What host code
+ * puts there (objects' own JSON, method names, interrupt payloads) is the host's and not counted.
+ */
+export const JOURNAL_CALL_OVERHEAD = 2048;
+
+/** The longest function or method name a call may name (UTF-16 code units). */
+const MAX_METHOD_CHARS = 256;
+
+/**
  * At most this much journal text (UTF-16 code units) of answers is sent ahead with an attempt. Its
  * answers cross in the one `evaluate` message, which Workers RPC caps at 32 MiB, and the isolate
  * holds them while it runs; a journal that grew past it over many resumes replays the rest through
@@ -155,6 +175,8 @@ export class Run {
    * the module handle and function each was recorded for.
    */
   readonly #prefetched = new Map<number, { id: number; method: string; bytes: number }>();
+  /** Calls of a replay run refused after they got a key (journaled refusals), this attempt. */
+  #refused = 0;
   /** Rejects the `ctx.interrupt()` promises of a replay run when the attempt ends. */
   readonly #interrupts: Array<(error: unknown) => void> = [];
 
@@ -445,10 +467,15 @@ export class Run {
       }
     }
     let call: CallState;
+    let windowBytes = 0;
     try {
-      const events = checkEvents(rawEvents);
+      // What the isolate sends is checked and bounded before anything of it can be stored: its
+      // event window, which the journal keeps, is charged to the call as request bytes.
+      const checked = checkEvents(rawEvents);
+      windowBytes = checked?.bytes ?? 0;
+      this.#budget.checkWindow(windowBytes, this.#refused);
       call = this.#resolve(handleId, method, args, startedAt, this.#deadlines.forCall(startedAt));
-      call.events = events;
+      call.events = checked?.window;
     } catch (error) {
       // Refused before it got a key: answered as in any run, not journaled.
       if (this.#emitEvent) {
@@ -481,6 +508,9 @@ export class Run {
         return this.#failRun(error);
       }
     }
+    // The window is journaled with whatever answers the call (a refusal too): charged now.
+    this.#budget.chargeWindow(windowBytes);
+    call.charged = windowBytes;
     try {
       if (call.refusal) throw call.refusal;
       // Every refusal is decided before any host code runs: a journaled object's reviver and the
@@ -495,16 +525,23 @@ export class Run {
       }
       if (kind === "tagged") call.args = readArgs(call.args, this.#argumentReader(call));
       this.#budget.admit(size);
-      call.charged = size;
+      call.charged += size;
     } catch (error) {
       // Refused after keying: journaled like any answer, so the same call is refused on replay.
+      // Refusals are counted (past maxCalls of them a call is refused unkeyed, unjournaled) and
+      // their records bounded, so refused calls cannot grow the journal without bound either.
+      this.#refused++;
       this.#releaseArguments(call);
       if (this.#emitEvent) this.#emit(callLabel(call), call.key, "refused", error, startedAt);
-      const record = safeErrorRecord(error);
+      const { record } = boundErrorRecord(
+        safeErrorRecord(error),
+        REFUSAL_RECORD_BYTES,
+        "the bound of a refusal's record",
+      );
       return this.#recordAnswer(
         call,
         "error",
-        encodeBody(record, { events: call.events }),
+        encodeBody(record, { events: call.events, bytes: call.charged }),
         failure(record),
       );
     }
@@ -865,7 +902,12 @@ export class Run {
     startedAt: number,
     deadline: number,
   ): CallState {
-    if (typeof handleId !== "number" || typeof method !== "string" || !Array.isArray(args)) {
+    if (
+      typeof handleId !== "number" ||
+      typeof method !== "string" ||
+      method.length > MAX_METHOD_CHARS ||
+      !Array.isArray(args)
+    ) {
       throw new BridgeError("bridge/unknown-method", "Malformed bridge call.");
     }
     const handle = this.#table.get(handleId);

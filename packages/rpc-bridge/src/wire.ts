@@ -1,4 +1,11 @@
 import type { ErrorRecord } from "@durablekit/handle-journal";
+import {
+  ObjectDefineProperty,
+  ObjectFreeze,
+  ObjectGetPrototypeOf,
+  ObjectHasOwn,
+  ObjectPrototype,
+} from "./primordials";
 
 /**
  * The bridge's wire format between the isolate and the host, version 5 (see DESIGN.md). Host and
@@ -93,7 +100,7 @@ export type Reply = PlainData | Exclude<Envelope, { [TAG]: "halt" | "journaled" 
 
 /** The envelope of an answer or reply, or null when it is plain data. */
 export function envelopeOf(message: Answer | Reply | unknown): Envelope | null {
-  if (typeof message !== "object" || message === null || !Object.hasOwn(message, TAG)) return null;
+  if (typeof message !== "object" || message === null || !ObjectHasOwn(message, TAG)) return null;
   const kind = (message as Record<string, unknown>)[TAG];
   return kind === "tagged" || kind === "error" || kind === "halt" || kind === "journaled"
     ? (message as Envelope)
@@ -173,7 +180,7 @@ export function failure(record: ErrorRecord): Answer {
 }
 
 /** The answer to a call of a run that has ended (or that ends while the call is in flight). */
-export const HALT: Answer = Object.freeze({ [TAG]: "halt" as const });
+export const HALT: Answer = ObjectFreeze({ [TAG]: "halt" as const });
 
 /** Plain data as an answer or reply: the value itself (the caller checked it carries no {@link TAG}). */
 export function plain(value: unknown): PlainData {
@@ -206,18 +213,18 @@ export interface FunctionDescriptor {
 
 /** True when `value` is a plain object or array literal (the only containers the bridge walks). */
 export function isPlainObject(value: object): boolean {
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
+  const proto = ObjectGetPrototypeOf(value);
+  return proto === ObjectPrototype || proto === null;
 }
 
 /** The tag of a tagged record, or undefined. */
 export function tagOf(value: object): unknown {
-  return Object.hasOwn(value, TAG) ? (value as Record<string, unknown>)[TAG] : undefined;
+  return ObjectHasOwn(value, TAG) ? (value as Record<string, unknown>)[TAG] : undefined;
 }
 
 /** Sets an own data property, `__proto__` included, without touching the prototype. */
 export function setOwn(target: object, key: string, value: unknown): void {
-  Object.defineProperty(target, key, {
+  ObjectDefineProperty(target, key, {
     value,
     enumerable: true,
     writable: true,

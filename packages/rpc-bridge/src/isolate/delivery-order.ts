@@ -1,4 +1,15 @@
 import type { ErrorRecord } from "@durablekit/handle-journal";
+import {
+  ArrayPrototypePush,
+  ArrayPrototypeShift,
+  ArrayPrototypeSlice,
+  ArrayPrototypeSplice,
+  MathMin,
+  promiseRejected,
+  SafeMap,
+  SafePromise,
+  thenOf,
+} from "../primordials";
 import { type Answer, type EventWindow, envelopeOf, TAG } from "../wire";
 import type { VirtualClock } from "./virtual-clock";
 
@@ -76,7 +87,7 @@ export class DeliveryOrder {
   #cursor = 0;
   #replaying: boolean;
   /** Replay: journaled answers that arrived, by seq, in arrival order. */
-  readonly #held = new Map<number, Delivery>();
+  readonly #held = new SafeMap<number, Delivery>();
   /** Live: deliveries in arrival order. */
   readonly #queue: Delivery[] = [];
   /**
@@ -100,7 +111,7 @@ export class DeliveryOrder {
     this.#replaying = schedule.length > 0;
     this.#clock = clock;
     this.#real = real;
-    this.diverged = new Promise((resolve) => {
+    this.diverged = new SafePromise((resolve) => {
       this.#diverge = resolve;
     });
   }
@@ -128,7 +139,10 @@ export class DeliveryOrder {
     settle: (answer: Answer) => unknown,
   ): Promise<unknown> {
     const issuedAt = this.#log.length;
-    const events: EventWindow = { from: this.#acked, list: this.#log.slice(this.#acked) };
+    const events: EventWindow = {
+      from: this.#acked,
+      list: ArrayPrototypeSlice(this.#log, this.#acked),
+    };
     this.#inflight++;
     this.#disarmStall();
     let sent: Promise<Answer>;
@@ -139,9 +153,9 @@ export class DeliveryOrder {
       // the stall watch resumes in a later turn, never inside the program's own call.
       this.#inflight--;
       this.#turn();
-      return Promise.reject(error);
+      return promiseRejected(error);
     }
-    return new Promise((resolve, reject) => {
+    return new SafePromise((resolve, reject) => {
       const deliver = (answer: Answer): void => {
         try {
           resolve(settle(answer));
@@ -149,7 +163,8 @@ export class DeliveryOrder {
           reject(error);
         }
       };
-      sent.then(
+      thenOf(
+        sent,
         (answer) => {
           this.#inflight--;
           this.#busy = false;
@@ -186,9 +201,9 @@ export class DeliveryOrder {
     answer: Answer,
     settle: (answer: Answer) => unknown,
   ): Promise<unknown> {
-    const known = Math.min(this.#log.length, this.#schedule.length);
+    const known = MathMin(this.#log.length, this.#schedule.length);
     if (known > this.#acked) this.#acked = known;
-    return new Promise((resolve, reject) => {
+    return new SafePromise((resolve, reject) => {
       const run = (): void => {
         try {
           resolve(settle(answer));
@@ -206,7 +221,7 @@ export class DeliveryOrder {
   #arrive(delivery: Delivery): void {
     if (this.#ended) return;
     if (this.#replaying) this.#held.set(delivery.event, delivery);
-    else this.#queue.push(delivery);
+    else ArrayPrototypePush(this.#queue, delivery);
     this.#pump();
   }
 
@@ -230,8 +245,12 @@ export class DeliveryOrder {
 
   /** A cleared timer's firing, queued but not yet delivered, is dropped. */
   drop(event: number): void {
-    const at = this.#queue.findIndex((d) => d.event === event);
-    if (at >= 0) this.#queue.splice(at, 1);
+    const queue = this.#queue;
+    for (let at = 0; at < queue.length; at++) {
+      if ((queue[at] as Delivery).event !== event) continue;
+      ArrayPrototypeSplice(queue, at, 1);
+      return;
+    }
   }
 
   // ── Releasing ──────────────────────────────────────────────────────────────
@@ -249,11 +268,11 @@ export class DeliveryOrder {
       if (next.event > 0) this.#held.delete(next.event);
       this.#cursor++;
     } else {
-      this.#queue.shift();
+      ArrayPrototypeShift(this.#queue);
     }
     this.#busy = true;
     this.#clock.advanceTo(next.at);
-    this.#log.push(next.event);
+    ArrayPrototypePush(this.#log, next.event);
     next.run();
     if (this.#replaying && this.#cursor === this.#schedule.length) this.#goLive();
     // Another event already waits: it goes in a later macrotask, after this one's microtasks.
@@ -285,7 +304,9 @@ export class DeliveryOrder {
   #goLive(): void {
     this.#replaying = false;
     this.#timers?.goLive();
-    for (const delivery of this.#held.values()) this.#queue.push(delivery);
+    this.#held.forEach((delivery) => {
+      ArrayPrototypePush(this.#queue, delivery);
+    });
     this.#held.clear();
   }
 

@@ -1,4 +1,13 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
+import {
+  ArrayPrototypePush,
+  PromisePrototypeThen,
+  promiseRace,
+  ReflectApply,
+  SafeMap,
+  SafePromise,
+  thenOf,
+} from "../primordials";
 import type { EvaluateOptions, Outcome, ReplayOptions } from "../wire";
 import {
   attach,
@@ -24,7 +33,7 @@ const PROGRAM_MODULE = "./__dk_program.js";
 
 // ── Unhandled rejections and timer errors ─────────────────────────────────────
 
-const unhandled = new Map<Promise<unknown>, unknown>();
+const unhandled = new SafeMap<Promise<unknown>, unknown>();
 addEventListener("unhandledrejection", (event) => {
   unhandled.set(event.promise, event.reason);
   event.preventDefault();
@@ -39,9 +48,9 @@ function guard<A extends unknown[]>(callback: unknown): unknown {
   if (typeof callback !== "function") return callback;
   return function (this: unknown, ...args: A) {
     try {
-      return callback.apply(this, args);
+      return ReflectApply(callback, this, args);
     } catch (error) {
-      thrownInTimers.push(error);
+      ArrayPrototypePush(thrownInTimers, error);
     }
   };
 }
@@ -72,16 +81,23 @@ function platformTimers(): RealTimers {
   const read = EmptyBody?.prototype.arrayBuffer;
   if (typeof read !== "function") return timers;
   timers.nextTurn = (callback) => {
-    read.call(new EmptyBody("")).then(callback, callback);
+    thenOf(ReflectApply(read, new EmptyBody(""), []) as Promise<ArrayBuffer>, callback, callback);
   };
   return timers;
 }
 
+/** `[guard(callback), ms, ...args]`, built without the array iterator a program may replace. */
+function scheduleArgs(callback: unknown, ms: number | undefined, args: unknown[]): unknown[] {
+  const all: unknown[] = [guard(callback), ms];
+  for (let i = 0; i < args.length; i++) all[i + 2] = args[i];
+  return all;
+}
+
 const g = globalThis as unknown as Record<string, unknown>;
 g.setTimeout = (callback: unknown, ms?: number, ...args: unknown[]) =>
-  realSetTimeout(guard(callback), ms, ...args);
+  ReflectApply(realSetTimeout, undefined, scheduleArgs(callback, ms, args));
 g.setInterval = (callback: unknown, ms?: number, ...args: unknown[]) =>
-  realSetInterval(guard(callback), ms, ...args);
+  ReflectApply(realSetInterval, undefined, scheduleArgs(callback, ms, args));
 
 // ── Program ───────────────────────────────────────────────────────────────────
 
@@ -107,7 +123,7 @@ async function importProgram(): Promise<((input: unknown) => unknown) | null> {
 /** How a program that returned `value` ended: a rejection left unhandled or a timer error fails it. */
 async function checked(value: unknown): Promise<Outcome> {
   // One macrotask turn: a rejection left unhandled just before return is reported by then.
-  await new Promise((resolve) => realSetTimeout(resolve, 0));
+  await new SafePromise((resolve) => realSetTimeout(resolve, 0));
   if (unhandled.size > 0) {
     return { kind: "unhandled-rejection", record: toRecord(unhandled.values().next().value) };
   }
@@ -126,14 +142,14 @@ export default class Runner extends WorkerEntrypoint {
   async evaluate(input: unknown, bridge: BridgeStub, options: EvaluateOptions): Promise<Outcome> {
     attach(bridge, options);
     // Created in this request, so `halt()` (another request) settles it in this one's context.
-    const halted = new Promise<Outcome>((resolve) => {
+    const halted = new SafePromise<Outcome>((resolve) => {
       halt = () => resolve({ kind: "halted" });
     });
     try {
       if (options.replay !== undefined) {
-        return reported(await Promise.race([replayed(input, options.replay), halted]));
+        return reported(await promiseRace([replayed(input, options.replay), halted]));
       }
-      return await Promise.race([evaluated(input), halted]);
+      return await promiseRace([evaluated(input), halted]);
     } catch (error) {
       const threw: Outcome = { kind: "threw", record: toRecord(error) };
       return options.replay === undefined ? threw : reported(threw);
@@ -159,7 +175,9 @@ export default class Runner extends WorkerEntrypoint {
 async function evaluated(input: unknown): Promise<Outcome> {
   const main = await importProgram();
   if (main === null) return NO_DEFAULT;
-  return checked(await main(input));
+  // Awaited, not returned: an async function resolved with a promise looks up its `then`, which
+  // a program may have replaced.
+  return await checked(await main(input));
 }
 
 /** A replay run's outcome carries the calls answered in the isolate that no invoke reported yet. */
@@ -174,14 +192,19 @@ function reported(outcome: Outcome): Outcome {
  * (a stall, or a return with recorded events left).
  */
 async function replayed(input: unknown, options: ReplayOptions): Promise<Outcome> {
-  const isolate = replay(options, platformTimers(), (error) => thrownInTimers.push(error));
+  const isolate = replay(options, platformTimers(), (error) => {
+    ArrayPrototypePush(thrownInTimers, error);
+  });
   const running = (async (): Promise<Outcome> => {
     const main = await importProgram();
     if (main === null) return NO_DEFAULT;
     const value = await main(input);
     const record = isolate.finish();
-    return record === null ? checked(value) : { kind: "diverged", record };
+    return record === null ? await checked(value) : { kind: "diverged", record };
   })();
-  const diverged = isolate.diverged.then((record): Outcome => ({ kind: "diverged", record }));
-  return Promise.race([running, diverged]);
+  const diverged = PromisePrototypeThen(
+    isolate.diverged,
+    (record): Outcome => ({ kind: "diverged", record }),
+  );
+  return promiseRace([running, diverged]);
 }

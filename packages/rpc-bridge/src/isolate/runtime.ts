@@ -1,4 +1,37 @@
 import { type ErrorRecord, fromErrorRecord } from "@durablekit/handle-journal";
+import {
+  ArrayBufferIsView,
+  ArrayIsArray,
+  ArrayPrototype,
+  ArrayPrototypePush,
+  ArrayPrototypeSlice,
+  MathFloor,
+  ObjectDefineProperty,
+  ObjectFreeze,
+  ObjectGetOwnPropertyDescriptor,
+  ObjectGetPrototypeOf,
+  ObjectHasOwn,
+  ObjectKeys,
+  ObjectPrototype,
+  PromisePrototypeThen,
+  promiseOf,
+  promiseRejected,
+  ReflectApply,
+  SafeAbortSignal,
+  SafeArrayBuffer,
+  SafeDataView,
+  SafeError,
+  SafeMap,
+  SafePromise,
+  SafeReadableStream,
+  SafeString,
+  SafeStructuredClone,
+  SafeURL,
+  SafeWeakMap,
+  SymbolDispose,
+  SymbolToStringTag,
+  thenOf,
+} from "../primordials";
 import { safeErrorRecord } from "../safe-error-record";
 import {
   type Answer,
@@ -30,7 +63,8 @@ import { DeterministicIsolate } from "./deterministic-isolate";
  * run's {@link DeterministicIsolate}), builds objects for the handles the host returns, rebuilds
  * errors with handle-journal's `fromErrorRecord` (and builds them with its `toErrorRecord`), and
  * mirrors AbortSignals passed as arguments. Programs cannot import it (their imports are checked and
- * rewritten); it is the only holder of the bridge stub.
+ * rewritten); it is the only holder of the bridge stub. It uses only the built-ins it took when it
+ * loaded (`../primordials`), so a program replacing one cannot change what it sends or stores.
  */
 
 /** The host's endpoint, as the isolate sees it (a Workers RPC stub of `BridgeEndpoint`). */
@@ -53,7 +87,7 @@ type CallbackWrapper = (answer: Answer) => Reply | Promise<Reply>;
 
 /** What a string or byte payload weighs at least against `maxRequestBytes` (bytes count as base64). */
 export function bytesWeight(byteLength: number): number {
-  return Math.floor(byteLength / 3) * 4;
+  return MathFloor(byteLength / 3) * 4;
 }
 
 /** The error the isolate throws for a call whose arguments exceed `maxRequestBytes`. */
@@ -74,7 +108,7 @@ export function errorFrom(record: unknown): Error {
   try {
     return fromErrorRecord(record as ErrorRecord);
   } catch {
-    return new Error("The bridge sent an error it could not read.");
+    return new SafeError("The bridge sent an error it could not read.");
   }
 }
 
@@ -88,18 +122,19 @@ function isPlainData(v: unknown, depth: number): boolean {
   if (typeof v === "function" || typeof v === "symbol") return false;
   if (typeof v !== "object" || v === null) return true;
   if (depth > MAX_DEPTH) return false;
-  if (Array.isArray(v)) {
-    if (Object.getPrototypeOf(v) !== Array.prototype) return false;
+  if (ArrayIsArray(v)) {
+    if (ObjectGetPrototypeOf(v) !== ArrayPrototype) return false;
     for (let i = 0; i < v.length; i++) {
-      const d = Object.getOwnPropertyDescriptor(v, i);
+      const d = ObjectGetOwnPropertyDescriptor(v, i);
       if (d === undefined) continue;
       if (!("value" in d) || !isPlainData(d.value, depth + 1)) return false;
     }
     return true;
   }
-  if (Object.getPrototypeOf(v) !== Object.prototype || Object.hasOwn(v, TAG)) return false;
-  for (const k of Object.keys(v)) {
-    const d = Object.getOwnPropertyDescriptor(v, k);
+  if (ObjectGetPrototypeOf(v) !== ObjectPrototype || ObjectHasOwn(v, TAG)) return false;
+  const keys = ObjectKeys(v);
+  for (let i = 0; i < keys.length; i++) {
+    const d = ObjectGetOwnPropertyDescriptor(v, keys[i] as string);
     if (d === undefined || !("value" in d) || !isPlainData(d.value, depth + 1)) return false;
   }
   return true;
@@ -111,11 +146,11 @@ function sameAnswer(answer: Answer): Answer {
 
 /** Never settles: the run has ended and this isolate makes no more progress through the bridge. */
 function halted(): Promise<never> {
-  return new Promise<never>(() => {});
+  return new SafePromise<never>(() => {});
 }
 
 function defineHidden(target: object, key: PropertyKey, value: unknown): void {
-  Object.defineProperty(target, key, { value });
+  ObjectDefineProperty(target, key, { value });
 }
 
 export class IsolateRuntime {
@@ -128,7 +163,7 @@ export class IsolateRuntime {
   /** A replay run's delivery order, through which journaled answers reach the program; else null. */
   #order: DeliveryOrder | null = null;
   /** The index in `#answers` of a replay run's prefetched answer by top-level key; consumed as keys come. */
-  readonly #prefetched = new Map<string, number>();
+  readonly #prefetched = new SafeMap<string, number>();
   /** The answers sent ahead (`#prefetched` maps a key to its index); null when none were. */
   #answers: PrefetchedAnswers | null = null;
   /** Top-level calls sent or answered so far: mirrors the host's key counter (keys `"1"`, `"2"`, …). */
@@ -136,11 +171,11 @@ export class IsolateRuntime {
   /** Calls answered in the isolate and not yet reported to the host, in call order. */
   #answered: AnsweredCalls = { seqs: [], args: [] };
   /** Handle ids of the objects and functions the host returned (to pass them back by id). */
-  readonly #ids = new WeakMap<object, number>();
-  readonly #byId = new Map<number, object>();
-  readonly #signals = new WeakMap<AbortSignal, number>();
+  readonly #ids = new SafeWeakMap<object, number>();
+  readonly #byId = new SafeMap<number, object>();
+  readonly #signals = new SafeWeakMap<AbortSignal, number>();
   #nextSignal = 1;
-  readonly #callbacks = new WeakMap<Callable, CallbackWrapper>();
+  readonly #callbacks = new SafeWeakMap<Callable, CallbackWrapper>();
 
   /** Set by `#out` while walking one payload: it holds something the host must resolve. */
   #special = false;
@@ -187,8 +222,8 @@ export class IsolateRuntime {
     if (this.#ended) return halted();
     const bridge = this.#bridge;
     if (bridge === null) {
-      return Promise.reject(
-        new Error(
+      return promiseRejected(
+        new SafeError(
           "The bridge is not attached: host modules can be called only while the program runs.",
         ),
       );
@@ -207,11 +242,11 @@ export class IsolateRuntime {
         break;
       }
     }
-    if (weight > this.#maxRequest) return Promise.reject(requestTooLarge(this.#maxRequest));
+    if (weight > this.#maxRequest) return promiseRejected(requestTooLarge(this.#maxRequest));
     try {
       const order = this.#order;
-      if (order === null) return bridge.invoke(id, method, wire, kind).then(this.#onAnswer);
-      const local = top ? this.#prefetch(String(++this.#top), id, method, wire, kind) : -1;
+      if (order === null) return thenOf(bridge.invoke(id, method, wire, kind), this.#onAnswer);
+      const local = top ? this.#prefetch(SafeString(++this.#top), id, method, wire, kind) : -1;
       if (local >= 0) {
         const a = this.#answers as PrefetchedAnswers;
         const answer = a.answers[local] as Answer;
@@ -225,7 +260,7 @@ export class IsolateRuntime {
         this.#onAnswer,
       );
     } catch (error) {
-      return Promise.reject(error);
+      return promiseRejected(error);
     }
   }
 
@@ -248,7 +283,8 @@ export class IsolateRuntime {
     const a = this.#answers as PrefetchedAnswers;
     if (a.ids[index] !== id || a.methods[index] !== method || kind !== "plain") return -1;
     let sent = args;
-    for (const v of args) {
+    for (let i = 0; i < args.length; i++) {
+      const v = args[i];
       // A symbol does not cross Workers RPC: the call goes to the host and fails there as it did live.
       if (typeof v === "symbol") return -1;
       if (typeof v !== "object" || v === null) continue;
@@ -257,14 +293,14 @@ export class IsolateRuntime {
       if (!isPlainData(args, 0)) return -1;
       try {
         // A copy, so a later change by the program does not reach the report.
-        sent = structuredClone(args);
+        sent = SafeStructuredClone(args);
       } catch {
         return -1;
       }
       break;
     }
-    this.#answered.seqs.push(a.seqs[index] as number);
-    this.#answered.args.push(sent);
+    ArrayPrototypePush(this.#answered.seqs, a.seqs[index] as number);
+    ArrayPrototypePush(this.#answered.args, sent);
     return index;
   }
 
@@ -295,7 +331,7 @@ export class IsolateRuntime {
     }
     if (!top || this.#prefetched.size === 0) return sent;
     // (A Workers RPC promise's `then` takes a function for both arguments.)
-    return sent.then(sameAnswer, (error: unknown) => {
+    return thenOf(sent, sameAnswer, (error: unknown) => {
       this.#prefetched.clear();
       throw error;
     });
@@ -327,7 +363,7 @@ export class IsolateRuntime {
         // Only a replay run's delivery order unwraps these; elsewhere the answer is taken as it is.
         return this.#answer(envelope.answer);
       default:
-        throw new Error("The bridge sent an answer this runtime does not know (wire version).");
+        throw new SafeError("The bridge sent an answer this runtime does not know (wire version).");
     }
   }
 
@@ -352,8 +388,8 @@ export class IsolateRuntime {
       return v;
     }
     if (typeof v !== "object" || v === null || depth > MAX_DEPTH) return v;
-    if (ArrayBuffer.isView(v)) return this.#ownBytes(v);
-    if (v instanceof ArrayBuffer) {
+    if (ArrayBufferIsView(v)) return this.#ownBytes(v);
+    if (v instanceof SafeArrayBuffer) {
       this.#weight += bytesWeight(v.byteLength);
       return v;
     }
@@ -362,20 +398,20 @@ export class IsolateRuntime {
       this.#special = true;
       return { [TAG]: "h", id };
     }
-    if (v instanceof AbortSignal) {
+    if (v instanceof SafeAbortSignal) {
       this.#special = true;
       return this.#signalRecord(v);
     }
-    if (v instanceof ReadableStream) {
+    if (v instanceof SafeReadableStream) {
       this.#special = true;
       return v;
     }
-    if (Array.isArray(v)) {
+    if (ArrayIsArray(v)) {
       let copy: unknown[] | undefined;
       for (let i = 0; i < v.length; i++) {
         const x = this.#out(v[i], depth + 1);
         if (x !== v[i]) {
-          copy ??= v.slice();
+          copy ??= ArrayPrototypeSlice(v);
           copy[i] = x;
         }
       }
@@ -384,7 +420,9 @@ export class IsolateRuntime {
     if (!isPlainObject(v)) return v;
     let copy: Record<string, unknown> | undefined;
     const source = v as Record<string, unknown>;
-    for (const k of Object.keys(source)) {
+    const keys = ObjectKeys(source);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i] as string;
       const x = this.#out(source[k], depth + 1);
       if (x !== source[k]) {
         copy ??= { ...source };
@@ -399,7 +437,7 @@ export class IsolateRuntime {
     this.#weight += bytesWeight(v.byteLength);
     if (v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) return v;
     const bytes = v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength);
-    if (v instanceof DataView) return new DataView(bytes);
+    if (v instanceof SafeDataView) return new SafeDataView(bytes);
     const Ctor = v.constructor as new (buffer: ArrayBufferLike) => ArrayBufferView;
     return new Ctor(bytes);
   }
@@ -417,7 +455,7 @@ export class IsolateRuntime {
             const bridge = this.#bridge;
             if (this.#ended || bridge === null) return;
             try {
-              bridge.abort(sid, safeErrorRecord(s.reason)).then(undefined, () => {});
+              bridge.abort(sid, safeErrorRecord(s.reason)).then(undefined, ignore);
             } catch {
               // The host may already be gone.
             }
@@ -442,10 +480,11 @@ export class IsolateRuntime {
     let wrapper = this.#callbacks.get(f);
     if (wrapper) return wrapper;
     wrapper = (answer: Answer) => {
-      if (this.#ended) return refuse(new Error("The run has ended."));
+      if (this.#ended) return refuse(new SafeError("The run has ended."));
       try {
         const args = this.#answer(answer);
-        return Promise.resolve(f(...(Array.isArray(args) ? args : []))).then(
+        return PromisePrototypeThen(
+          promiseOf(ReflectApply(f, undefined, ArrayIsArray(args) ? args : [])),
           (value) => this.#reply(value),
           refuse,
         );
@@ -461,7 +500,7 @@ export class IsolateRuntime {
   #reply(value: unknown): Reply {
     const payload = this.#payload(value);
     const w = payload.value;
-    const carriesTag = typeof w === "object" && w !== null && Object.hasOwn(w, TAG);
+    const carriesTag = typeof w === "object" && w !== null && ObjectHasOwn(w, TAG);
     return payload.special || carriesTag ? (tagged(w) as Reply) : plain(w);
   }
 
@@ -472,7 +511,7 @@ export class IsolateRuntime {
     const bridge = this.#bridge;
     if (this.#ended || bridge === null) return;
     try {
-      bridge.dispose(id).then(undefined, () => {});
+      bridge.dispose(id).then(undefined, ignore);
     } catch {
       // The host may already be gone.
     }
@@ -483,10 +522,14 @@ export class IsolateRuntime {
     if (known) return known;
     const id = d.id;
     const obj: Record<string, unknown> = {};
-    for (const m of d.m) setOwn(obj, m, (...args: unknown[]) => this.call(id, m, args));
-    defineHidden(obj, Symbol.dispose, () => this.#release(id));
-    defineHidden(obj, Symbol.toStringTag, d.k);
-    Object.freeze(obj);
+    const methods = d.m;
+    for (let i = 0; i < methods.length; i++) {
+      const m = methods[i] as string;
+      setOwn(obj, m, (...args: unknown[]) => this.call(id, m, args));
+    }
+    defineHidden(obj, SymbolDispose, () => this.#release(id));
+    defineHidden(obj, SymbolToStringTag, d.k);
+    ObjectFreeze(obj);
     this.#ids.set(obj, id);
     this.#byId.set(id, obj);
     return obj;
@@ -497,7 +540,7 @@ export class IsolateRuntime {
     if (known) return known;
     const id = d.id;
     const fn = (...args: unknown[]) => this.call(id, "", args);
-    defineHidden(fn, Symbol.dispose, () => this.#release(id));
+    defineHidden(fn, SymbolDispose, () => this.#release(id));
     this.#ids.set(fn, id);
     this.#byId.set(id, fn);
     return fn;
@@ -509,7 +552,7 @@ export class IsolateRuntime {
    */
   #hostStream(id: number, inner: ReadableStream): ReadableStream {
     const reader = inner.getReader();
-    return new ReadableStream(
+    return new SafeReadableStream(
       {
         pull: async (controller) => {
           const { done, value } = await reader.read();
@@ -531,7 +574,7 @@ export class IsolateRuntime {
 
   #revive(v: unknown, depth: number): unknown {
     if (typeof v !== "object" || v === null || depth > MAX_DEPTH) return v;
-    if (Array.isArray(v)) {
+    if (ArrayIsArray(v)) {
       for (let i = 0; i < v.length; i++) v[i] = this.#revive(v[i], depth + 1);
       return v;
     }
@@ -545,14 +588,20 @@ export class IsolateRuntime {
       case "e":
         return errorFrom(r.r);
       case "u":
-        return new URL(String(r.href));
+        return new SafeURL(SafeString(r.href));
       case "r":
         return this.#hostStream(r.id as number, r.s as ReadableStream);
     }
-    for (const k of Object.keys(r)) setOwn(r, k, this.#revive(r[k], depth + 1));
+    const keys = ObjectKeys(r);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i] as string;
+      setOwn(r, k, this.#revive(r[k], depth + 1));
+    }
     return v;
   }
 }
+
+function ignore(): void {}
 
 function refuse(error: unknown): Reply {
   return { [TAG]: "error", record: safeErrorRecord(error) };

@@ -90,7 +90,11 @@ export class SeededRandom {
     const x = this.#work;
     x.set(this.#input);
     for (let round = 0; round < 10; round++) {
-      for (const [a, b, c, d] of DOUBLE_ROUND) quarterRound(x, a, b, c, d);
+      for (let q = 0; q < DOUBLE_ROUND.length; q++) {
+        // Read by index: destructuring would go through the array iterator a program may replace.
+        const r = DOUBLE_ROUND[q] as readonly [number, number, number, number];
+        quarterRound(x, r[0], r[1], r[2], r[3]);
+      }
     }
     const s = this.#input;
     const block = this.#block;
@@ -159,7 +163,11 @@ export class SeededRandom {
    * `QuotaExceededError` over 65536 bytes.
    */
   getRandomValues<T extends ArrayBufferView | null>(array: T): T {
-    if (!INTEGER_ARRAYS.some((Ctor) => array instanceof Ctor)) {
+    let integer = false;
+    for (let i = 0; i < INTEGER_ARRAYS.length && !integer; i++) {
+      integer = array instanceof (INTEGER_ARRAYS[i] as abstract new (...args: never[]) => object);
+    }
+    if (!integer) {
       throw new DOMException(
         "crypto.getRandomValues takes an integer typed array (Int8Array … BigUint64Array).",
         "TypeMismatchError",

@@ -1,3 +1,4 @@
+import { ArrayIsArray, MathRound, ReflectApply, ReflectConstruct } from "../primordials";
 import { replaceProperty } from "./replace-property";
 
 /**
@@ -55,7 +56,7 @@ export class VirtualClock {
     const nowText = (): string => new RealDate(this.#now).toString();
     const VirtualDate: DateConstructor = new Proxy(RealDate, {
       construct: (target, args, newTarget) =>
-        Reflect.construct(
+        ReflectConstruct(
           target,
           args.length === 0 ? [this.#now] : args,
           newTarget === VirtualDate ? target : newTarget,
@@ -94,7 +95,7 @@ export class VirtualClock {
       Object.defineProperty(proto, "format", {
         configurable: true,
         get(this: Intl.DateTimeFormat) {
-          const bound = format.call(this) as (date?: Date | number) => string;
+          const bound = ReflectApply(format, this, []) as (date?: Date | number) => string;
           return (date?: Date | number) => bound(date === undefined ? clock.#now : date);
         },
       });
@@ -103,7 +104,7 @@ export class VirtualClock {
       proto,
       "formatToParts",
       function (this: Intl.DateTimeFormat, date?: Date | number) {
-        return formatToParts.call(this, date === undefined ? clock.#now : date);
+        return ReflectApply(formatToParts, this, [date === undefined ? clock.#now : date]);
       },
     );
   }
@@ -112,12 +113,11 @@ export class VirtualClock {
   #installProcess(global: typeof globalThis): void {
     const process = (global as unknown as { process?: Record<string, unknown> }).process;
     if (typeof process !== "object" || process === null) return;
-    const nanos = (): bigint => BigInt(Math.round((this.#now - this.startedAt) * 1e6));
+    const nanos = (): bigint => BigInt(MathRound((this.#now - this.startedAt) * 1e6));
     if (typeof process.hrtime === "function") {
       const hrtime = (previous?: [number, number]): [number, number] => {
         let n = nanos();
-        if (Array.isArray(previous))
-          n -= BigInt(previous[0]) * 1_000_000_000n + BigInt(previous[1]);
+        if (ArrayIsArray(previous)) n -= BigInt(previous[0]) * 1_000_000_000n + BigInt(previous[1]);
         return [Number(n / 1_000_000_000n), Number(n % 1_000_000_000n)];
       };
       hrtime.bigint = nanos;

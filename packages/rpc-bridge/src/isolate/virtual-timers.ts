@@ -1,3 +1,11 @@
+import {
+  promiseRejected,
+  ReflectApply,
+  SafeMap,
+  SafeNumber,
+  SafePromise,
+  SafeWeakMap,
+} from "../primordials";
 import type { Delivery, DeliveryOrder, RealTimers, TimerPort } from "./delivery-order";
 import { replaceProperty } from "./replace-property";
 import type { VirtualClock } from "./virtual-clock";
@@ -21,7 +29,7 @@ interface Timer {
 type Callback = (...args: unknown[]) => void;
 
 function delayOf(ms: unknown): number {
-  const n = Number(ms);
+  const n = SafeNumber(ms);
   return Number.isFinite(n) && n > 0 ? n : 0;
 }
 
@@ -49,7 +57,7 @@ export class VirtualTimers implements TimerPort {
   readonly #real: RealTimers;
   readonly #onError: (error: unknown) => void;
   /** Timers set and neither cleared nor done firing, by number. */
-  readonly #pending = new Map<number, Timer>();
+  readonly #pending = new SafeMap<number, Timer>();
   #next = 1;
   /**
    * Whether `setTimeout` answers a Node-style timer object (with `nodejs_compat`) rather than a
@@ -57,7 +65,7 @@ export class VirtualTimers implements TimerPort {
    */
   #nodeStyle = false;
   /** The Node-style objects handed out, to the timer number each stands for. */
-  readonly #handles = new WeakMap<object, number>();
+  readonly #handles = new SafeWeakMap<object, number>();
 
   constructor(
     clock: VirtualClock,
@@ -182,7 +190,7 @@ export class VirtualTimers implements TimerPort {
       this.#schedule(timer);
     }
     try {
-      timer.callback.apply(undefined, timer.args);
+      ReflectApply(timer.callback, undefined, timer.args);
     } catch (error) {
       this.#onError(error);
     }
@@ -195,7 +203,9 @@ export class VirtualTimers implements TimerPort {
 
   goLive(): void {
     const now = this.#clock.wallNow();
-    for (const timer of this.#pending.values()) if (timer.real === null) this.#arm(timer, now);
+    this.#pending.forEach((timer) => {
+      if (timer.real === null) this.#arm(timer, now);
+    });
   }
 
   // ── Globals ────────────────────────────────────────────────────────────────
@@ -248,8 +258,8 @@ export class VirtualTimers implements TimerPort {
 
   /** `scheduler.wait`: resolves when a virtual timer fires; rejects with the signal's reason on abort. */
   #wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise((resolve, reject) => {
+    if (signal?.aborted) return promiseRejected(signal.reason);
+    return new SafePromise((resolve, reject) => {
       const onAbort = (): void => {
         this.clear(k);
         reject(signal?.reason);

@@ -1,13 +1,14 @@
 import { fromErrorRecord } from "@durablekit/handle-journal";
+import { promiseRejected, ReflectApply, SafeMap, SafeSet } from "../primordials";
 import { replaceProperty } from "./replace-property";
 
 type SubtleMethod = (...args: unknown[]) => Promise<unknown>;
 
 /** Algorithms whose output is random on every call even with the same key and input. */
 const RANDOMIZED: Readonly<Record<string, ReadonlySet<string>>> = {
-  sign: new Set(["ECDSA", "RSA-PSS"]),
-  encrypt: new Set(["RSA-OAEP"]),
-  wrapKey: new Set(["RSA-OAEP"]),
+  sign: new SafeSet(["ECDSA", "RSA-PSS"]),
+  encrypt: new SafeSet(["RSA-OAEP"]),
+  wrapKey: new SafeSet(["RSA-OAEP"]),
 };
 
 /** Where each guarded method takes its algorithm: `wrapKey(format, key, wrappingKey, algorithm)`. */
@@ -39,7 +40,7 @@ export class WebCryptoGuard {
   // ── State ──────────────────────────────────────────────────────────────────
 
   /** The platform's methods, by name, called for what is not refused. */
-  readonly #originals = new Map<string, SubtleMethod>();
+  readonly #originals = new SafeMap<string, SubtleMethod>();
 
   /** The error a refused call rejects with: it says why, and what to do instead. */
   static refusal(what: string): Error {
@@ -74,15 +75,15 @@ export class WebCryptoGuard {
     const originals = this.#originals;
     return function (this: unknown, ...args: unknown[]): Promise<unknown> {
       if (method === "generateKey") {
-        return Promise.reject(WebCryptoGuard.refusal("crypto.subtle.generateKey"));
+        return promiseRejected(WebCryptoGuard.refusal("crypto.subtle.generateKey"));
       }
       const algorithm = args[ALGORITHM_ARGUMENT[method] ?? 0];
       if (isRandomized(method, algorithm)) {
-        return Promise.reject(
+        return promiseRejected(
           WebCryptoGuard.refusal(`crypto.subtle.${method} with ${algorithmName(algorithm)}`),
         );
       }
-      return (originals.get(method) as SubtleMethod).apply(this, args);
+      return ReflectApply(originals.get(method) as SubtleMethod, this, args);
     };
   }
 }
