@@ -129,7 +129,7 @@ export class ChatTurns {
     this.#endInterruptedOnResume = interrupted === "end-on-resume";
     this.#onEvent = options.onEvent;
     this.#settings = {
-      maxSegmentChunks: positive("maxSegmentChunks", options.maxSegmentChunks, 16),
+      maxSegmentChunks: positive("maxSegmentChunks", options.maxSegmentChunks, 64),
       maxSegmentBytes: positive("maxSegmentBytes", options.maxSegmentBytes, 65_536),
       maxFlushDelayMs,
       emit: (event) => this.#emit(event),

@@ -18,7 +18,7 @@ export interface ChatTurnsOptions {
   settledRetentionMs?: number;
   /** How long a turn still streaming is kept after its last stored write. Default 3,600,000 (1 h). */
   abandonedRetentionMs?: number;
-  /** Wire chunks per stored segment before it is flushed. Default 16. */
+  /** Wire chunks per stored segment before it is flushed. Default 64. */
   maxSegmentChunks?: number;
   /**
    * Largest stored segment (its JSON, in UTF-8 bytes); a chunk that alone exceeds it is delivered

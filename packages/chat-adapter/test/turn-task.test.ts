@@ -159,6 +159,28 @@ describe("a chat turn as a durable task, restarted with no client attached", () 
 });
 
 describe("a chat turn as a durable task, live", () => {
+  it("writes at most 220 row changes for 20 durable turns of 100 chunks, chat and tasks together", async () => {
+    const stub = hostNamed(freshName());
+    const rows = await runInDurableObject(stub, async (host: TurnHost, state) => {
+      host.chat.startTurn("warm").finish(); // the tables exist before counting
+      const total = () =>
+        state.storage.sql.exec<{ n: number }>("SELECT total_changes() AS n").one().n;
+      const before = total();
+      for (let t = 0; t < 20; t++) {
+        const turn = host.chat.startTurn("rows");
+        const input = { chatId: "rows", turnId: turn.turnId, deltas: 97, hangBefore: null };
+        await host.tasks.run("chat.turn@v1", { ...input, recover: "fail" }, { runId: turn.turnId });
+        for (let i = 0; i < 200 && host.tasks.get(turn.turnId)?.state !== "completed"; i++) {
+          await sleep(5);
+        }
+        expect(host.tasks.get(turn.turnId)?.state).toBe("completed");
+      }
+      return total() - before;
+    });
+    console.log(`durable chat turns: 20 turns x 100 chunks: ${rows} row changes (total_changes)`);
+    expect(rows).toBeLessThanOrEqual(220);
+  });
+
   it("streams the model's answer to the POST response and finishes with no recovery", async () => {
     const stub = hostNamed(freshName());
     const { post, turnId } = await inHost(stub, async (host) => {

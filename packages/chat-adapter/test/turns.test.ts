@@ -42,13 +42,13 @@ describe("turns", () => {
     });
   });
 
-  it("packs a 100-chunk turn into 7 stored chunk rows", async () => {
+  it("packs a 100-chunk turn into 2 stored chunk rows (64 chunks a segment)", async () => {
     await inFixture(async ({ chat }, state) => {
       const turn = chat.startTurn("c1");
       const script = scriptedChunks(97); // + text-start, text-end, finish = 100, + start = 101
       for (const chunk of script) turn.write(chunk);
       turn.finish();
-      expect(chunkRowCount(state)).toBe(7);
+      expect(chunkRowCount(state)).toBe(2);
       expect(await collect(chat.read(turn.turnId))).toHaveLength(101);
     });
   });
@@ -318,7 +318,7 @@ describe("storage", () => {
         `chat storage: 20 turns x 100 chunks: ${rowChanges} row changes (total_changes), ${rowsWritten} cursor rowsWritten`,
       );
       expect(rowChanges).toBeLessThanOrEqual(220);
-      expect(chunkRowCount(state)).toBe(20 * 7);
+      expect(chunkRowCount(state)).toBe(20 * 2);
     });
   });
 
