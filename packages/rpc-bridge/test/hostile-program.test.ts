@@ -168,3 +168,67 @@ describe("hostile programs: a program replacing a built-in the isolate runtime u
     }
   }
 });
+
+/** The journal's size in characters (payloads and names) and its entries. */
+function journalSize(state: DurableObjectState, id: string): { chars: number; entries: number } {
+  let chars = 0;
+  const entries = new JournalStore(state).entries(id);
+  for (const e of entries) {
+    chars += (e.payload?.length ?? 0) + e.key.length + e.module.length;
+    chars += e.method.length + e.argsDigest.length;
+  }
+  return { chars, entries: entries.length };
+}
+
+describe("hostile programs: what the isolate sends is bounded by the host", () => {
+  it("bounds the journal when the isolate sends an event window of 50,000 events with every call", async () => {
+    const stub = freshReplay();
+    const out = await inReplay(stub, async (i, state) => {
+      i.loader.forgeWindow = () => ({ from: 0, list: new Array(50_000).fill(1) });
+      const done = await i.create({ limits: LIMITS }).execute(
+        `import { echo } from "test:replay";
+         export default async function () {
+           const codes = [];
+           for (let i = 0; i < 10; i++) codes.push(await echo(i).then(() => "ok", (e) => e.code));
+           return codes;
+         }`,
+        undefined,
+        { id: "forged-window" },
+      );
+      return { done, ...journalSize(state, "forged-window") };
+    });
+    // One window (about 100,000 characters) is more than the run's 64 KiB: no call is keyed.
+    expect(out.done).toMatchObject({
+      state: "completed",
+      result: new Array(10).fill("bridge/limit-total-bytes"),
+    });
+    expect(out.chars).toBeLessThanOrEqual(
+      LIMITS.maxTotalBytes + out.entries * JOURNAL_CALL_OVERHEAD,
+    );
+    expect(await storedCounters(stub)).not.toHaveProperty("echoes");
+  });
+
+  it("journals at most maxCalls refused calls of an attempt, then refuses calls without a key", async () => {
+    const stub = freshReplay();
+    const out = await inReplay(stub, async (i, state) => {
+      const done = await i.create({ limits: LIMITS }).execute(
+        `import { createJob } from "codemode:jobs";
+         export default async function () {
+           let refused = 0;
+           for (let i = 0; i < 500; i++) {
+             await createJob({ name: "n" }).catch(() => refused++);
+           }
+           return refused;
+         }`,
+        undefined,
+        { id: "refusals", access: "read" },
+      );
+      return { done, ...journalSize(state, "refusals") };
+    });
+    expect(out.done).toMatchObject({ state: "completed", result: 500 });
+    expect(out.entries).toBe(LIMITS.maxCalls);
+    expect(out.chars).toBeLessThanOrEqual(
+      LIMITS.maxTotalBytes + out.entries * JOURNAL_CALL_OVERHEAD,
+    );
+  });
+});
