@@ -438,3 +438,35 @@ describe("stop means stop, from any client", () => {
     });
   });
 });
+
+describe("resume edges", () => {
+  it("answers a client that reconnects before the first token with the in-flight turn, not 204", async () => {
+    await inFixture(async ({ chat }) => {
+      const turn = chat.startTurn("early", { messageId: "m-early" });
+      const response = chat.resumeResponse("early");
+      expect(response.status).toBe(200);
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      expect(first).toBe(`data: ${JSON.stringify({ type: "start", messageId: "m-early" })}\n\n`);
+      await reader.cancel();
+      turn.finish();
+    });
+  });
+
+  it("never hands a resuming client the previous, finished turn as if it were the new one", async () => {
+    await inFixture(async ({ chat }) => {
+      const first = chat.startTurn("next", { messageId: "m-first" });
+      first.write({ type: "text-start", id: "t" });
+      first.finish();
+      expect(chat.resumeResponse("next").status).toBe(204); // nothing in flight
+      const second = chat.startTurn("next", { messageId: "m-second" });
+      const frames2 = chat.resumeResponse("next");
+      const reader = (frames2.body as ReadableStream<Uint8Array>).getReader();
+      const text = new TextDecoder().decode((await reader.read()).value);
+      expect(text).toContain('"m-second"');
+      expect(text).not.toContain('"m-first"');
+      await reader.cancel();
+      second.finish();
+    });
+  });
+});
