@@ -8,7 +8,7 @@ import { DurableKitError, isErrorOf } from "@durablekit/compose";
  * thing there; the producer and writer-sequence codes are this package's own.
  *
  * - `streams/not-found`: a read or `write` named a stream that does not exist (or expired).
- * - `streams/closed`: a write reached a settled, deleted or expired stream; a plain `open` of a settled one.
+ * - `streams/closed`: a write reached a settled, deleted or expired stream.
  * - `streams/conflict`: `open` of a live stream with another tag, content type, encoding, TTL or expiry.
  * - `streams/unserializable`: a chunk or metadata value has no form in the stream's encoding.
  * - `streams/too-large`: a chunk is over `maxChunkBytes`.

@@ -235,10 +235,11 @@ export class Streams implements AlarmPart {
 
   /**
    * Opens a stream for writing, creating it if needed. Idempotent on the id: a live stream returns a
-   * writer at its cursor; an expired one is replaced by a new stream. With `producer`, a settled
-   * stream still returns a writer, so a replayed producer gets its earlier writes answered as
-   * duplicates (exactly once across replays); any new write through it is refused as closed.
-   * @throws {StreamClosedError} `streams/closed` when the stream already settled (without `producer`).
+   * writer at its cursor; an expired one is replaced by a new stream; a settled one returns a writer
+   * at its final cursor, so a replayed handler that opens it again goes on (read its state with
+   * {@link status}): every append through that writer is refused as `streams/closed`, and `close`
+   * or `error` are no-ops. With `producer`, a replayed producer's earlier writes are answered as
+   * duplicates (exactly once across replays).
    * @throws {StreamConfigConflictError} `streams/conflict` when a given option differs from the live stream's.
    * @throws {ProducerFencedError} `streams/fenced` when `producer.epoch` is older than the stream has seen.
    * @throws {StreamsArgumentError} `streams/invalid-argument` for a malformed id or option.
@@ -256,11 +257,8 @@ export class Streams implements AlarmPart {
       row = null;
     }
     if (row !== null) {
-      // A producer may be replaying writes it already made, so it still gets a writer: its retries
-      // are answered as duplicates and anything new is refused as closed.
-      if (row.state !== "streaming" && options.producer === undefined) {
-        throw new StreamClosedError(streamId, row.state, row.final_cursor ?? undefined);
-      }
+      // Idempotent on the id, also once settled: a replayed handler or producer gets a writer; its
+      // retries are answered as duplicates and anything new is refused as closed.
       checkConfig(row, options, config);
       const entry = this.#entries.entryFor(row);
       if (options.producer !== undefined) {

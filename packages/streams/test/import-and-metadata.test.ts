@@ -179,7 +179,9 @@ describe("importStream", () => {
         closedAt: t0 + 900,
       });
       expect((await collect(streams.read("old"))).map((c) => c.chunk)).toEqual([["a", "b"], "c"]);
-      expect(codeOf(() => streams.open("old"))).toBe("streams/closed");
+      // Opening it again is idempotent; writing into it is what is refused.
+      expect(streams.open("old").cursor).toBe(2);
+      expect(codeOf(() => streams.open("old").append("more"))).toBe("streams/closed");
     });
   });
 

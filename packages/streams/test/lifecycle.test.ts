@@ -13,7 +13,7 @@ function thrown(fn: () => unknown): unknown {
 }
 
 describe("stream lifecycle", () => {
-  it("reopens a live stream at its cursor and refuses to reopen a settled one; a stale writer cannot append", async () => {
+  it("reopens a live stream at its cursor and a settled one at its final cursor, refusing writes into it; a stale writer cannot append", async () => {
     await inFixture(({ streams }) => {
       const first = streams.open("s");
       first.append("a");
@@ -25,9 +25,16 @@ describe("stream lifecycle", () => {
       expect(first.append("d")).toBe(3);
 
       second.close();
-      const reopen = thrown(() => streams.open("s"));
-      expect(isStreamsError(reopen, "streams/closed")).toBe(true);
-      expect(reopen).toMatchObject({ state: "completed", cursor: 4 });
+      // Opening a settled stream again is idempotent (a replayed handler goes on); writing is refused.
+      const reopen = streams.open("s");
+      expect(reopen).toMatchObject({ created: false, cursor: 4 });
+      expect(thrown(() => reopen.append("late"))).toMatchObject({
+        code: "streams/closed",
+        state: "completed",
+      });
+      expect(reopen.close()).toMatchObject({ settled: false });
+      expect(reopen.error("late")).toMatchObject({ settled: false });
+      expect(streams.status("s")).toMatchObject({ state: "completed", cursor: 4 });
       expect(
         isStreamsError(
           thrown(() => first.append("e")),
