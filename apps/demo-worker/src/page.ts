@@ -73,8 +73,10 @@ export const PAGE_HTML = `<!doctype html>
   </section>
   <section id="chat">
     <h2>Chat turn</h2>
-    <p><code>POST /chat</code> starts a turn answered word by word by a scripted local model;
-    <code>GET /chat/:chatId/stream</code> resumes it after a reload.</p>
+    <p><code>POST /chat</code> starts a turn answered word by word by a scripted local model, as a
+    durable run: the server finishes it even when it restarts with no page open.
+    <code>GET /chat/:chatId/stream</code> resumes it after a reload; a turn that ended while the page
+    was away is shown from <code>GET /chat/:chatId/messages</code>.</p>
     <form id="chat-form">
       <label>message <input id="chat-text" type="text" value="Tell me about durable objects."></label>
       <button id="chat-send" type="submit">Send</button>
@@ -98,6 +100,8 @@ export const PAGE_HTML = `<!doctype html>
         <tr><td><code>GET /programs/:id</code></td><td>an execution's record: <code>state</code>, <code>result</code> / <code>error</code>, <code>interrupt</code> while interrupted, <code>onInterrupt</code>, <code>access</code>, <code>attempt</code>, <code>calls</code>, times; 404 <code>demo/program-not-found</code></td></tr>
         <tr><td><code>POST /chat</code></td><td>the AI SDK chat request: a new turn as a UI message stream</td></tr>
         <tr><td><code>GET /chat/:chatId/stream</code></td><td>the active turn from its start; 204 when none</td></tr>
+        <tr><td><code>POST /chat/:chatId/stop</code></td><td>stops the chat's active turn, from any client</td></tr>
+        <tr><td><code>GET /chat/:chatId/messages</code></td><td>the chat's history: each settled answer once</td></tr>
         <tr><td><code>GET /debug/*</code></td><td>inspection routes, only with <code>DEMO_DEBUG=on</code></td></tr>
       </tbody>
     </table>
@@ -503,9 +507,23 @@ async function resumeChat(chat) {
   setChatState(chat, view, chat.state);
   if (chat.state === "done" || chat.state === "error") return;
   const response = await fetch("/chat/" + encodeURIComponent(chat.chatId) + "/stream");
-  if (response.status === 204) return setChatState(chat, view, "ended while away");
+  if (response.status === 204) return showSettledAnswer(chat, view);
   // A dropped connection leaves the turn to the next page load, which resumes it.
   await readTurn(chat, view, response).catch(() => setChatState(chat, view, "interrupted"));
+}
+
+/**
+ * The turn ended while this page was away (the server finished it, also after a restart): its
+ * answer is in the chat's history, as the AI SDK app would load it.
+ */
+async function showSettledAnswer(chat, view) {
+  const response = await fetch("/chat/" + encodeURIComponent(chat.chatId) + "/messages");
+  const body = response.ok ? await response.json().catch(() => null) : null;
+  const answer = body?.messages?.filter((message) => message.role === "assistant").at(-1);
+  if (!answer) return setChatState(chat, view, "ended while away");
+  chat.text = answer.parts.filter((part) => part.type === "text").map((part) => part.text).join("");
+  view.text.textContent = chat.text;
+  setChatState(chat, view, "done");
 }
 
 // ── Start: everything saved continues where it was ──

@@ -118,6 +118,39 @@ describe("the demo page in headless Chromium under wrangler dev", () => {
     await page.close();
   });
 
+  it("shows a chat turn the server finished after wrangler dev was killed mid-answer, with no page open during the restart", async () => {
+    // One browser profile throughout: the page keeps its chats in localStorage.
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    let page = await context.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    await page.goto(`${dev.url}/`);
+    await page.click("#chat-send");
+    const words = async () =>
+      ((await page.locator(".card.chat .text").first().textContent()) ?? "").split(" ").length;
+    await poll(async () => ((await words()) >= 6 ? true : undefined), 30_000, "the first words");
+    await page.close(); // no page during the restart
+    await dev.kill();
+    dev = await dev.restart();
+    // The object's alarm recovers the turn (2 s) and the model finishes it (about 64 words × 60 ms).
+    await new Promise((resolve) => setTimeout(resolve, 2_000 + 64 * 60 + 2_000));
+    page = await context.newPage();
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    await page.goto(`${dev.url}/`);
+    const card = page.locator(".card.chat").first();
+    await card.locator(".state.done").waitFor({ timeout: 30_000 });
+    const answer = (await card.locator(".text").textContent()) ?? "";
+    expect(answer.startsWith("Durable Objects keep state next to the code that changes it. ")).toBe(
+      true,
+    );
+    expect(answer.endsWith("finished, or with an error chunk.")).toBe(true);
+    expect(answer.split(/\s+/).length).toBe(70);
+    mkdirSync(screenshots, { recursive: true });
+    await page.screenshot({ path: `${screenshots}chat-after-restart.png`, fullPage: true });
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
   it("runs the approval example to its interrupt, and after a reload resumes it from its card to completion, the job started once", async () => {
     const page = await browser.newPage();
     const problems: string[] = [];
