@@ -76,8 +76,8 @@ export class CallBudget {
   /**
    * Checks, before a replay run's call gets a key, that its event window (`bytes` of journal text)
    * fits `maxRequestBytes` and what is left of `maxTotalBytes`, and that fewer than `maxCalls`
-   * calls were refused after getting a key (`refused`): past either, the call is refused without a
-   * key, so nothing of it is journaled.
+   * calls of the run were refused after getting a key (`refused`, replayed ones included): past
+   * either, the call is refused without a key, so nothing of it is journaled.
    * @throws BridgeError `bridge/limit-request-bytes`, `bridge/limit-total-bytes`,
    *   `bridge/limit-calls`.
    */

@@ -37,7 +37,9 @@ export const JOURNAL_FORMAT = 1;
  * so a replay decides access to a journaled object before reviving it (a body without `ro`, from
  * an earlier version, is decided once the object is revived); `b`, the bytes the call was charged
  * toward `maxTotalBytes` (request and response or error), which a replay charges again so that the
- * limit counts across resumes (absent: nothing charged, or written by an earlier version).
+ * limit counts across resumes (absent: nothing charged, or written by an earlier version); `f`,
+ * `1` on the error of a call the bridge refused after keying it, which a replay counts toward the
+ * attempt's refusals as the live run did.
  */
 export interface EntryBody {
   r: unknown;
@@ -46,6 +48,7 @@ export interface EntryBody {
   k?: Record<string, string>;
   ro?: Record<string, string[]>;
   b?: number;
+  f?: 1;
 }
 
 /** What an entry body holds besides its value (see {@link EntryBody}). */
@@ -58,6 +61,8 @@ export interface BodyParts {
   handleKind?: (handle: object) => string;
   reused?: Record<string, string> | undefined;
   readOnly?: Record<string, string[]> | undefined;
+  /** The bridge refused the call after keying it (`f`). */
+  refused?: boolean;
 }
 
 /** The bytes an entry's body says its call was charged (0 when it says nothing sensible). */
@@ -112,7 +117,15 @@ export type ReplayedCall =
    */
   | { kind: "value"; seq: number; at: number; value: unknown; bytes: number }
   /** Recorded with an error: answer it with this record without running. */
-  | { kind: "error"; seq: number; at: number; record: ErrorRecord; bytes: number }
+  | {
+      kind: "error";
+      seq: number;
+      at: number;
+      record: ErrorRecord;
+      bytes: number;
+      /** The bridge refused the call (see {@link EntryBody} `f`). */
+      refused: boolean;
+    }
   /** Recorded as an interrupt that was not resumed: the attempt ends interrupted again. */
   | { kind: "interrupt"; payload: unknown; bytes: number };
 
@@ -127,6 +140,8 @@ export type PlainEntry = JournalCallName & {
   chars: number;
   /** What the call was charged when it ran (see {@link EntryBody}). */
   bytes: number;
+  /** The bridge refused the call after keying it (see {@link EntryBody}). */
+  refused: boolean;
 } & ({ kind: "value"; value: unknown } | { kind: "error"; record: ErrorRecord });
 
 /** What a recorded (or resolved) entry tells the isolate: its order and time. */
@@ -256,6 +271,7 @@ export class RunJournal {
           at: entry.recordedAt,
           chars: entry.payload?.length ?? 0,
           bytes: bytesOf(body),
+          refused: body.f === 1,
         };
         const r = body.r;
         plain.push(
@@ -287,7 +303,8 @@ export class RunJournal {
       case "error": {
         const r = body.r;
         const record = isErrorRecord(r) ? r : toErrorRecord(r);
-        return { kind: "error", seq: entry.seq, at: entry.recordedAt, record, bytes };
+        const refused = body.f === 1;
+        return { kind: "error", seq: entry.seq, at: entry.recordedAt, record, bytes, refused };
       }
       default:
         return { kind: "value", seq: entry.seq, at: entry.recordedAt, value: body.r, bytes };
@@ -388,6 +405,7 @@ export function encodeBody(r: unknown, parts: BodyParts = {}): string {
   if (parts.reused !== undefined) body.k = parts.reused;
   if (parts.readOnly !== undefined) body.ro = parts.readOnly;
   if (parts.bytes !== undefined && parts.bytes > 0) body.b = parts.bytes;
+  if (parts.refused === true) body.f = 1;
   const handleKind = parts.handleKind;
   return encode(
     body,

@@ -105,8 +105,8 @@ const REFUSAL_RECORD_BYTES = 1024;
  * The most journal text (UTF-16 code units) one journaled call of a replay run holds beyond the
  * bytes it is charged toward `maxTotalBytes`: its key, module, method (at most 256) and argument
  * digest, the frame of its body, and a refusal's record ({@link REFUSAL_RECORD_BYTES}). At most
- * `maxCalls` admitted and `maxCalls` refused calls are journaled per attempt, so an attempt's
- * journal grows by at most `maxTotalBytes + 2 × maxCalls × JOURNAL_CALL_OVERHEAD`. What host code
+ * `maxCalls` admitted and `maxCalls` refused calls are journaled in a run (replayed ones count), so
+ * its journal holds at most `maxTotalBytes + 2 × maxCalls × JOURNAL_CALL_OVERHEAD`. What host code
  * puts there (objects' own JSON, method names, interrupt payloads) is the host's and not counted.
  */
 export const JOURNAL_CALL_OVERHEAD = 2048;
@@ -174,8 +174,11 @@ export class Run {
    * The journal entries sent to the isolate to answer itself, not yet reported answered, by seq:
    * the module handle and function each was recorded for.
    */
-  readonly #prefetched = new Map<number, { id: number; method: string; bytes: number }>();
-  /** Calls of a replay run refused after they got a key (journaled refusals), this attempt. */
+  readonly #prefetched = new Map<
+    number,
+    { id: number; method: string; bytes: number; refused: boolean }
+  >();
+  /** Calls of a replay run refused after they got a key (journaled refusals), replayed ones included. */
   #refused = 0;
   /** Rejects the `ctx.interrupt()` promises of a replay run when the attempt ends. */
   readonly #interrupts: Array<(error: unknown) => void> = [];
@@ -500,6 +503,7 @@ export class Run {
         return this.#hold();
       }
       if (replayed.kind === "error") {
+        if (replayed.refused) this.#refused++;
         return journaled(replayed.seq, replayed.at, failure(replayed.record));
       }
       try {
@@ -528,8 +532,9 @@ export class Run {
       call.charged += size;
     } catch (error) {
       // Refused after keying: journaled like any answer, so the same call is refused on replay.
-      // Refusals are counted (past maxCalls of them a call is refused unkeyed, unjournaled) and
-      // their records bounded, so refused calls cannot grow the journal without bound either.
+      // Refusals are counted, replayed ones too (past maxCalls of them a call is refused unkeyed,
+      // unjournaled), and their records bounded, so refused calls cannot grow the journal without
+      // bound either.
       this.#refused++;
       this.#releaseArguments(call);
       if (this.#emitEvent) this.#emit(callLabel(call), call.key, "refused", error, startedAt);
@@ -541,7 +546,7 @@ export class Run {
       return this.#recordAnswer(
         call,
         "error",
-        encodeBody(record, { events: call.events, bytes: call.charged }),
+        encodeBody(record, { events: call.events, bytes: call.charged, refused: true }),
         failure(record),
       );
     }
@@ -590,6 +595,7 @@ export class Run {
         id: module.handleId,
         method: entry.method,
         bytes: entry.bytes,
+        refused: entry.refused,
       });
       out.keys.push(entry.key);
       out.ids.push(module.handleId);
@@ -670,6 +676,7 @@ export class Run {
       }
       this.#prefetched.delete(seq as number);
       this.#budget.admit(sent.bytes);
+      if (sent.refused) this.#refused++;
     }
   }
 

@@ -1,3 +1,4 @@
+import { JournalStore } from "@durablekit/handle-journal";
 import { describe, expect, it } from "vitest";
 import { freshReplay, inReplay, storedCounters } from "./helpers";
 
@@ -122,5 +123,32 @@ describe("replay: limits count across resumes", () => {
     expect(out.first).toBe("interrupted");
     expect(out.done).toMatchObject({ state: "completed", result: "bridge/limit-handles" });
     expect(out.counters).toMatchObject({ creates: 3 });
+  });
+
+  it("counts the refusals a resumed run replays: at most maxCalls refused calls are journaled in a run", async () => {
+    const stub = freshReplay();
+    const out = await inReplay(stub, async (i, state) => {
+      const limits = { maxCalls: 100 };
+      const program = `
+        import { createJob } from "codemode:jobs";
+        import { askRead } from "test:replay";
+        export default async function () {
+          let refused = 0;
+          for (let i = 0; i < 60; i++) await createJob({ name: "n" }).catch(() => refused++);
+          await askRead("go?");
+          for (let i = 0; i < 60; i++) await createJob({ name: "n" }).catch(() => refused++);
+          return refused;
+        }`;
+      const first = await i
+        .create({ limits })
+        .execute(program, undefined, { id: "refusals", access: "read" });
+      const done = await i.create({ limits }).resume("refusals", true);
+      const entries = new JournalStore(state).entries("refusals");
+      return { first: first.state, done, refusals: entries.filter((e) => e.outcome === "error") };
+    });
+    expect(out.first).toBe("interrupted");
+    expect(out.done).toMatchObject({ state: "completed", result: 120 });
+    // 100 refusals journaled, as in a run never interrupted; the last 20 were refused unkeyed.
+    expect(out.refusals).toHaveLength(100);
   });
 });
