@@ -31,8 +31,9 @@ export interface AlarmsOptions {
   maxRetryDelayMs?: number;
   /**
    * Longest a part's `alarm()` may take before the others' wakes are armed without it: past it the
-   * part is reported failed (`compose/part-timeout`) and retried with back-off, and `alarm()`
-   * returns. A part still running from an earlier alarm is not started again. Default 30000.
+   * part is reported failed (`compose/part-timeout`) and backs off, and `alarm()` returns. A part
+   * whose call outlived the bound is not started again until that call settles (each turn until
+   * then is reported failed the same way). Default 30000 (30 s).
    */
   partTimeoutMs?: number;
   /** Clock (epoch ms). Default `Date.now`. */

@@ -1,10 +1,11 @@
 import {
   abortAllDurableObjects,
   env,
+  evictDurableObject,
   runDurableObjectAlarm,
   runInDurableObject,
 } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { Alarms, type AlarmsEvent, isComposeError, requestWake } from "../src/index";
 
 let counter = 0;
@@ -156,9 +157,11 @@ describe("Alarms", () => {
       expect(() => new Alarms(ctx, undefined as never)).toThrow(
         expect.objectContaining({ code: "compose/invalid-argument" }),
       );
-      expect(() => new Alarms(ctx, { parts: [], retryDelayMs: -1 })).toThrow(
-        expect.objectContaining({ code: "compose/invalid-argument" }),
-      );
+      for (const bad of [{ retryDelayMs: -1 }, { maxRetryDelayMs: 0.5 }, { partTimeoutMs: 0 }]) {
+        expect(() => new Alarms(ctx, { parts: [], ...bad })).toThrow(
+          expect.objectContaining({ code: "compose/invalid-argument" }),
+        );
+      }
     });
   });
 });
@@ -168,29 +171,54 @@ function bare() {
   return env.BARE.getByName(`bare-${counter}-${crypto.randomUUID()}`);
 }
 
-/** A part whose alarm never settles (a hung fetch, a lost promise): counts its starts. */
+/** A clock a test moves by hand, passed as `now`: back-off and retry times are read from it. */
+function handClock() {
+  const clock = { at: Date.now(), now: () => clock.at };
+  return clock;
+}
+
+function failuresOf(events: AlarmsEvent[]) {
+  return events.filter((e) => e.type === "alarm:part-failed") as Extract<
+    AlarmsEvent,
+    { type: "alarm:part-failed" }
+  >[];
+}
+
+/** A part whose alarm never settles (a hung fetch, a lost promise) until the test lets it: counts its starts. */
 class HungPart {
   runs = 0;
-  constructor(readonly wakeAt: number) {}
+  #settle: (() => void) | null = null;
+  constructor(readonly wakeAt: number | null) {}
   alarm(): Promise<void> {
     this.runs += 1;
-    return new Promise(() => {});
+    return new Promise((resolve) => {
+      this.#settle = resolve;
+    });
+  }
+  /** Lets the pending call return. */
+  settle(): void {
+    this.#settle?.();
   }
   nextWakeAt(): number | null {
     return this.wakeAt;
   }
 }
 
-/** A part with a fixed wake whose alarm takes `ms`. */
+/** A part with a fixed wake that throws while `failuresLeft` > 0. */
 class SlowPart {
   runs = 0;
+  failuresLeft = 0;
   constructor(
-    readonly wakeAt: number | null,
+    public wakeAt: number | null,
     readonly ms = 0,
   ) {}
   async alarm(): Promise<void> {
     this.runs += 1;
     if (this.ms > 0) await sleep(this.ms);
+    if (this.failuresLeft > 0) {
+      this.failuresLeft -= 1;
+      throw new Error("part failed");
+    }
   }
   nextWakeAt(): number | null {
     return this.wakeAt;
@@ -229,51 +257,190 @@ describe("a failing part backs off", () => {
       expect(await ctx.storage.getAlarm()).toBe(failed[1]?.retryAt);
     });
   });
+
+  it("backs a failing part off 1 s, doubling up to 5 min by default, and from 1 s again after it succeeds", async () => {
+    await runInDurableObject(bare(), async (_, ctx) => {
+      const clock = handClock();
+      const part = new SlowPart(clock.at - 60_000); // overdue the whole time
+      part.failuresLeft = 11;
+      const events: AlarmsEvent[] = [];
+      const alarms = new Alarms(ctx, {
+        parts: [part],
+        now: clock.now,
+        onEvent: (e) => events.push(e),
+      });
+      const delays = [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 256_000];
+      for (const [index, delay] of [...delays, 300_000, 300_000].entries()) {
+        await alarms.alarm();
+        expect(part.runs).toBe(index + 1);
+        expect(failuresOf(events).at(-1)).toMatchObject({
+          failures: index + 1,
+          retryAt: clock.at + delay,
+        });
+        // Its wake is its retry time, not its own overdue one; the alarm is armed there.
+        expect(alarms.nextWakeAt()).toBe(clock.at + delay);
+        expect(await ctx.storage.getAlarm()).toBe(clock.at + delay);
+        // Not run again before its retry time, however overdue its work is.
+        clock.at += delay - 1;
+        await alarms.alarm();
+        expect(part.runs).toBe(index + 1);
+        clock.at += 1;
+      }
+      await alarms.alarm(); // the 12th run succeeds: the back-off is forgotten
+      expect(part.runs).toBe(12);
+      expect(failuresOf(events)).toHaveLength(11);
+      expect(alarms.nextWakeAt()).toBe(part.wakeAt);
+      part.failuresLeft = 1;
+      await alarms.alarm();
+      expect(failuresOf(events).at(-1)).toMatchObject({ failures: 1, retryAt: clock.at + 1_000 });
+    });
+  });
+
+  it("takes the back-off from retryDelayMs and maxRetryDelayMs", async () => {
+    await runInDurableObject(bare(), async (_, ctx) => {
+      const clock = handClock();
+      const part = new SlowPart(clock.at - 1);
+      part.failuresLeft = 4;
+      const events: AlarmsEvent[] = [];
+      const alarms = new Alarms(ctx, {
+        parts: [part],
+        retryDelayMs: 250,
+        maxRetryDelayMs: 600,
+        now: clock.now,
+        onEvent: (e) => events.push(e),
+      });
+      const seen: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        await alarms.alarm();
+        const retryAt = failuresOf(events).at(-1)?.retryAt as number;
+        seen.push(retryAt - clock.at);
+        clock.at = retryAt;
+      }
+      expect(seen).toEqual([250, 500, 600, 600]);
+    });
+  });
+
+  it("does not run a backing-off part when another part's wake fires the alarm earlier", async () => {
+    await runInDurableObject(bare(), async (_, ctx) => {
+      const clock = handClock();
+      const failing = new SlowPart(clock.at - 1);
+      failing.failuresLeft = 5;
+      const other = new SlowPart(clock.at + 400);
+      const events: AlarmsEvent[] = [];
+      const alarms = new Alarms(ctx, {
+        parts: [failing, other],
+        retryDelayMs: 60_000,
+        now: clock.now,
+        onEvent: (e) => events.push(e),
+      });
+      const start = clock.at;
+      await alarms.alarm();
+      expect(failing.runs).toBe(1);
+      // The other part's wake is earlier than the failing part's retry: it wins.
+      expect(await ctx.storage.getAlarm()).toBe(start + 400);
+      clock.at = start + 400;
+      other.wakeAt = null;
+      await alarms.alarm();
+      expect(other.runs).toBe(2);
+      expect(failing.runs).toBe(1); // skipped, its back-off untouched
+      expect(failuresOf(events)).toHaveLength(1);
+      expect(await ctx.storage.getAlarm()).toBe(start + 60_000);
+    });
+  });
 });
 
 describe("a part never stops the others", () => {
   it("arms the other parts' wakes when a part's alarm never settles, and never starts it twice", async () => {
     await runInDurableObject(bare(), async (_, ctx) => {
-      const hung = new HungPart(Date.now() - 1);
-      const other = new SlowPart(Date.now() + 60_000);
+      const clock = handClock();
+      const hung = new HungPart(clock.at - 1);
+      const other = new SlowPart(clock.at + 30_000);
       const events: AlarmsEvent[] = [];
       const alarms = new Alarms(ctx, {
         parts: [hung, other],
         partTimeoutMs: 100,
+        retryDelayMs: 60_000,
+        now: clock.now,
         onEvent: (event) => events.push(event),
       });
-      const before = Date.now();
+      const start = clock.at;
       await alarms.alarm(); // returns although the hung part never settles
       expect(other.runs).toBe(1);
-      const failed = events.find((e) => e.type === "alarm:part-failed");
-      expect(failed).toMatchObject({ part: 0, failures: 1 });
-      expect(isComposeError((failed as { error: unknown }).error, "compose/part-timeout")).toBe(
-        true,
-      );
-      // Armed for the hung part's retry (1 s), the earliest wake; the other part's hour-away wake waits.
-      expect((await ctx.storage.getAlarm()) as number).toBeGreaterThanOrEqual(before + 1_000);
-      await sleep(1_050);
+      const [failed] = failuresOf(events);
+      expect(failed).toMatchObject({ part: 0, failures: 1, retryAt: start + 60_000 });
+      expect(isComposeError(failed?.error, "compose/part-timeout")).toBe(true);
+      expect(failed?.error).toMatchObject({
+        message: expect.stringMatching(/did not settle within 100 ms/),
+      });
+      // The other part's later wake is armed while the hung part is still pending.
+      expect(await ctx.storage.getAlarm()).toBe(start + 30_000);
+      expect(events.at(-1)).toEqual({ type: "alarm:armed", at: start + 30_000 });
+      clock.at = start + 60_000; // the hung part's retry time
       await alarms.alarm();
       expect(hung.runs).toBe(1); // still running: not started a second time
-      expect(events.filter((e) => e.type === "alarm:part-failed").at(-1)).toMatchObject({
-        part: 0,
-        failures: 2,
-      });
       expect(other.runs).toBe(2);
+      const second = failuresOf(events)[1];
+      expect(second).toMatchObject({ part: 0, failures: 2, retryAt: clock.at + 120_000 });
+      expect(isComposeError(second?.error, "compose/part-timeout")).toBe(true);
+      expect(second?.error).toMatchObject({
+        message: expect.stringMatching(/still running from an earlier alarm/),
+      });
     });
   });
 
-  it("lets a part take longer than a small bound by default (30 s)", async () => {
+  it("starts an overrunning part again only after its call settled and its retry time came", async () => {
     await runInDurableObject(bare(), async (_, ctx) => {
-      const slow = new SlowPart(null, 300);
+      const clock = handClock();
+      const hung = new HungPart(clock.at - 1);
       const events: AlarmsEvent[] = [];
-      const alarms = new Alarms(ctx, { parts: [slow], onEvent: (event) => events.push(event) });
+      const alarms = new Alarms(ctx, {
+        parts: [hung],
+        partTimeoutMs: 50,
+        now: clock.now,
+        onEvent: (event) => events.push(event),
+      });
       await alarms.alarm();
-      expect(slow.runs).toBe(1);
-      expect(events.filter((e) => e.type === "alarm:part-failed")).toEqual([]);
-      expect(() => new Alarms(ctx, { parts: [], partTimeoutMs: 0 })).toThrow(
-        expect.objectContaining({ code: "compose/invalid-argument" }),
-      );
+      hung.settle();
+      await sleep(0);
+      await alarms.alarm(); // settled, but still backing off
+      expect(hung.runs).toBe(1);
+      clock.at += 1_000;
+      const again = alarms.alarm();
+      expect(hung.runs).toBe(2);
+      hung.settle();
+      await again;
+      expect(failuresOf(events)).toHaveLength(1); // settled in time: no second failure
+      expect(alarms.nextWakeAt()).toBe(hung.wakeAt); // and its back-off is over
+    });
+  });
+
+  it("bounds a part's alarm() at 30 s by default: waited for 29,999 ms, reported compose/part-timeout at 30,000 ms", async () => {
+    await runInDurableObject(bare(), async (_, ctx) => {
+      const hung = new HungPart(null);
+      const other = new SlowPart(Date.now() + 3_600_000);
+      const events: AlarmsEvent[] = [];
+      const alarms = new Alarms(ctx, { parts: [hung, other], onEvent: (e) => events.push(e) });
+      vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+      try {
+        let returned = false;
+        const run = alarms.alarm().then(() => {
+          returned = true;
+        });
+        await vi.advanceTimersByTimeAsync(29_999);
+        expect(returned).toBe(false);
+        expect(failuresOf(events)).toEqual([]);
+        await vi.advanceTimersByTimeAsync(1);
+        vi.useRealTimers();
+        await run;
+        const [failed] = failuresOf(events);
+        expect(isComposeError(failed?.error, "compose/part-timeout")).toBe(true);
+        expect(failed?.error).toMatchObject({
+          message: expect.stringMatching(/did not settle within 30000 ms/),
+        });
+        expect(await ctx.storage.getAlarm()).toBe(failed?.retryAt);
+      } finally {
+        vi.useRealTimers();
+      }
     });
   });
 });
@@ -291,21 +458,28 @@ describe("one Alarms per object", () => {
         caught = error;
       }
       expect(isComposeError(caught, "compose/conflict")).toBe(true);
-      expect((caught as Error).message).toMatch(/one Alarms/);
+      expect((caught as Error).message).toMatch(/Compose every part in one Alarms/);
       await host.alarms.rearm();
       expect(await ctx.storage.getAlarm()).toBe(soon);
     });
   });
 
-  it("constructs the Alarms of a new instance after the object was evicted", async () => {
+  it("constructs the Alarms of a new instance after the object was evicted or aborted", async () => {
     const name = `evicted-${crypto.randomUUID()}`;
+    const wake = Date.now() + 60_000;
     await runInDurableObject(env.FIXTURE.getByName(name), async (host) => {
-      await host.first.wantWakeAt(Date.now() + 60_000);
+      await host.first.wantWakeAt(wake);
+    });
+    await evictDurableObject(env.FIXTURE.getByName(name));
+    await runInDurableObject(env.FIXTURE.getByName(name), async (host, ctx) => {
+      // A new instance with a new Alarms (the constructor did not throw), over the same alarm.
+      expect(host.alarms.nextWakeAt()).toBeNull();
+      expect(await ctx.storage.getAlarm()).toBe(wake);
     });
     await abortAllDurableObjects();
-    const again = env.FIXTURE.getByName(name);
-    await runInDurableObject(again, async (host) => {
-      expect(host.alarms.nextWakeAt()).toBeNull(); // a new instance, a new Alarms: constructed fine
+    await runInDurableObject(env.FIXTURE.getByName(name), async (host, ctx) => {
+      expect(host.alarms.nextWakeAt()).toBeNull();
+      expect(await ctx.storage.getAlarm()).toBe(wake);
     });
   });
 });
