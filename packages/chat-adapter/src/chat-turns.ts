@@ -8,7 +8,7 @@ import {
   turnStreamId,
 } from "./chat-ids";
 import { ChatTurn, type TurnSettings } from "./chat-turn";
-import { ChatArgumentError } from "./errors";
+import { ChatArgumentError, ChatError } from "./errors";
 import { LegacyChatTables } from "./legacy";
 import { TurnReplay } from "./turn-replay";
 import type {
@@ -159,6 +159,7 @@ export class ChatTurns {
    * first as failed (`error` chunk "superseded by a new turn"), so a chat has one active turn. With
    * `reclaimOnNextTurn`, the chat's turns that had already ended are deleted first.
    * @throws {ChatError} `chat/invalid-argument` for a malformed chat id, turn id or message id.
+   * @throws {ChatError} `chat/conflict` for a turn id already used (nothing is written).
    */
   startTurn(chatId: string, options: StartTurnOptions = {}): ChatTurn {
     assertChatId(chatId);
@@ -169,7 +170,6 @@ export class ChatTurns {
     const messageId = assertId("messageId", options.messageId ?? crypto.randomUUID(), chatId);
     if (this.#reclaimOnNextTurn) this.#reclaimEnded(chatId);
     const previous = this.activeTurn(chatId);
-    if (previous !== null) this.#endTurn(previous, "The turn was superseded by a new turn.");
     const metadata: TurnMetadata = { dkChat: 1, chatId, messageId };
     const writer = this.#streams.open(turnStreamId(turnId), {
       tag: chatTag(chatId),
@@ -177,6 +177,15 @@ export class ChatTurns {
       ttlMs: this.#abandonedRetentionMs,
       settledTtlMs: this.#settledRetentionMs,
     });
+    // A turn id names one turn: a stream already there (live or settled) is never written again.
+    if (!writer.created) {
+      throw new ChatError(
+        "chat/conflict",
+        `The turn id "${turnId}" is already used by a turn of this object; start the turn with a new id.`,
+        { chatId },
+      );
+    }
+    if (previous !== null) this.#endTurn(previous, "The turn was superseded by a new turn.");
     const turn = new ChatTurn(chatId, turnId, messageId, writer, this.#settings);
     this.#live.set(turnId, turn);
     this.#liveByChat.set(chatId, turn);

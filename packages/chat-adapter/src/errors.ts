@@ -6,11 +6,16 @@ import { DurableKitError, isErrorOf } from "@durablekit/compose";
  *
  * - `chat/invalid-argument`: an argument or option is malformed (an empty chat id, a chunk without
  *   a string `type`, a non-positive `…Ms`); nothing was done.
- * - `chat/closed`: a write or settle reached a turn that already finished, failed or was replaced.
+ * - `chat/conflict`: `startTurn` with a turn id already used by a turn of the object.
+ * - `chat/closed`: a write reached a turn that already finished, failed, stopped or was replaced.
  * - `chat/storage`: the turn's stream refused a flush (it was deleted or expired under the turn);
  *   the turn is over. Retryable only in the sense that a new turn may be started.
  */
-export type ChatErrorCode = "chat/invalid-argument" | "chat/closed" | "chat/storage";
+export type ChatErrorCode =
+  | "chat/invalid-argument"
+  | "chat/conflict"
+  | "chat/closed"
+  | "chat/storage";
 
 /**
  * Base class of every error thrown by `@durablekit/chat-adapter` (a `DurableKitError` of

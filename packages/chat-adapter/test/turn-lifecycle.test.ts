@@ -470,3 +470,17 @@ describe("resume edges", () => {
     });
   });
 });
+
+describe("turn ids", () => {
+  it("refuses a turn id already used, live or ended, with chat/conflict and writes nothing", async () => {
+    await inFixture(async ({ chat, streams }) => {
+      const first = chat.startTurn("ids", { turnId: "t-1", messageId: "m-1" });
+      expect(codeOf(() => chat.startTurn("ids", { turnId: "t-1" }))).toBe("chat/conflict");
+      expect(first.streaming).toBe(true); // the live turn was not superseded by the refused one
+      first.finish();
+      expect(codeOf(() => chat.startTurn("ids", { turnId: "t-1" }))).toBe("chat/conflict");
+      expect(streams.status("dk-chat/t-1")).toMatchObject({ state: "completed" });
+      expect(chat.activeTurn("ids")).toBeNull();
+    });
+  });
+});
