@@ -1,5 +1,8 @@
 import type { ExecutionState } from "./execution";
 
+/** How a bridge call ended: it ran (`ok` or `error`) or was refused before running (`refused`). */
+export type BridgeCallOutcome = "ok" | "error" | "refused";
+
 /** One bridge call ended: it ran (`ok` or `error`) or was refused before running (`refused`). */
 export interface BridgeCallEvent {
   type: "bridge:call";
@@ -9,7 +12,7 @@ export interface BridgeCallEvent {
   key?: string;
   /** What was called: `"codemode:jobs.createJob"`, `"codemode:jobs#Run.wait"`. */
   label: string;
-  outcome: "ok" | "error" | "refused";
+  outcome: BridgeCallOutcome;
   /** The error's `code`, when it had one. */
   code?: string;
   /** Milliseconds from arrival to answer. */

@@ -13,7 +13,12 @@ export {
   type BridgeErrorOptions,
   isBridgeError,
 } from "./errors";
-export type { BridgeCallEvent, BridgeEvent, BridgeExecutionEvent } from "./events";
+export type {
+  BridgeCallEvent,
+  BridgeCallOutcome,
+  BridgeEvent,
+  BridgeExecutionEvent,
+} from "./events";
 export type {
   Execution,
   ExecutionError,
