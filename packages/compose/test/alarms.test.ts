@@ -187,17 +187,17 @@ function failuresOf(events: AlarmsEvent[]) {
 /** A part whose alarm never settles (a hung fetch, a lost promise) until the test lets it: counts its starts. */
 class HungPart {
   runs = 0;
-  #settle: (() => void) | null = null;
+  readonly #pending: (() => void)[] = [];
   constructor(readonly wakeAt: number | null) {}
   alarm(): Promise<void> {
     this.runs += 1;
     return new Promise((resolve) => {
-      this.#settle = resolve;
+      this.#pending.push(resolve);
     });
   }
-  /** Lets the pending call return. */
+  /** Lets every pending call return. */
   settle(): void {
-    this.#settle?.();
+    for (const resolve of this.#pending.splice(0)) resolve();
   }
   nextWakeAt(): number | null {
     return this.wakeAt;
@@ -411,6 +411,25 @@ describe("a part never stops the others", () => {
       await again;
       expect(failuresOf(events)).toHaveLength(1); // settled in time: no second failure
       expect(alarms.nextWakeAt()).toBe(hung.wakeAt); // and its back-off is over
+    });
+  });
+
+  it("runs a part again when an alarm overlaps one whose call is still within its bound (tasks extend live claims that way)", async () => {
+    await runInDurableObject(bare(), async (_, ctx) => {
+      const slow = new HungPart(Date.now() + 60_000);
+      const events: AlarmsEvent[] = [];
+      const alarms = new Alarms(ctx, { parts: [slow], onEvent: (e) => events.push(e) });
+      let firstDone = false;
+      const first = alarms.alarm().then(() => {
+        firstDone = true;
+      });
+      const second = alarms.alarm();
+      expect(slow.runs).toBe(2);
+      slow.settle();
+      await Promise.all([first, second]);
+      expect(firstDone).toBe(true);
+      expect(failuresOf(events)).toEqual([]);
+      expect(await ctx.storage.getAlarm()).toBe(slow.wakeAt);
     });
   });
 
