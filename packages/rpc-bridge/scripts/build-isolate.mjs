@@ -1,6 +1,7 @@
 // Bundles the isolate runtime (src/isolate/runtime.ts) and runner (src/isolate/runner.ts) into the
 // module texts the Worker Loader isolate gets, written to src/isolate-bundle.generated.ts. Run by
-// the package's build, typecheck and test scripts before their main command.
+// the package's build, typecheck and test scripts before their main command; with `--check` it
+// writes nothing and exits 1 when the committed file differs (what CI runs first).
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -50,4 +51,13 @@ export const RUNTIME_SOURCE: string = ${JSON.stringify(runtime)};
 /** The isolate's main module: src/isolate/runner.ts bundled. */
 export const RUNNER_SOURCE: string = ${JSON.stringify(runner)};
 `;
-if (!existsSync(outFile) || readFileSync(outFile, "utf8") !== text) writeFileSync(outFile, text);
+const current = existsSync(outFile) ? readFileSync(outFile, "utf8") : null;
+if (process.argv.includes("--check")) {
+  // CI runs this before anything regenerates the file: a stale committed copy fails the run.
+  if (current !== text) {
+    console.error(
+      "src/isolate-bundle.generated.ts is stale: it is not what src/isolate/ bundles to today. Run `node scripts/build-isolate.mjs` in packages/rpc-bridge and commit the file.",
+    );
+    process.exit(1);
+  }
+} else if (current !== text) writeFileSync(outFile, text);
