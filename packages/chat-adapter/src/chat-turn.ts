@@ -205,20 +205,7 @@ export class ChatTurn {
   fail(errorText: string): void {
     if (this.#state !== "streaming") return;
     const text = typeof errorText === "string" && errorText !== "" ? errorText : "The turn failed.";
-    try {
-      if (!this.#started) {
-        this.#started = true;
-        const start = { type: "start", messageId: this.messageId };
-        this.#accept(start, JSON.stringify(start));
-      }
-      const chunk = { type: "error", errorText: text };
-      this.#accept(chunk, JSON.stringify(chunk));
-      if (this.#state !== "streaming") return;
-      this.#settle("failed", text);
-    } catch (error) {
-      // A refused write already ended the turn loudly (#broken); anything else is a defect.
-      if (!(error instanceof ChatError && error.code === "chat/storage")) throw error;
-    }
+    this.#endWith({ type: "error", errorText: text }, "failed", text);
   }
 
   /**
@@ -231,18 +218,7 @@ export class ChatTurn {
     if (this.#state !== "streaming") return;
     const chunk: UIMessageChunk =
       typeof reason === "string" && reason !== "" ? { type: "abort", reason } : { type: "abort" };
-    try {
-      if (!this.#started) {
-        this.#started = true;
-        const start = { type: "start", messageId: this.messageId };
-        this.#accept(start, JSON.stringify(start));
-      }
-      this.#accept(chunk, JSON.stringify(chunk));
-      if (this.#state !== "streaming") return;
-      this.#settle("stopped", null);
-    } catch (error) {
-      if (!(error instanceof ChatError && error.code === "chat/storage")) throw error;
-    }
+    this.#endWith(chunk, "stopped", null);
   }
 
   /** The turn's chunks from now on, as they are written, ending with the turn. */
@@ -337,6 +313,26 @@ export class ChatTurn {
   }
 
   // ── Ending ──
+
+  /**
+   * Ends a streaming turn with its last chunk (after its `start`, when nothing was written yet),
+   * stored with the settlement. Never throws for a refused write: that already ended the turn
+   * loudly (#broken); anything else is a defect.
+   */
+  #endWith(last: UIMessageChunk, how: "failed" | "stopped", errorText: string | null): void {
+    try {
+      if (!this.#started) {
+        this.#started = true;
+        const start = { type: "start", messageId: this.messageId };
+        this.#accept(start, JSON.stringify(start));
+      }
+      this.#accept(last, JSON.stringify(last));
+      if (this.#state !== "streaming") return;
+      this.#settle(how, errorText);
+    } catch (error) {
+      if (!(error instanceof ChatError && error.code === "chat/storage")) throw error;
+    }
+  }
 
   #settle(how: "finished" | "failed" | "stopped", errorText: string | null): void {
     this.#clearTimer();
