@@ -51,4 +51,5 @@ export {
 } from "./journal-store";
 export { encodeError, replayOutcome } from "./outcome";
 export { Replayer, type ReplayStep } from "./replayer";
+export { splitText } from "./split-text";
 export { isUnsafeToRepeat, unsafeToRepeat } from "./unsafe";

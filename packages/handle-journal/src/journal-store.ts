@@ -8,6 +8,7 @@ import {
   type OutcomeKind,
 } from "./journal-entry";
 import type { JournalPort, JournalRecorded } from "./journal-port";
+import { splitText } from "./split-text";
 
 /** Events a {@link JournalStore} emits through `onEvent`. */
 export type JournalEvent =
@@ -121,20 +122,6 @@ type Row = [
   number,
   string | null,
 ];
-
-/** Splits at most `size` code units at a time, never between the halves of a surrogate pair. */
-function split(text: string, size: number): string[] {
-  const parts: string[] = [];
-  let at = 0;
-  while (at < text.length) {
-    let end = Math.min(at + size, text.length);
-    const last = text.charCodeAt(end - 1);
-    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
-    parts.push(text.slice(at, end));
-    at = end;
-  }
-  return parts;
-}
 
 function isUniqueViolation(error: unknown): boolean {
   return error instanceof Error && /UNIQUE constraint failed|PRIMARY KEY/i.test(error.message);
@@ -354,7 +341,7 @@ export class JournalStore implements JournalPort {
   /** The chunks of a payload too long for one row, or `undefined` when it fits. */
   #split(payload: string | null): string[] | undefined {
     return payload !== null && payload.length > this.#chunkUnits
-      ? split(payload, this.#chunkUnits)
+      ? splitText(payload, this.#chunkUnits)
       : undefined;
   }
 

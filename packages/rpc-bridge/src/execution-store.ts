@@ -4,6 +4,7 @@ import {
   DEFAULT_MAX_CHUNK_BYTES,
   decode,
   type ErrorRecord,
+  splitText,
 } from "@durablekit/handle-journal";
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 import { BridgeError } from "./errors";
@@ -74,19 +75,6 @@ type LongField = keyof typeof LONG_FIELDS;
  * `DEFAULT_MAX_CHUNK_BYTES` (1.5 MB), under SQLite's 2 MB row limit.
  */
 const CHUNK_UNITS = Math.floor(DEFAULT_MAX_CHUNK_BYTES / 3);
-
-/** The chunks of `text`, cut at code-unit boundaries that never split a surrogate pair. */
-function split(text: string): string[] {
-  const parts: string[] = [];
-  for (let at = 0; at < text.length; ) {
-    let end = Math.min(at + CHUNK_UNITS, text.length);
-    const last = text.charCodeAt(end - 1);
-    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
-    parts.push(text.slice(at, end));
-    at = end;
-  }
-  return parts;
-}
 
 /** Version of the `dk_bridge_*` tables; a newer stored version is refused rather than misread. */
 export const SCHEMA_VERSION = SCHEMA_STEPS.length;
@@ -213,7 +201,7 @@ export class ExecutionStore {
       }
       out.values[field] = "";
       out.bits |= LONG_FIELDS[field];
-      out.parts.push([field, split(text)]);
+      out.parts.push([field, splitText(text, CHUNK_UNITS)]);
     }
     return out;
   }
