@@ -372,8 +372,13 @@ function renderProgram(view) {
   view.state.textContent = state;
   view.state.dataset.state = state;
   view.result.textContent = JSON.stringify(answer, null, 2);
+  // The same interrupt read again (a reload's refresh) keeps its form: what the user typed and
+  // the form's last note stay. A different interrupt, or none, replaces it.
+  const shown = state === "interrupted" && answer.interrupt ? answer.interrupt.key + "#" + answer.interrupt.callId : null;
+  if (shown !== null && shown === view.shownInterrupt) return;
+  view.shownInterrupt = shown;
   view.interrupt.replaceChildren();
-  if (state === "interrupted" && answer.interrupt) view.interrupt.append(...resumeForm(view, answer.interrupt));
+  if (shown !== null) view.interrupt.append(...resumeForm(view, answer.interrupt));
 }
 
 /** The interrupt's payload and a form that answers it: POST /programs/:id/resume with { value }. */
