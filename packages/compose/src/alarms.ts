@@ -1,5 +1,6 @@
 import { ComposeError } from "./errors";
 import { createEmitter } from "./events";
+import { createOptionChecks } from "./options";
 import { type AlarmPart, isAlarmPart } from "./part";
 import { AlarmSlot } from "./wake";
 
@@ -42,16 +43,9 @@ export interface AlarmsOptions {
   onEvent?: (event: AlarmsEvent) => void;
 }
 
-function checkDelay(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new ComposeError(
-      "compose/invalid-argument",
-      `${name} must be a positive integer of milliseconds; got ${String(value)}.`,
-    );
-  }
-  return value;
-}
+const check = createOptionChecks(
+  (message) => new ComposeError("compose/invalid-argument", message),
+);
 
 /**
  * One alarm, many parts, never pushed later. A host constructs it over its parts and calls
@@ -91,6 +85,7 @@ export class Alarms implements AlarmPart {
    * @throws {ComposeError} `compose/conflict` when the object already has an `Alarms`: compose every part in one.
    */
   constructor(ctx: DurableObjectState, options: AlarmsOptions) {
+    check.ctx(ctx, "new Alarms(ctx, { parts })");
     if (!Array.isArray(options?.parts)) {
       throw new ComposeError(
         "compose/invalid-argument",
@@ -105,9 +100,13 @@ export class Alarms implements AlarmPart {
         );
       }
     });
-    const retryDelayMs = checkDelay("retryDelayMs", options.retryDelayMs, 1000);
-    const maxRetryDelayMs = checkDelay("maxRetryDelayMs", options.maxRetryDelayMs, 300_000);
-    const partTimeoutMs = checkDelay("partTimeoutMs", options.partTimeoutMs, 30_000);
+    const retryDelayMs = check.ms(options.retryDelayMs, "retryDelayMs", 1000, { min: 1 });
+    const maxRetryDelayMs = check.ms(options.maxRetryDelayMs, "maxRetryDelayMs", 300_000, {
+      min: 1,
+    });
+    const partTimeoutMs = check.ms(options.partTimeoutMs, "partTimeoutMs", 30_000, { min: 1 });
+    check.callback(options.now, "now");
+    check.callback(options.onEvent, "onEvent");
     this.#slot = AlarmSlot.of(ctx.storage);
     this.#slot.claim(this);
     this.#parts = [...options.parts];

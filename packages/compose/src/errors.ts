@@ -53,6 +53,41 @@ export type CommonErrorWord =
   | "storage";
 
 /**
+ * An own word of a package is one that restates no shared word: not a {@link CommonErrorWord}, not
+ * one with a shared word at its start or end (`module-not-found`, `replay-diverged`), and not a
+ * byte limit of its own (`limit-result-bytes`: a value over a `max…Bytes` limit is `too-large`).
+ * Resolves to `never` for a word that restates one.
+ */
+export type OwnErrorWord<Word> = Word extends string
+  ? Word extends
+      | CommonErrorWord
+      | `${string}-${CommonErrorWord}`
+      | `${CommonErrorWord}-${string}`
+      | `${string}-bytes`
+    ? never
+    : Word
+  : never;
+
+/**
+ * A package's error code union, typed from the shared words so drift is a compile error:
+ * `ErrorCodeOf<"tasks", "invalid-argument" | "not-found", "step-timeout">` is
+ * `"tasks/invalid-argument" | "tasks/not-found" | "tasks/step-timeout"`. `Shared` must be shared
+ * words; an `Own` word that restates one (see {@link OwnErrorWord}) makes the union an object
+ * type that no code string, and no `DurableKitError` subclass, accepts.
+ *
+ * @typeParam Package - the package's code prefix (`tasks`, `streams`, `bridge`, …).
+ * @typeParam Shared - the {@link CommonErrorWord}s the package uses.
+ * @typeParam Own - the package's own words, for ideas no shared word names.
+ */
+export type ErrorCodeOf<
+  Package extends string,
+  Shared extends CommonErrorWord,
+  Own extends string = never,
+> = [Own] extends [OwnErrorWord<Own>]
+  ? `${Package}/${Shared | Own}`
+  : { readonly "own words that restate a shared word": Exclude<Own, OwnErrorWord<Own>> };
+
+/**
  * True when `value` is an instance of `base` (a package's error base class), optionally with the
  * given code. Each package's `isXError(e, code?)` is this with its own base.
  */
@@ -81,11 +116,11 @@ export function isDurableKitError(value: unknown, code?: string): value is Durab
  * - `compose/part-timeout`: a part's `alarm()` did not settle within `partTimeoutMs`; reported in
  *   `alarm:part-failed`, never thrown to the host.
  */
-export type ComposeErrorCode =
-  | "compose/invalid-argument"
-  | "compose/schema-too-new"
-  | "compose/conflict"
-  | "compose/part-timeout";
+export type ComposeErrorCode = ErrorCodeOf<
+  "compose",
+  "invalid-argument" | "schema-too-new" | "conflict",
+  "part-timeout"
+>;
 
 /** Base class of every error `@durablekit/compose` throws. Only `compose/part-timeout` is retryable. */
 export class ComposeError extends DurableKitError<ComposeErrorCode> {

@@ -4,12 +4,21 @@ export {
   ComposeError,
   type ComposeErrorCode,
   DurableKitError,
+  type ErrorCodeOf,
   isComposeError,
   isDurableKitError,
   isErrorOf,
+  type OwnErrorWord,
 } from "./errors";
 export { createEmitter } from "./events";
 export { isWellFormedName } from "./names";
+export {
+  type ArgumentErrorFactory,
+  createOptionChecks,
+  describeValue,
+  type OptionChecks,
+  type OptionRange,
+} from "./options";
 export { type AlarmPart, isAlarmPart } from "./part";
 export { migrateSchema, type SchemaOptions, type SchemaStep } from "./schema";
 export { requestWake } from "./wake";

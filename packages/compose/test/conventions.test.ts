@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import {
   ComposeError,
   createEmitter,
+  createOptionChecks,
   DurableKitError,
   isDurableKitError,
   isErrorOf,
@@ -9,8 +10,8 @@ import {
 } from "../src/index";
 
 class DemoError extends DurableKitError<"demo/invalid-argument" | "demo/storage"> {
-  constructor(code: "demo/invalid-argument" | "demo/storage") {
-    super(code, "demo", { retryable: code === "demo/storage", cause: "why" });
+  constructor(code: "demo/invalid-argument" | "demo/storage", message = "demo") {
+    super(code, message, { retryable: code === "demo/storage", cause: "why" });
     this.name = "DemoError";
   }
 }
@@ -55,5 +56,61 @@ describe("isWellFormedName", () => {
     expect(isWellFormedName("a\uD800b", 256)).toBe(false);
     expect(isWellFormedName("\uDC00", 256)).toBe(false);
     expect(isWellFormedName("end\uD83D", 256)).toBe(false);
+  });
+});
+
+describe("createOptionChecks", () => {
+  const check = createOptionChecks((message) => new DemoError("demo/invalid-argument", message));
+  const refuses = (run: () => unknown, words: string) => {
+    let thrown: unknown;
+    try {
+      run();
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(DemoError);
+    expect(thrown).toMatchObject({ code: "demo/invalid-argument" });
+    expect((thrown as Error).message).toContain(words);
+  };
+
+  it("refuses a ctx that is not a SQLite-backed object's state, showing the call", () => {
+    for (const bad of [undefined, null, 42, {}, { storage: {} }, { storage: { sql: {} } }]) {
+      refuses(
+        () => check.ctx(bad, "new Demo(ctx)"),
+        "new Demo(ctx) takes the Durable Object's state",
+      );
+    }
+    const ctx = { storage: { sql: { exec: () => {} } } };
+    expect(check.ctx(ctx, "new Demo(ctx)")).toBe(ctx);
+  });
+
+  it("answers an absent options bag with {} and refuses one that is not an object", () => {
+    expect(check.options(undefined, "Demo options")).toEqual({});
+    for (const bad of [null, 42, "x", [1]]) {
+      refuses(
+        () => check.options(bad as never, "Demo options"),
+        "Demo options must be an options object",
+      );
+    }
+  });
+
+  it("checks callbacks, durations, counts, flags and words, answering the default when absent", () => {
+    expect(check.callback(undefined, "now")).toBeUndefined();
+    refuses(() => check.callback(42 as never, "now"), "now must be a function; got 42");
+    expect(check.ms(undefined, "waitMs", 7)).toBe(7);
+    expect(check.ms(12.9, "waitMs", 7)).toBe(12);
+    refuses(() => check.ms(-1, "waitMs", 7), "waitMs must be a duration of at least 0");
+    refuses(() => check.ms(Number.NaN, "waitMs", 7), "waitMs must be a number of milliseconds");
+    refuses(() => check.ms("5", "waitMs", 7), 'got "5"');
+    refuses(() => check.ms(0, "waitMs", 7, { min: 1 }), "at least 1");
+    refuses(() => check.ms(11, "waitMs", 7, { max: 10 }), "at most 10; got 11");
+    expect(check.count(undefined, "maxThings", 3)).toBe(3);
+    refuses(() => check.count(0, "maxThings", 3), "maxThings must be an integer of at least 1");
+    refuses(() => check.count(1.5, "maxThings", 3), "maxThings must be an integer; got 1.5");
+    expect(check.flag(undefined, "keep", true)).toBe(true);
+    refuses(() => check.flag("yes", "keep", true), 'keep must be true or false; got "yes"');
+    expect(check.oneOf(undefined, "mode", ["a", "b"], "a")).toBe("a");
+    expect(check.oneOf("b", "mode", ["a", "b"], "a")).toBe("b");
+    refuses(() => check.oneOf("c", "mode", ["a", "b"], "a"), 'mode must be "a" or "b"; got "c"');
   });
 });
