@@ -1,4 +1,4 @@
-import type { UIMessageChunk } from "@durablekit/chat-adapter";
+import type { ChatUIMessageChunk } from "@durablekit/chat-adapter";
 import { readUIMessageStream, type UIMessage } from "ai";
 
 /** Most messages a chat's history keeps (the oldest beyond are not stored). */
@@ -32,7 +32,7 @@ export class ChatHistory {
    * Remembers a settled turn's assistant message, assembled from its stored chunks the way the AI
    * SDK client assembles it. Idempotent by message id, so a replayed step stores it once.
    */
-  async rememberTurn(chunks: readonly UIMessageChunk[]): Promise<UIMessage | null> {
+  async rememberTurn(chunks: readonly ChatUIMessageChunk[]): Promise<UIMessage | null> {
     const stream = new ReadableStream({
       start(controller) {
         for (const chunk of chunks) controller.enqueue(chunk);

@@ -3,8 +3,8 @@ import {
   type ChatTurnEvidence,
   ChatTurns,
   type ChatTurnTaskInput,
+  type ChatUIMessageChunk,
   chatTurnTask,
-  type UIMessageChunk,
 } from "@durablekit/chat-adapter";
 import { Alarms } from "@durablekit/compose";
 import { Streams } from "@durablekit/streams";
@@ -38,7 +38,7 @@ export class ScriptedModel {
   }
 
   /** The chunks of the whole answer, in order (without the adapter's `start`). */
-  chunks(): UIMessageChunk[] {
+  chunks(): ChatUIMessageChunk[] {
     return [
       { type: "text-start", id: "text-1" },
       ...this.#tokens.map((delta) => ({ type: "text-delta", id: "text-1", delta })),
@@ -54,11 +54,11 @@ export class ScriptedModel {
   async *answer(
     signal: AbortSignal,
     continueFrom: ChatTurnEvidence | null,
-  ): AsyncGenerator<UIMessageChunk> {
+  ): AsyncGenerator<ChatUIMessageChunk> {
     const chunks = this.chunks();
     const from = continueFrom?.chunks.filter((chunk) => chunk.type !== "start").length ?? 0;
     for (let index = from; index < chunks.length; index++) {
-      const chunk = chunks[index] as UIMessageChunk;
+      const chunk = chunks[index] as ChatUIMessageChunk;
       if (chunk.type === "text-delta") await sleep(this.#delayMs);
       if (signal.aborted) return;
       yield chunk;

@@ -1,9 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
 import { Alarms } from "@durablekit/compose";
 import {
+  type DurableStreamsForkExportRequest,
   DurableStreamsHandler,
   type DurableStreamsPeer,
-  type ForkExportRequest,
 } from "@durablekit/sse";
 import { Streams } from "@durablekit/streams";
 import type { Env } from "./env";
@@ -44,7 +44,7 @@ export class ProtocolStream extends DurableObject<Env> {
   }
 
   /** Peer call from a fork's object: a reference on this stream and the data the fork inherits. */
-  exportFork(sourceId: string, request: ForkExportRequest) {
+  exportFork(sourceId: string, request: DurableStreamsForkExportRequest) {
     return this.protocol.exportFork(sourceId, request);
   }
 

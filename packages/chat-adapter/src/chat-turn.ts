@@ -1,6 +1,6 @@
 import type { StreamJson, StreamWriter } from "@durablekit/streams";
 import { ChatArgumentError, ChatError, ChatTurnClosedError } from "./errors";
-import type { ChatEvent, UIMessageChunk } from "./types";
+import type { ChatEvent, ChatUIMessageChunk } from "./types";
 import { utf8Length } from "./utf8";
 
 /**
@@ -20,8 +20,8 @@ export interface TurnSettings {
 }
 
 /** A listener of a turn's chunks as they are written (the POST response). */
-class LiveTap implements AsyncIterable<UIMessageChunk> {
-  readonly #queue: UIMessageChunk[] = [];
+class LiveTap implements AsyncIterable<ChatUIMessageChunk> {
+  readonly #queue: ChatUIMessageChunk[] = [];
   #ended = false;
   #wake: (() => void) | null = null;
   readonly #detach: (tap: LiveTap) => void;
@@ -30,7 +30,7 @@ class LiveTap implements AsyncIterable<UIMessageChunk> {
     this.#detach = detach;
   }
 
-  push(chunk: UIMessageChunk): void {
+  push(chunk: ChatUIMessageChunk): void {
     this.#queue.push(chunk);
     this.#wake?.();
   }
@@ -47,12 +47,12 @@ class LiveTap implements AsyncIterable<UIMessageChunk> {
     this.end();
   }
 
-  async *[Symbol.asyncIterator](): AsyncGenerator<UIMessageChunk> {
+  async *[Symbol.asyncIterator](): AsyncGenerator<ChatUIMessageChunk> {
     for await (const batch of this.batches()) yield* batch;
   }
 
   /** Everything queued since the last batch, as one array, until the turn ends. */
-  async *batches(): AsyncGenerator<UIMessageChunk[]> {
+  async *batches(): AsyncGenerator<ChatUIMessageChunk[]> {
     try {
       while (true) {
         if (this.#queue.length > 0) {
@@ -88,7 +88,7 @@ export class ChatTurn {
   readonly messageId: string;
   readonly #writer: StreamWriter;
   readonly #settings: TurnSettings;
-  #segment: UIMessageChunk[] = [];
+  #segment: ChatUIMessageChunk[] = [];
   /** JSON length of `#segment` as an array: `[` + items joined by `,` + `]`. */
   #segmentBytes = 2;
   #timer: ReturnType<typeof setTimeout> | null = null;
@@ -154,7 +154,7 @@ export class ChatTurn {
    * reported as `chat:flush-failed`); `chat/storage` when this write's flush failed (the turn is
    * then over, ended with an `error` chunk).
    */
-  write(chunk: UIMessageChunk): void {
+  write(chunk: ChatUIMessageChunk): void {
     this.#assertStreaming();
     if (chunk === null || typeof chunk !== "object" || typeof chunk.type !== "string") {
       throw new ChatArgumentError(
@@ -181,7 +181,7 @@ export class ChatTurn {
       const start = { type: "start", messageId: this.messageId };
       this.#accept(start, JSON.stringify(start));
     }
-    this.#accept(JSON.parse(json) as UIMessageChunk, json);
+    this.#accept(JSON.parse(json) as ChatUIMessageChunk, json);
   }
 
   /**
@@ -216,13 +216,13 @@ export class ChatTurn {
    */
   stop(reason?: string): void {
     if (this.#state !== "streaming") return;
-    const chunk: UIMessageChunk =
+    const chunk: ChatUIMessageChunk =
       typeof reason === "string" && reason !== "" ? { type: "abort", reason } : { type: "abort" };
     this.#endWith(chunk, "stopped", null);
   }
 
   /** The turn's chunks from now on, as they are written, ending with the turn. */
-  live(): AsyncIterable<UIMessageChunk> {
+  live(): AsyncIterable<ChatUIMessageChunk> {
     return this.#tap();
   }
 
@@ -230,7 +230,7 @@ export class ChatTurn {
    * @internal {@link live} in batches: what the POST response sends, one buffer per batch. `close`
    * detaches it at once (the client went away), so nothing more is queued for it.
    */
-  liveBatches(): AsyncIterable<UIMessageChunk[]> & { close(): void } {
+  liveBatches(): AsyncIterable<ChatUIMessageChunk[]> & { close(): void } {
     const tap = this.#tap();
     return { [Symbol.asyncIterator]: () => tap.batches(), close: () => tap.close() };
   }
@@ -268,7 +268,7 @@ export class ChatTurn {
 
   // ── Packing ──
 
-  #accept(chunk: UIMessageChunk, json: string): void {
+  #accept(chunk: ChatUIMessageChunk, json: string): void {
     for (const tap of this.#taps) tap.push(chunk);
     const bytes = utf8Length(json);
     const { maxSegmentBytes, maxSegmentChunks, maxFlushDelayMs } = this.#settings;
@@ -319,7 +319,7 @@ export class ChatTurn {
    * stored with the settlement. Never throws for a refused write: that already ended the turn
    * loudly (#broken); anything else is a defect.
    */
-  #endWith(last: UIMessageChunk, how: "failed" | "stopped", errorText: string | null): void {
+  #endWith(last: ChatUIMessageChunk, how: "failed" | "stopped", errorText: string | null): void {
     try {
       if (!this.#started) {
         this.#started = true;
@@ -370,7 +370,7 @@ export class ChatTurn {
       turnId: this.turnId,
       error,
     });
-    const chunk: UIMessageChunk = { type: "error", errorText: NOT_STORED_TEXT };
+    const chunk: ChatUIMessageChunk = { type: "error", errorText: NOT_STORED_TEXT };
     for (const tap of this.#taps) tap.push(chunk);
     try {
       this.#writer.error(NOT_STORED_TEXT, { chunks: [[chunk] as unknown as StreamJson[]] });

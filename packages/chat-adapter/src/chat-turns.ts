@@ -1,3 +1,4 @@
+import { createOptionChecks } from "@durablekit/compose";
 import type { StreamJson, StreamPage, StreamStatus, Streams } from "@durablekit/streams";
 import {
   assertChatId,
@@ -13,10 +14,10 @@ import { LegacyChatTables } from "./legacy";
 import { TurnReplay } from "./turn-replay";
 import type {
   ChatEvent,
+  ChatStartTurnOptions,
   ChatTurnInfo,
   ChatTurnsOptions,
-  StartTurnOptions,
-  UIMessageChunk,
+  ChatUIMessageChunk,
 } from "./types";
 import { chunkFramesText, UI_MESSAGE_STREAM_HEADERS, uiMessageBatchResponse } from "./wire";
 
@@ -38,13 +39,8 @@ interface TurnMetadata {
   [field: string]: string | number;
 }
 
-function positive(name: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
-    throw new ChatArgumentError(`${name} must be a positive integer; got ${String(value)}.`);
-  }
-  return value;
-}
+/** The door checks of `@durablekit/compose`, throwing `chat/invalid-argument`. */
+const check = createOptionChecks((message) => new ChatArgumentError(message));
 
 /** The marker of a turn's stream, or null for any other stream (one that merely shares a tag). */
 function turnMetadata(status: StreamStatus, chatId: string): TurnMetadata | null {
@@ -88,11 +84,7 @@ export class ChatTurns {
    * @throws {ChatError} `chat/invalid-argument` for a malformed `ctx` or option.
    */
   constructor(ctx: DurableObjectState, options: ChatTurnsOptions) {
-    if (typeof ctx?.storage?.sql?.exec !== "function") {
-      throw new ChatArgumentError(
-        "new ChatTurns(ctx, { streams }) takes the Durable Object's state (this.ctx) of a SQLite-backed object.",
-      );
-    }
+    check.ctx(ctx, "new ChatTurns(ctx, { streams })");
     if (
       options === null ||
       typeof options !== "object" ||
@@ -100,37 +92,37 @@ export class ChatTurns {
     ) {
       throw new ChatArgumentError("new ChatTurns(ctx, { streams }) needs the object's Streams.");
     }
-    if (options.onEvent !== undefined && typeof options.onEvent !== "function") {
-      throw new ChatArgumentError("onEvent must be a function.");
-    }
-    if (options.reclaimOnNextTurn !== undefined && typeof options.reclaimOnNextTurn !== "boolean") {
-      throw new ChatArgumentError("reclaimOnNextTurn must be a boolean.");
-    }
+    check.callback(options.onEvent, "onEvent");
+    const reclaimOnNextTurn = check.flag(options.reclaimOnNextTurn, "reclaimOnNextTurn", false);
     if (options.legacyChatId !== undefined) assertChatId(options.legacyChatId);
-    const interrupted = options.interruptedTurns ?? "end-on-resume";
-    if (interrupted !== "end-on-resume" && interrupted !== "keep") {
-      throw new ChatArgumentError(
-        `interruptedTurns must be "end-on-resume" or "keep"; got ${String(interrupted)}.`,
-      );
-    }
-    const maxFlushDelayMs = positive(
-      "maxFlushDelayMs",
+    const interrupted = check.oneOf(
+      options.interruptedTurns,
+      "interruptedTurns",
+      ["end-on-resume", "keep"],
+      "end-on-resume",
+    );
+    const maxFlushDelayMs = check.ms(
       options.maxFlushDelayMs ?? options.flushIdleMs,
+      "maxFlushDelayMs",
       50,
+      { min: 1 },
     );
     this.#streams = options.streams;
-    this.#settledRetentionMs = positive("settledRetentionMs", options.settledRetentionMs, 600_000);
-    this.#abandonedRetentionMs = positive(
-      "abandonedRetentionMs",
+    this.#settledRetentionMs = check.ms(options.settledRetentionMs, "settledRetentionMs", 600_000, {
+      min: 1,
+    });
+    this.#abandonedRetentionMs = check.ms(
       options.abandonedRetentionMs,
+      "abandonedRetentionMs",
       3_600_000,
+      { min: 1 },
     );
-    this.#reclaimOnNextTurn = options.reclaimOnNextTurn === true;
+    this.#reclaimOnNextTurn = reclaimOnNextTurn;
     this.#endInterruptedOnResume = interrupted === "end-on-resume";
     this.#onEvent = options.onEvent;
     this.#settings = {
-      maxSegmentChunks: positive("maxSegmentChunks", options.maxSegmentChunks, 64),
-      maxSegmentBytes: positive("maxSegmentBytes", options.maxSegmentBytes, 65_536),
+      maxSegmentChunks: check.count(options.maxSegmentChunks, "maxSegmentChunks", 64),
+      maxSegmentBytes: check.count(options.maxSegmentBytes, "maxSegmentBytes", 65_536),
       maxFlushDelayMs,
       emit: (event) => this.#emit(event),
       ended: (turn) => {
@@ -161,7 +153,7 @@ export class ChatTurns {
    * @throws {ChatError} `chat/invalid-argument` for a malformed chat id, turn id or message id.
    * @throws {ChatError} `chat/conflict` for a turn id already used (nothing is written).
    */
-  startTurn(chatId: string, options: StartTurnOptions = {}): ChatTurn {
+  startTurn(chatId: string, options: ChatStartTurnOptions = {}): ChatTurn {
     assertChatId(chatId);
     if (options === null || typeof options !== "object") {
       throw new ChatArgumentError("startTurn options must be an object.", chatId);
@@ -231,7 +223,7 @@ export class ChatTurns {
    * its writer is live here.
    * @throws {ChatError} `chat/invalid-argument` for a malformed chat id.
    */
-  adoptTurn(chatId: string): { turn: ChatTurn; stored: UIMessageChunk[] } | null {
+  adoptTurn(chatId: string): { turn: ChatTurn; stored: ChatUIMessageChunk[] } | null {
     const active = this.activeTurn(chatId);
     if (active === null || active.live) return null;
     const streamId = turnStreamId(active.turnId);
@@ -279,14 +271,15 @@ export class ChatTurns {
    * Every chunk of the turn stored so far, in order, read now (synchronously); null when the turn's
    * stream does not exist. Buffered chunks of a live turn are not among them until it flushes.
    */
-  storedChunks(turnId: string): UIMessageChunk[] | null {
+  storedChunks(turnId: string): ChatUIMessageChunk[] | null {
     const streamId = turnStreamId(turnId);
     if (this.#streams.status(streamId) === null) return null;
-    const stored: UIMessageChunk[] = [];
+    const stored: ChatUIMessageChunk[] = [];
     let from = 0;
     while (true) {
       const page = this.#streams.readPage(streamId, { from, limit: 256 });
-      for (const { chunk } of page.chunks) stored.push(...(chunk as unknown as UIMessageChunk[]));
+      for (const { chunk } of page.chunks)
+        stored.push(...(chunk as unknown as ChatUIMessageChunk[]));
       if (page.chunks.length === 0 || page.upToDate) break;
       from = page.next;
     }
@@ -306,7 +299,7 @@ export class ChatTurns {
   async *read(
     turnId: string,
     options: { signal?: AbortSignal } = {},
-  ): AsyncGenerator<UIMessageChunk> {
+  ): AsyncGenerator<ChatUIMessageChunk> {
     const replay = this.#replayOf(turnId, null);
     yield* replay.opening();
     for await (const batch of this.#tail(turnStreamId(turnId), 0, replay, options.signal)) {
@@ -341,7 +334,7 @@ export class ChatTurns {
     from: number,
     replay: TurnReplay,
     signal: AbortSignal | undefined,
-  ): AsyncGenerator<UIMessageChunk[]> {
+  ): AsyncGenerator<ChatUIMessageChunk[]> {
     const reading = this.#streams.readBatches(streamId, {
       from,
       batchSize: 256,

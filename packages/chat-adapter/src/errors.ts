@@ -1,4 +1,4 @@
-import { DurableKitError, isErrorOf } from "@durablekit/compose";
+import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
 
 /**
  * Every error this package throws is a {@link ChatError} with a stable string `code`. Codes are
@@ -11,11 +11,10 @@ import { DurableKitError, isErrorOf } from "@durablekit/compose";
  * - `chat/storage`: the turn's stream refused a flush (it was deleted or expired under the turn);
  *   the turn is over. Retryable only in the sense that a new turn may be started.
  */
-export type ChatErrorCode =
-  | "chat/invalid-argument"
-  | "chat/conflict"
-  | "chat/closed"
-  | "chat/storage";
+export type ChatErrorCode = ErrorCodeOf<
+  "chat",
+  "invalid-argument" | "conflict" | "closed" | "storage"
+>;
 
 /**
  * Base class of every error thrown by `@durablekit/chat-adapter` (a `DurableKitError` of

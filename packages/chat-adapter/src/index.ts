@@ -7,6 +7,10 @@ export {
 } from "./chat-ids";
 export { ChatTurn, NOT_STORED_TEXT } from "./chat-turn";
 export { ChatTurns, INTERRUPTED_TEXT } from "./chat-turns";
+export type {
+  StartTurnOptions,
+  UIMessageChunk,
+} from "./deprecated";
 export {
   ChatArgumentError,
   ChatError,
@@ -26,9 +30,9 @@ export {
 } from "./turn-task";
 export type {
   ChatEvent,
+  ChatStartTurnOptions,
   ChatTurnInfo,
   ChatTurnsOptions,
-  StartTurnOptions,
-  UIMessageChunk,
+  ChatUIMessageChunk,
 } from "./types";
 export { chunkFrame, doneFrame, UI_MESSAGE_STREAM_HEADERS, uiMessageStreamResponse } from "./wire";

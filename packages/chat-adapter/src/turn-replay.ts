@@ -1,5 +1,5 @@
 import type { StreamChunk } from "@durablekit/streams";
-import type { UIMessageChunk } from "./types";
+import type { ChatUIMessageChunk } from "./types";
 
 /**
  * What one reader of a turn gets, in order: its `start` first, then the stored segments unpacked.
@@ -27,7 +27,7 @@ export class TurnReplay {
   }
 
   /** What the reader gets before any stored chunk. */
-  opening(): UIMessageChunk[] {
+  opening(): ChatUIMessageChunk[] {
     return this.#startGiven ? [{ type: "start", messageId: this.#messageId }] : [];
   }
 
@@ -44,7 +44,7 @@ export class TurnReplay {
       forEachArrayItem(segment, (start, end) => {
         const item = segment.slice(start, end);
         if (this.#first) {
-          const parsed = JSON.parse(item) as UIMessageChunk;
+          const parsed = JSON.parse(item) as ChatUIMessageChunk;
           const out = this.take([{ seq: 0, chunk: [parsed] }], []); // ends #first
           // Given as stored unless the first chunk is replaced or preceded.
           if (out.length === 1 && out[0] === parsed) text += `data: ${item}\n\n`;
@@ -58,9 +58,9 @@ export class TurnReplay {
   }
 
   /** Stored segments (each a JSON array of chunks) as the reader gets them, appended to `out`. */
-  take(rows: readonly StreamChunk<unknown>[], out: UIMessageChunk[]): UIMessageChunk[] {
+  take(rows: readonly StreamChunk<unknown>[], out: ChatUIMessageChunk[]): ChatUIMessageChunk[] {
     for (const { chunk } of rows) {
-      for (const item of chunk as UIMessageChunk[]) {
+      for (const item of chunk as ChatUIMessageChunk[]) {
         if (this.#first) {
           this.#first = false;
           if (this.#startGiven && item.type === "start") {

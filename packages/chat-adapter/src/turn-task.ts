@@ -2,7 +2,7 @@ import type { TaskStep, TaskStepOptions } from "@durablekit/tasks";
 import type { ChatTurn } from "./chat-turn";
 import type { ChatTurns } from "./chat-turns";
 import { ChatArgumentError } from "./errors";
-import type { UIMessageChunk } from "./types";
+import type { ChatUIMessageChunk } from "./types";
 
 /** The input of a chat turn run: which turn it writes. The host adds what its model needs. */
 export interface ChatTurnTaskInput {
@@ -16,11 +16,11 @@ export interface ChatTurnEvidence {
   turnId: string;
   messageId: string;
   /** Every chunk stored before the interruption, from the turn's `start`. */
-  chunks: UIMessageChunk[];
+  chunks: ChatUIMessageChunk[];
   /** The text of the stored `text-delta` chunks, concatenated: the answer so far. */
   text: string;
   /** The last stored tool chunk (`tool-*`), or null. */
-  lastToolChunk: UIMessageChunk | null;
+  lastToolChunk: ChatUIMessageChunk | null;
   /** Text and reasoning parts started (`*-start`) but not ended: a continuation writes into them. */
   openParts: { type: "text" | "reasoning"; id: string }[];
   /** Which recovery this is: 1 for the first after the live attempt. */
@@ -53,7 +53,7 @@ export interface ChatTurnTaskOptions<Input extends ChatTurnTaskInput> {
    * The model: the turn's UI message chunks (a `start` it yields is folded into the turn's own).
    * Called once per attempt: live, or again after an interruption with `continueFrom`.
    */
-  model: (input: Input, context: ChatTurnModelContext) => AsyncIterable<UIMessageChunk>;
+  model: (input: Input, context: ChatTurnModelContext) => AsyncIterable<ChatUIMessageChunk>;
   /** Decides what an interrupted turn does, from its evidence and the run's input. Default: `"fail"`. */
   recover?: (
     evidence: ChatTurnEvidence,
@@ -211,9 +211,13 @@ function result(
 }
 
 /** The evidence a turn's stored chunks give. */
-function evidenceOf(turn: ChatTurn, chunks: UIMessageChunk[], recovery: number): ChatTurnEvidence {
+function evidenceOf(
+  turn: ChatTurn,
+  chunks: ChatUIMessageChunk[],
+  recovery: number,
+): ChatTurnEvidence {
   let text = "";
-  let lastToolChunk: UIMessageChunk | null = null;
+  let lastToolChunk: ChatUIMessageChunk | null = null;
   const open = new Map<string, { type: "text" | "reasoning"; id: string }>();
   for (const chunk of chunks) {
     const id = typeof chunk.id === "string" ? chunk.id : null;

@@ -5,7 +5,7 @@ import type { Streams } from "@durablekit/streams";
  * JSON object with a string `type`. The adapter stores and replays it as is; only `start` is read
  * (its `messageId` is set to the turn's).
  */
-export interface UIMessageChunk {
+export interface ChatUIMessageChunk {
   type: string;
   [field: string]: unknown;
 }
@@ -96,7 +96,7 @@ export interface ChatTurnInfo {
 }
 
 /** Options of {@link ChatTurns.startTurn}. */
-export interface StartTurnOptions {
+export interface ChatStartTurnOptions {
   /** The assistant message id (default a random UUID). */
   messageId?: string;
   /** The turn id (default a random UUID). */

@@ -1,4 +1,4 @@
-import type { UIMessageChunk } from "./types";
+import type { ChatUIMessageChunk } from "./types";
 
 /** The headers of a UI message stream response (`ai` 7's `x-vercel-ai-ui-message-stream: v1`). */
 export const UI_MESSAGE_STREAM_HEADERS: Readonly<Record<string, string>> = {
@@ -13,19 +13,19 @@ const encoder = new TextEncoder();
 const DONE = encoder.encode("data: [DONE]\n\n");
 
 /** One SSE frame carrying a chunk. Only chunks go in `data:` lines: the client parses every one. */
-export function chunkFrame(chunk: UIMessageChunk): Uint8Array {
+export function chunkFrame(chunk: ChatUIMessageChunk): Uint8Array {
   return encoder.encode(`data: ${JSON.stringify(chunk)}\n\n`);
 }
 
 /** The frames of several chunks as text. */
-export function chunkFramesText(chunks: readonly UIMessageChunk[]): string {
+export function chunkFramesText(chunks: readonly ChatUIMessageChunk[]): string {
   let text = "";
   for (const chunk of chunks) text += `data: ${JSON.stringify(chunk)}\n\n`;
   return text;
 }
 
 /** The frames of several chunks as one buffer (one encode, one enqueue for a whole batch). */
-export function chunkFrames(chunks: readonly UIMessageChunk[]): Uint8Array {
+export function chunkFrames(chunks: readonly ChatUIMessageChunk[]): Uint8Array {
   return encoder.encode(chunkFramesText(chunks));
 }
 
@@ -39,7 +39,7 @@ export function doneFrame(): Uint8Array {
  * `data: [DONE]`. Cancelling the response (the client went away) ends the source through `return`
  * without waiting for it: a source parked on a live tail is not left holding the cancel.
  */
-export function uiMessageStreamResponse(source: AsyncIterable<UIMessageChunk>): Response {
+export function uiMessageStreamResponse(source: AsyncIterable<ChatUIMessageChunk>): Response {
   const iterator = source[Symbol.asyncIterator]();
   return frameResponse(
     null,
@@ -59,7 +59,7 @@ export function uiMessageStreamResponse(source: AsyncIterable<UIMessageChunk>): 
  */
 export function uiMessageBatchResponse(
   headFrames: string,
-  tail: AsyncIterable<readonly UIMessageChunk[]> | null,
+  tail: AsyncIterable<readonly ChatUIMessageChunk[]> | null,
   onCancel: () => void,
 ): Response {
   const iterator = tail?.[Symbol.asyncIterator]();

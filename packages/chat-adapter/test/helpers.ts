@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { fixtureObjects } from "@durablekit/test-kit";
-import type { UIMessageChunk } from "../src/index";
+import type { ChatUIMessageChunk } from "../src/index";
 import type { Fixture } from "./fixtures/worker";
 
 /** Fresh fixture objects per call, so tests never share turns; `inFixture` runs inside one. */
@@ -11,8 +11,8 @@ export const { freshStub, inFixture } = fixtureObjects<DurableObjectStub<Fixture
 );
 
 /** The chunks of a scripted answer: `start`, `text-start`, `count` deltas of ~`size` bytes, `text-end`, `finish`. */
-export function scriptedChunks(count: number, size = 120): UIMessageChunk[] {
-  const chunks: UIMessageChunk[] = [{ type: "text-start", id: "t" }];
+export function scriptedChunks(count: number, size = 120): ChatUIMessageChunk[] {
+  const chunks: ChatUIMessageChunk[] = [{ type: "text-start", id: "t" }];
   for (let i = 0; i < count; i++) {
     const pad = "x".repeat(Math.max(0, size - 40));
     chunks.push({ type: "text-delta", id: "t", delta: `${i} ${pad}` });

@@ -1,7 +1,7 @@
 import { Streams } from "@durablekit/streams";
 import { withOverrides } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
-import { ChatTurns, type UIMessageChunk } from "../src/index";
+import { ChatTurns, type ChatUIMessageChunk } from "../src/index";
 import { frames, inFixture } from "./helpers";
 
 const OLD_METADATA = `CREATE TABLE cf_ai_chat_stream_metadata (
@@ -63,8 +63,8 @@ function seedLegacy(sql: SqlStorage, withMessageId: boolean, t0: number): void {
   );
 }
 
-async function collect(iterable: AsyncIterable<UIMessageChunk>): Promise<UIMessageChunk[]> {
-  const out: UIMessageChunk[] = [];
+async function collect(iterable: AsyncIterable<ChatUIMessageChunk>): Promise<ChatUIMessageChunk[]> {
+  const out: ChatUIMessageChunk[] = [];
   for await (const item of iterable) out.push(item);
   return out;
 }

@@ -1,7 +1,7 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { RECOVERY_FAILED_TEXT, type UIMessageChunk } from "../src/index";
+import { type ChatUIMessageChunk, RECOVERY_FAILED_TEXT } from "../src/index";
 import { script, type TurnHost, type TurnInput } from "./fixtures/turn-host";
 import { frames } from "./helpers";
 
@@ -52,13 +52,13 @@ async function settled(stub: Stub, runId: string) {
   throw new Error("the run did not settle");
 }
 
-async function storedOf(stub: Stub, turnId: string): Promise<UIMessageChunk[] | null> {
+async function storedOf(stub: Stub, turnId: string): Promise<ChatUIMessageChunk[] | null> {
   return inHost(stub, (host) => host.chat.storedChunks(turnId));
 }
 
 describe("a chat turn as a durable task, restarted with no client attached", () => {
   const DELTAS = 30; // 33 script chunks: text-start, 30 deltas, text-end, finish
-  const whole = (): UIMessageChunk[] => [{ type: "start", messageId: "m" }, ...script(DELTAS)];
+  const whole = (): ChatUIMessageChunk[] => [{ type: "start", messageId: "m" }, ...script(DELTAS)];
 
   for (const [label, hangBefore] of [
     ["before any chunk", 0],

@@ -1,7 +1,7 @@
 import { Streams } from "@durablekit/streams";
 import { countingState, thrownCodeSync } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
-import { ChatTurns, INTERRUPTED_TEXT, isChatError, type UIMessageChunk } from "../src/index";
+import { ChatTurns, type ChatUIMessageChunk, INTERRUPTED_TEXT, isChatError } from "../src/index";
 import { frames, inFixture, scriptedChunks, totalChanges } from "./helpers";
 
 const codeOf = (fn: () => unknown) => thrownCodeSync(fn, isChatError);
@@ -86,8 +86,8 @@ describe("turns", () => {
       turn.write({ type: "text-start", id: "t" });
       turn.write({ type: "text-delta", id: "t", delta: "a" });
       const reader = chat.read(turn.turnId)[Symbol.asyncIterator]();
-      const seen: UIMessageChunk[] = [];
-      for (let i = 0; i < 3; i++) seen.push((await reader.next()).value as UIMessageChunk);
+      const seen: ChatUIMessageChunk[] = [];
+      for (let i = 0; i < 3; i++) seen.push((await reader.next()).value as ChatUIMessageChunk);
       expect(seen.map((c) => c.type)).toEqual(["start", "text-start", "text-delta"]);
       turn.write({ type: "text-end", id: "t" });
       turn.finish();
@@ -173,7 +173,7 @@ describe("turns", () => {
       }
       const turn = chat.startTurn("c1");
       for (const bad of [null, "x", { type: 3 }, { type: "x", n: 1n }]) {
-        expect(codeOf(() => turn.write(bad as UIMessageChunk))).toBe("chat/invalid-argument");
+        expect(codeOf(() => turn.write(bad as ChatUIMessageChunk))).toBe("chat/invalid-argument");
       }
       expect(codeOf(() => new ChatTurns(state, {} as never))).toBe("chat/invalid-argument");
       expect(codeOf(() => new ChatTurns(state, { streams: fixture.streams, flushIdleMs: 0 }))).toBe(

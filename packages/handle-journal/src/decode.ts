@@ -25,11 +25,11 @@ import { CodecError, type JournalErrorCode } from "./errors";
 import { type HandleRecord, isHandleRecord } from "./handle";
 
 /** Options of {@link decode}. */
-export interface DecodeOptions {
+export interface JournalDecodeOptions {
   /** Turns a handle record into a live object; required only if the text contains handles. */
   revive?: (record: HandleRecord) => unknown;
   /**
-   * What an `{ "$unsafe": kind }` record (see `EncodeOptions.allowUnsafe`) decodes to. Default:
+   * What an `{ "$unsafe": kind }` record (see `JournalEncodeOptions.allowUnsafe`) decodes to. Default:
    * decoding fails with `journal/unsafe-to-repeat`, since the value cannot be brought back.
    */
   unsafe?: (record: { $unsafe: string }, path: string) => unknown;
@@ -62,7 +62,7 @@ function isContainer(node: unknown): node is Record<string, unknown> | unknown[]
 }
 
 class Decoder {
-  constructor(private readonly options: DecodeOptions | undefined) {}
+  constructor(private readonly options: JournalDecodeOptions | undefined) {}
 
   apply(node: unknown, tree: unknown, path: string): unknown {
     if (Array.isArray(tree)) {
@@ -227,7 +227,7 @@ class Decoder {
  * @throws CodecError `journal/corrupt` for text encode did not write; `journal/no-reviver` for a
  *   handle without `revive`; `journal/unsafe-to-repeat` for an unsafe record without `unsafe`.
  */
-export function decode(text: string, options?: DecodeOptions): unknown {
+export function decode(text: string, options?: JournalDecodeOptions): unknown {
   const path = options?.path ?? "value";
   let payload: unknown;
   try {

@@ -1,4 +1,4 @@
-import { type EncodeOptions, encode } from "./encode";
+import { encode, type JournalEncodeOptions } from "./encode";
 import { JournalError } from "./errors";
 
 function hex8(n: number): string {
@@ -40,7 +40,7 @@ export function digestText(text: string): string {
  */
 export function digestArgs(
   args: readonly unknown[],
-  options?: EncodeOptions,
+  options?: JournalEncodeOptions,
 ): { text: string; digest: string } {
   const text = encode(args, { path: "args", ...options });
   return { text, digest: digestText(text) };

@@ -28,7 +28,7 @@ import { isUnsafeToRepeat } from "./unsafe";
 // ── Options ──────────────────────────────────────────────────────────────────
 
 /** Options of {@link encode} and {@link encodedSize}. */
-export interface EncodeOptions {
+export interface JournalEncodeOptions {
   /** Refuse encodings larger than this many UTF-8 bytes (CodecError code "journal/too-large"). */
   maxValueBytes?: number;
   /** Label of the root in error paths, e.g. "args" → "args[0].when". Default "value". */
@@ -38,7 +38,7 @@ export interface EncodeOptions {
   /**
    * Carry values marked {@link unsafeToRepeat} as `{ "$unsafe": "<kind>" }` records instead of
    * refusing them; decoding such a record fails with `journal/unsafe-to-repeat` unless
-   * `DecodeOptions.unsafe` says otherwise. Default false.
+   * `JournalDecodeOptions.unsafe` says otherwise. Default false.
    */
   allowUnsafe?: boolean;
   /**
@@ -50,7 +50,7 @@ export interface EncodeOptions {
   handleKind?: (handle: object) => string;
 }
 
-/** Default of {@link EncodeOptions.maxDepth}. */
+/** Default of {@link JournalEncodeOptions.maxDepth}. */
 export const DEFAULT_MAX_DEPTH = 100;
 
 // ── Error paths ──────────────────────────────────────────────────────────────
@@ -465,7 +465,7 @@ class Encoder {
 
 // ── Public functions ─────────────────────────────────────────────────────────
 
-function checkOptions(options: EncodeOptions | undefined): void {
+function checkOptions(options: JournalEncodeOptions | undefined): void {
   if (options === undefined) return;
   if (typeof options !== "object" || options === null) {
     throw new JournalError(
@@ -501,7 +501,7 @@ function checkOptions(options: EncodeOptions | undefined): void {
 }
 
 /** Walks and stringifies; `options.maxValueBytes` is checked by the callers. */
-function encodeText(value: unknown, options: EncodeOptions | undefined): string {
+function encodeText(value: unknown, options: JournalEncodeOptions | undefined): string {
   checkOptions(options);
   // A call's arguments are most often a short array of JSON primitives: JSON already, no walk.
   if (isFlatJsonArray(value) && (options?.maxDepth ?? DEFAULT_MAX_DEPTH) >= 1) {
@@ -541,7 +541,7 @@ function isFlatJsonArray(value: unknown): value is unknown[] {
   return true;
 }
 
-function sizeOf(text: string, options: EncodeOptions | undefined): number {
+function sizeOf(text: string, options: JournalEncodeOptions | undefined): number {
   const max = options?.maxValueBytes;
   // A UTF-16 code unit is 1 to 3 UTF-8 bytes, so the exact count is needed only in between.
   if (max !== undefined && text.length > max) tooLarge(text.length, max, options, true);
@@ -553,7 +553,7 @@ function sizeOf(text: string, options: EncodeOptions | undefined): number {
 function tooLarge(
   bytes: number,
   max: number,
-  options: EncodeOptions | undefined,
+  options: JournalEncodeOptions | undefined,
   atLeast: boolean,
 ): never {
   const path = options?.path ?? "value";
@@ -574,7 +574,7 @@ function tooLarge(
  *   `journal/too-deep`, `journal/too-large`; its `path` names the offending value, e.g. `args[0].when`.
  *   JournalError `journal/invalid-argument` for malformed options.
  */
-export function encode(value: unknown, options?: EncodeOptions): string {
+export function encode(value: unknown, options?: JournalEncodeOptions): string {
   const text = encodeText(value, options);
   if (options?.maxValueBytes !== undefined) sizeOf(text, options);
   return text;
@@ -584,6 +584,6 @@ export function encode(value: unknown, options?: EncodeOptions): string {
  * Same checks as {@link encode}, returning the encoding's UTF-8 byte length (for limits).
  * @throws CodecError as {@link encode}.
  */
-export function encodedSize(value: unknown, options?: EncodeOptions): number {
+export function encodedSize(value: unknown, options?: JournalEncodeOptions): number {
   return sizeOf(encodeText(value, options), options);
 }

@@ -2,7 +2,7 @@ import { JournalError } from "./errors";
 import { defineOwn } from "./own-property";
 
 /** The durable form of a thrown value. */
-export interface ErrorRecord {
+export interface JournalErrorRecord {
   $error: { name: string; message: string; code?: string; [prop: string]: unknown };
 }
 
@@ -104,7 +104,7 @@ function readProp(target: object, key: string): unknown {
   }
 }
 
-function toRecord(thrown: unknown, depth: number, seen: object[]): ErrorRecord {
+function toRecord(thrown: unknown, depth: number, seen: object[]): JournalErrorRecord {
   if (!isError(thrown)) {
     const message =
       typeof thrown === "string"
@@ -114,14 +114,14 @@ function toRecord(thrown: unknown, depth: number, seen: object[]): ErrorRecord {
             typeof readProp(thrown, "message") === "string"
           ? (readProp(thrown, "message") as string)
           : safeString(thrown);
-    const body: ErrorRecord["$error"] = { name: "Error", message };
+    const body: JournalErrorRecord["$error"] = { name: "Error", message };
     const kept = jsonProp(thrown, depth + 1, seen);
     if (kept !== DROP) body.thrown = kept;
     return { $error: body };
   }
   const name = readProp(thrown, "name");
   const message = readProp(thrown, "message");
-  const body: ErrorRecord["$error"] = {
+  const body: JournalErrorRecord["$error"] = {
     name: typeof name === "string" && name.length > 0 ? name : "Error",
     message: typeof message === "string" ? message : safeString(message),
   };
@@ -162,12 +162,12 @@ function safeString(value: unknown): string {
  * when JSON-able; an `AggregateError`'s `errors` become records. `stack` is never kept (it is not
  * the same on replay). A non-`Error` value is wrapped: `{ name: "Error", message, thrown }`.
  */
-export function toErrorRecord(thrown: unknown): ErrorRecord {
+export function toErrorRecord(thrown: unknown): JournalErrorRecord {
   return toRecord(thrown, 0, []);
 }
 
 /** True for a `{ $error: { name, message, … } }` record (exactly one key, string name and message). */
-export function isErrorRecord(value: unknown): value is ErrorRecord {
+export function isErrorRecord(value: unknown): value is JournalErrorRecord {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
   if (!isPlain(value) || !Object.hasOwn(value, "$error")) return false;
   const body = (value as { $error?: unknown }).$error;
@@ -187,8 +187,8 @@ function reviveProp(value: unknown): unknown {
  * prototype, `__proto__` included). `toErrorRecord(fromErrorRecord(r))` deep-equals `r`.
  * @throws JournalError `journal/invalid-argument` when `record` is not an error record.
  */
-export function fromErrorRecord(record: ErrorRecord): Error {
-  const body = (record as Partial<ErrorRecord> | null | undefined)?.$error;
+export function fromErrorRecord(record: JournalErrorRecord): Error {
+  const body = (record as Partial<JournalErrorRecord> | null | undefined)?.$error;
   if (typeof body !== "object" || body === null || typeof body.name !== "string") {
     throw new JournalError(
       "journal/invalid-argument",

@@ -1,4 +1,4 @@
-import { DurableKitError, isErrorOf } from "@durablekit/compose";
+import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
 
 /**
  * Stable codes of every error this package throws. A code never changes meaning; new failure
@@ -17,18 +17,18 @@ import { DurableKitError, isErrorOf } from "@durablekit/compose";
  * - `journal/schema-too-new`: the tables were written by a newer version of this package.
  * - `journal/storage`: the storage layer failed; retrying the operation may succeed.
  */
-export type JournalErrorCode =
-  | "journal/unserializable"
-  | "journal/too-large"
-  | "journal/too-deep"
-  | "journal/corrupt"
-  | "journal/no-reviver"
-  | "journal/unsafe-to-repeat"
-  | "journal/diverged"
-  | "journal/conflict"
-  | "journal/invalid-argument"
-  | "journal/schema-too-new"
-  | "journal/storage";
+export type JournalErrorCode = ErrorCodeOf<
+  "journal",
+  | "unserializable"
+  | "too-large"
+  | "too-deep"
+  | "diverged"
+  | "conflict"
+  | "invalid-argument"
+  | "schema-too-new"
+  | "storage",
+  "corrupt" | "no-reviver" | "unsafe-to-repeat"
+>;
 
 const RETRYABLE: ReadonlySet<JournalErrorCode> = new Set<JournalErrorCode>(["journal/storage"]);
 

@@ -57,11 +57,11 @@ export interface Handle {
 }
 
 /** The revive map a module declares: one function per kind. */
-export type ReviveMap = Record<string, (value: unknown) => unknown>;
+export type HandleReviveMap = Record<string, (value: unknown) => unknown>;
 
 /** A module that can revive its handles (an object with a `[handle.revive]` map). */
-export interface RevivingModule {
-  readonly [handle.revive]?: ReviveMap;
+export interface HandleRevivingModule {
+  readonly [handle.revive]?: HandleReviveMap;
 }
 
 /** True for a `{ $handle: "<specifier>#<Kind>", value }` record (exactly those two keys). */
@@ -120,7 +120,7 @@ export function parseHandleKind(kind: string): { specifier: string; kind: string
  *   `modules`, declares no `[handle.revive]` map, or has no function for the kind.
  */
 export function createReviver(
-  modules: Readonly<Record<string, RevivingModule | undefined>>,
+  modules: Readonly<Record<string, HandleRevivingModule | undefined>>,
 ): (record: HandleRecord) => unknown {
   if (typeof modules !== "object" || modules === null) {
     throw new JournalError(

@@ -8,10 +8,25 @@ export {
   topLevelKey,
 } from "./call-key";
 export { utf8ByteLength } from "./codec-format";
-export { type DecodeOptions, decode } from "./decode";
+export { decode, type JournalDecodeOptions } from "./decode";
+export type {
+  DecodeOptions,
+  EncodeOptions,
+  ErrorRecord,
+  OutcomeKind,
+  RecordResult,
+  ReplayStep,
+  ReviveMap,
+  RevivingModule,
+} from "./deprecated";
 export { digestArgs, digestText } from "./digest";
-export { DEFAULT_MAX_DEPTH, type EncodeOptions, encode, encodedSize } from "./encode";
-export { type ErrorRecord, fromErrorRecord, isErrorRecord, toErrorRecord } from "./error-record";
+export { DEFAULT_MAX_DEPTH, encode, encodedSize, type JournalEncodeOptions } from "./encode";
+export {
+  fromErrorRecord,
+  isErrorRecord,
+  type JournalErrorRecord,
+  toErrorRecord,
+} from "./error-record";
 export {
   CodecError,
   DivergenceError,
@@ -24,32 +39,32 @@ export {
   createReviver,
   type Handle,
   type HandleRecord,
+  type HandleReviveMap,
+  type HandleRevivingModule,
   handle,
   handleKindOf,
   handleRecord,
   isHandle,
   isHandleRecord,
   parseHandleKind,
-  type ReviveMap,
-  type RevivingModule,
 } from "./handle";
 export {
   type JournalCall,
   type JournalEntry,
+  type JournalOutcomeKind,
   type JournalRecord,
   OUTCOME_KINDS,
-  type OutcomeKind,
 } from "./journal-entry";
 export type { JournalPort, JournalRecorded } from "./journal-port";
 export {
   DEFAULT_MAX_CHUNK_BYTES,
   JOURNAL_SCHEMA_VERSION,
   type JournalEvent,
+  type JournalRecordResult,
   JournalStore,
   type JournalStoreOptions,
-  type RecordResult,
 } from "./journal-store";
 export { encodeError, replayOutcome } from "./outcome";
-export { Replayer, type ReplayStep } from "./replayer";
+export { type JournalReplayStep, Replayer } from "./replayer";
 export { splitText } from "./split-text";
 export { isUnsafeToRepeat, unsafeToRepeat } from "./unsafe";

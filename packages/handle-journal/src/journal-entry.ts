@@ -6,10 +6,10 @@
  * - `interrupt`: it suspended the run; `payload` is the encoded reason (or null).
  * - `unsafe`: it used a value marked unsafeToRepeat; a replay that reaches it fails the run.
  */
-export type OutcomeKind = "value" | "error" | "handle" | "interrupt" | "unsafe";
+export type JournalOutcomeKind = "value" | "error" | "handle" | "interrupt" | "unsafe";
 
 /** The outcome kinds, in the order they are documented. */
-export const OUTCOME_KINDS: readonly OutcomeKind[] = [
+export const OUTCOME_KINDS: readonly JournalOutcomeKind[] = [
   "value",
   "error",
   "handle",
@@ -33,8 +33,8 @@ export interface JournalCall {
 export interface JournalRecord extends JournalCall {
   /** The run the call belongs to. */
   executionId: string;
-  outcome: OutcomeKind;
-  /** Codec text of the outcome (see {@link OutcomeKind}), or null when there is none. */
+  outcome: JournalOutcomeKind;
+  /** Codec text of the outcome (see {@link JournalOutcomeKind}), or null when there is none. */
   payload: string | null;
   /** When the call was recorded (epoch ms); the store's clock when absent. */
   recordedAt?: number;

@@ -1,4 +1,4 @@
-import type { JournalEntry, JournalRecord, OutcomeKind } from "./journal-entry";
+import type { JournalEntry, JournalOutcomeKind, JournalRecord } from "./journal-entry";
 
 /** What a {@link JournalPort} answers for a recorded call. */
 export interface JournalRecorded {
@@ -30,7 +30,7 @@ export interface JournalPort {
   resolve(
     executionId: string,
     key: string,
-    outcome: OutcomeKind,
+    outcome: JournalOutcomeKind,
     payload: string | null,
     recordedAt?: number,
   ): boolean;

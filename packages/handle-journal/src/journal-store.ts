@@ -1,11 +1,16 @@
-import { createEmitter, isWellFormedName, migrateSchema } from "@durablekit/compose";
+import {
+  createEmitter,
+  createOptionChecks,
+  isWellFormedName,
+  migrateSchema,
+} from "@durablekit/compose";
 import { isCallKey } from "./call-key";
 import { JournalError } from "./errors";
 import {
   type JournalEntry,
+  type JournalOutcomeKind,
   type JournalRecord,
   OUTCOME_KINDS,
-  type OutcomeKind,
 } from "./journal-entry";
 import type { JournalPort, JournalRecorded } from "./journal-port";
 import { splitText } from "./split-text";
@@ -17,12 +22,12 @@ export type JournalEvent =
       executionId: string;
       key: string;
       seq: number;
-      outcome: OutcomeKind;
+      outcome: JournalOutcomeKind;
       /** Chunk rows the payload was split into (0 when it fit in the entry row). */
       chunks: number;
     }
   /** A pending `interrupt` or `unsafe` entry got its outcome ({@link JournalStore.resolve}). */
-  | { type: "journal:resolved"; executionId: string; key: string; outcome: OutcomeKind }
+  | { type: "journal:resolved"; executionId: string; key: string; outcome: JournalOutcomeKind }
   | { type: "journal:execution-deleted"; executionId: string; entries: number };
 
 /**
@@ -48,7 +53,7 @@ export interface JournalStoreOptions {
 }
 
 /** What one {@link JournalStore.record} wrote. */
-export interface RecordResult extends JournalRecorded {
+export interface JournalRecordResult extends JournalRecorded {
   /** Chunk rows the payload was split into (0 when it fit in the entry row). */
   chunks: number;
   /** SQLite rows written: 1, plus one per chunk. */
@@ -143,6 +148,9 @@ function invalid(message: string): JournalError {
   return new JournalError("journal/invalid-argument", message);
 }
 
+/** The door checks of `@durablekit/compose`, throwing `journal/invalid-argument`. */
+const check = createOptionChecks(invalid);
+
 function checkExecutionId(executionId: unknown): asserts executionId is string {
   if (!isWellFormedName(executionId, MAX_NAME_LENGTH)) {
     throw invalid(
@@ -157,7 +165,7 @@ function checkKey(key: unknown): asserts key is string {
   }
 }
 
-function checkOutcome(outcome: unknown): asserts outcome is OutcomeKind {
+function checkOutcome(outcome: unknown): asserts outcome is JournalOutcomeKind {
   if (typeof outcome !== "string" || !OUTCOMES.has(outcome)) {
     throw invalid(
       `"${String(outcome)}" is not an outcome: use one of ${OUTCOME_KINDS.join(", ")}.`,
@@ -207,26 +215,18 @@ export class JournalStore implements JournalPort {
    *   `journal/invalid-argument` for a malformed option.
    */
   constructor(ctx: DurableObjectState, options: JournalStoreOptions = {}) {
-    if (typeof options !== "object" || options === null) {
-      throw invalid(
-        "JournalStore options must be an object such as { maxChunkBytes, now, onEvent }.",
-      );
-    }
-    const maxChunkBytes = options.maxChunkBytes ?? DEFAULT_MAX_CHUNK_BYTES;
-    if (!Number.isSafeInteger(maxChunkBytes) || maxChunkBytes < 6) {
-      throw invalid(
-        `maxChunkBytes must be an integer of at least 6 bytes; got ${String(maxChunkBytes)}.`,
-      );
-    }
-    if (options.now !== undefined && typeof options.now !== "function") {
-      throw invalid("now must be a function returning epoch milliseconds, such as Date.now.");
-    }
-    if (options.onEvent !== undefined && typeof options.onEvent !== "function") {
-      throw invalid("onEvent must be a function receiving journal events.");
-    }
-    if (typeof ctx !== "object" || ctx === null || typeof ctx.storage?.sql !== "object") {
-      throw invalid("JournalStore takes the Durable Object's state: new JournalStore(this.ctx).");
-    }
+    check.ctx(ctx, "new JournalStore(ctx)");
+    check.options(options, "JournalStore options");
+    const maxChunkBytes = check.count(
+      options.maxChunkBytes,
+      "maxChunkBytes",
+      DEFAULT_MAX_CHUNK_BYTES,
+      {
+        min: 6,
+      },
+    );
+    check.callback(options.now, "now");
+    check.callback(options.onEvent, "onEvent");
     this.#storage = ctx.storage;
     this.#sql = ctx.storage.sql;
     this.#chunkUnits = Math.floor(maxChunkBytes / 3);
@@ -253,7 +253,7 @@ export class JournalStore implements JournalPort {
    *   `journal/invalid-argument` for a malformed key, execution id, outcome or payload;
    *   `journal/storage` when SQLite fails.
    */
-  record(entry: JournalRecord): RecordResult {
+  record(entry: JournalRecord): JournalRecordResult {
     if (typeof entry !== "object" || entry === null) {
       throw invalid(
         "record takes a JournalRecord: { executionId, key, module, method, argsDigest, outcome, payload }.",
@@ -404,7 +404,7 @@ export class JournalStore implements JournalPort {
         module,
         method,
         argsDigest,
-        outcome: outcome as OutcomeKind,
+        outcome: outcome as JournalOutcomeKind,
         payload,
         recordedAt,
       };
@@ -433,7 +433,7 @@ export class JournalStore implements JournalPort {
   resolve(
     executionId: string,
     key: string,
-    outcome: OutcomeKind,
+    outcome: JournalOutcomeKind,
     payload: string | null,
     recordedAt?: number,
   ): boolean {
@@ -487,7 +487,7 @@ export class JournalStore implements JournalPort {
   resolveInterrupt(
     executionId: string,
     key: string,
-    outcome: OutcomeKind,
+    outcome: JournalOutcomeKind,
     payload: string | null,
   ): boolean {
     return this.resolve(executionId, key, outcome, payload);

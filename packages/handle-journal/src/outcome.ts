@@ -1,14 +1,14 @@
-import { type DecodeOptions, decode } from "./decode";
-import { type EncodeOptions, encode } from "./encode";
+import { decode, type JournalDecodeOptions } from "./decode";
+import { encode, type JournalEncodeOptions } from "./encode";
 import { fromErrorRecord, isErrorRecord, toErrorRecord } from "./error-record";
 import { JournalError } from "./errors";
-import type { JournalEntry, OutcomeKind } from "./journal-entry";
+import type { JournalEntry, JournalOutcomeKind } from "./journal-entry";
 
 /**
  * Encodes a thrown value as the payload of an `error` entry: its error record, so the replay
  * rethrows the same error (same class by name, same props).
  */
-export function encodeError(thrown: unknown, options?: EncodeOptions): string {
+export function encodeError(thrown: unknown, options?: JournalEncodeOptions): string {
   return encode(toErrorRecord(thrown), { path: "error", ...options });
 }
 
@@ -19,14 +19,14 @@ export function encodeError(thrown: unknown, options?: EncodeOptions): string {
  * @throws the recorded error for an `error` entry; JournalError `journal/unsafe-to-repeat` for an
  *   `unsafe` entry; CodecError from {@link decode}; `journal/invalid-argument` for a non-entry.
  */
-export function replayOutcome(entry: JournalEntry, options?: DecodeOptions): unknown {
+export function replayOutcome(entry: JournalEntry, options?: JournalDecodeOptions): unknown {
   if (typeof entry !== "object" || entry === null || typeof entry.outcome !== "string") {
     throw new JournalError(
       "journal/invalid-argument",
       "replayOutcome takes a recorded JournalEntry (e.g. from a Replayer's replayed step).",
     );
   }
-  const kind: OutcomeKind = entry.outcome;
+  const kind: JournalOutcomeKind = entry.outcome;
   if (kind === "unsafe") {
     throw new JournalError(
       "journal/unsafe-to-repeat",

@@ -3,7 +3,7 @@ import type { JournalEntry } from "./journal-entry";
 import type { JournalPort } from "./journal-port";
 
 /** The answer of {@link Replayer.next}. */
-export type ReplayStep =
+export type JournalReplayStep =
   /** The call was recorded: answer it with this entry's outcome instead of running it. */
   | { status: "replayed"; entry: JournalEntry }
   /** The call was never recorded: the replay has reached the frontier, so run it live (and record it). */
@@ -69,7 +69,7 @@ export class Replayer {
    *   recorded call used a value marked unsafeToRepeat; `journal/conflict` when `key` was
    *   already asked for.
    */
-  next(key: string, module: string, method: string, argsDigest: string): ReplayStep {
+  next(key: string, module: string, method: string, argsDigest: string): JournalReplayStep {
     if (typeof key !== "string") {
       throw new JournalError(
         "journal/invalid-argument",

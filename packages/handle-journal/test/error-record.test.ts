@@ -2,15 +2,15 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   decode,
-  type ErrorRecord,
   encode,
   fromErrorRecord,
   isErrorRecord,
+  type JournalErrorRecord,
   toErrorRecord,
 } from "../src/index";
 import { jsonProp } from "./arbitraries";
 
-const record: fc.Arbitrary<ErrorRecord> = fc
+const record: fc.Arbitrary<JournalErrorRecord> = fc
   .record({
     name: fc.oneof(
       fc.constantFrom(
@@ -45,7 +45,7 @@ const record: fc.Arbitrary<ErrorRecord> = fc
     ),
   })
   .map(({ name, message, code, props, cause }) => {
-    const body: ErrorRecord["$error"] = { name, message };
+    const body: JournalErrorRecord["$error"] = { name, message };
     if (code !== undefined) body.code = code;
     for (const [k, v] of Object.entries(props))
       Object.defineProperty(body, k, {
@@ -56,7 +56,7 @@ const record: fc.Arbitrary<ErrorRecord> = fc
       });
     if (cause !== undefined) body.cause = cause;
     // Records are plain JSON: normalise fast-check's null-prototype objects.
-    return JSON.parse(JSON.stringify({ $error: body })) as ErrorRecord;
+    return JSON.parse(JSON.stringify({ $error: body })) as JournalErrorRecord;
   });
 
 describe("error records", () => {
@@ -147,7 +147,7 @@ describe("error records", () => {
     expect(toErrorRecord(e)).toStrictEqual({ $error: { name: "Error", message: "loop" } });
     const r = JSON.parse(
       '{"$error":{"name":"Error","message":"m","__proto__":{"polluted":true}}}',
-    ) as ErrorRecord;
+    ) as JournalErrorRecord;
     const back = fromErrorRecord(r);
     expect(Object.getPrototypeOf(back)).toBe(Error.prototype);
     expect(Object.hasOwn(back, "__proto__")).toBe(true);

@@ -1,4 +1,4 @@
-import { DurableKitError, isErrorOf } from "@durablekit/compose";
+import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
 
 /**
  * Every error this package throws is an {@link SseError} with a stable string `code`. Codes are part
@@ -8,7 +8,7 @@ import { DurableKitError, isErrorOf } from "@durablekit/compose";
  *   without a leading `/`, a handler without `streams`, …); nothing was done.
  * - `sse/schema-too-new`: the `dk_sse_*` tables were written by a newer version of this package.
  */
-export type SseErrorCode = "sse/invalid-argument" | "sse/schema-too-new";
+export type SseErrorCode = ErrorCodeOf<"sse", "invalid-argument" | "schema-too-new">;
 
 /**
  * Base class of every error thrown by `@durablekit/sse` (a `DurableKitError` of

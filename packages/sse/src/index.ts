@@ -1,3 +1,9 @@
+export type {
+  BoundedBody,
+  ForkExport,
+  ForkExportRequest,
+  OffsetRequest,
+} from "./deprecated";
 export {
   isSseError,
   SseArgumentError,
@@ -5,15 +11,15 @@ export {
   type SseErrorCode,
   SseSchemaError,
 } from "./errors";
-export { type BoundedBody, readBoundedBody } from "./protocol/body";
+export { readBoundedBody, type SseBoundedBody } from "./protocol/body";
 export { DurableStreamsHandler } from "./protocol/handler";
-export { formatOffset, type OffsetRequest, parseOffset } from "./protocol/offsets";
+export { formatOffset, parseOffset, type SseOffsetRequest } from "./protocol/offsets";
 export { SSE_SCHEMA_VERSION } from "./protocol/store";
 export type {
+  DurableStreamsForkExport,
+  DurableStreamsForkExportRequest,
   DurableStreamsHandlerOptions,
   DurableStreamsPeer,
-  ForkExport,
-  ForkExportRequest,
   SseEvent,
 } from "./protocol/types";
 export { resumeFrom } from "./resume";

@@ -1,4 +1,4 @@
-import { DurableKitError, isErrorOf } from "@durablekit/compose";
+import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
 
 /**
  * Every error this package throws is a {@link StreamsError} with a stable string `code`. Codes are
@@ -21,20 +21,18 @@ import { DurableKitError, isErrorOf } from "@durablekit/compose";
  * - `streams/schema-too-new`: the tables were written by a newer version of this package.
  * - `streams/storage`: storage kept changing under a write (retryable).
  */
-export type StreamsErrorCode =
-  | "streams/not-found"
-  | "streams/closed"
-  | "streams/conflict"
-  | "streams/unserializable"
-  | "streams/too-large"
-  | "streams/fenced"
-  | "streams/producer-seq-gap"
-  | "streams/producer-epoch-seq"
-  | "streams/writer-seq-regression"
-  | "streams/delete-live"
-  | "streams/invalid-argument"
-  | "streams/schema-too-new"
-  | "streams/storage";
+export type StreamsErrorCode = ErrorCodeOf<
+  "streams",
+  | "not-found"
+  | "closed"
+  | "conflict"
+  | "unserializable"
+  | "too-large"
+  | "invalid-argument"
+  | "schema-too-new"
+  | "storage",
+  "fenced" | "producer-seq-gap" | "producer-epoch-seq" | "writer-seq-regression" | "delete-live"
+>;
 
 /**
  * Base class of every error thrown by `@durablekit/streams` (a `DurableKitError` of

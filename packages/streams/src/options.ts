@@ -1,9 +1,12 @@
-import { isWellFormedName } from "@durablekit/compose";
+import { createOptionChecks, isWellFormedName } from "@durablekit/compose";
 import { assertEncoding, normalizeContentType, stringifyJson } from "./codec";
 import { StreamConfigConflictError, StreamsArgumentError } from "./errors";
 import { assertProducer } from "./producer";
 import type { StreamRow } from "./store";
 import type { StreamEncoding, StreamOpenOptions } from "./types";
+
+/** The door checks of `@durablekit/compose`, throwing `streams/invalid-argument`. */
+export const check = createOptionChecks((message) => new StreamsArgumentError(message));
 
 /** Longest stream id, tag and producer id, in characters. */
 export const MAX_ID_LENGTH = 256;
@@ -40,15 +43,6 @@ export function readObject(value: unknown, label: string, streamId?: string): vo
   if (value === null || typeof value !== "object") {
     throw new StreamsArgumentError(`${label} must be an object; got ${describe(value)}.`, streamId);
   }
-}
-
-/** A positive integer option, or its default. */
-export function checkPositiveInteger(name: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
-    throw new StreamsArgumentError(`${name} must be a positive integer; got ${describe(value)}.`);
-  }
-  return value;
 }
 
 /** A count option of a read (`batchSize`, `limit`): a finite number, floored, at least 1. */

@@ -125,7 +125,10 @@ const V3: readonly string[] = ["ALTER TABLE dk_streams_streams ADD COLUMN settle
 const STEPS = [V1, V2, V3] as const;
 
 /** The schema version these sources write. Add a step (never edit one) for any table change. */
-export const SCHEMA_VERSION = STEPS.length;
+export const STREAMS_SCHEMA_VERSION = STEPS.length;
+
+/** @deprecated Renamed {@link STREAMS_SCHEMA_VERSION} (names carry the package's noun). */
+export const SCHEMA_VERSION = STREAMS_SCHEMA_VERSION;
 
 /**
  * Creates or checks the tables (through `migrateSchema` of `@durablekit/compose`, table noun

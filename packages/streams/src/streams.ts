@@ -22,8 +22,8 @@ import { EventSink } from "./events";
 import {
   assertStreamId,
   assertTag,
+  check,
   checkConfig,
-  checkPositiveInteger,
   DEFAULT_CONTENT_TYPE,
   readCount,
   readFrom,
@@ -204,24 +204,16 @@ export class Streams implements AlarmPart {
    * @throws {StreamsSchemaError} `streams/schema-too-new` when the tables were written by a newer version.
    */
   constructor(ctx: DurableObjectState, options: StreamsOptions = {}) {
-    if (typeof ctx?.storage?.sql?.exec !== "function") {
-      throw new StreamsArgumentError(
-        "new Streams(ctx) takes the Durable Object's state (this.ctx) of a SQLite-backed object.",
-      );
-    }
-    readObject(options, "Streams options");
-    this.#maxChunkBytes = checkPositiveInteger(
-      "maxChunkBytes",
+    check.ctx(ctx, "new Streams(ctx)");
+    check.options(options, "Streams options");
+    this.#maxChunkBytes = check.count(
       options.maxChunkBytes,
+      "maxChunkBytes",
       DEFAULT_MAX_CHUNK_BYTES,
     );
-    this.#maxSweepStreams = checkPositiveInteger("maxSweepStreams", options.maxSweepStreams, 500);
-    if (options.now !== undefined && typeof options.now !== "function") {
-      throw new StreamsArgumentError("now must be a function returning epoch milliseconds.");
-    }
-    if (options.onEvent !== undefined && typeof options.onEvent !== "function") {
-      throw new StreamsArgumentError("onEvent must be a function.");
-    }
+    this.#maxSweepStreams = check.count(options.maxSweepStreams, "maxSweepStreams", 500);
+    check.callback(options.now, "now");
+    check.callback(options.onEvent, "onEvent");
     this.#ctx = ctx;
     this.#now = options.now ?? Date.now;
     this.#store = new StreamStore(ctx.storage);

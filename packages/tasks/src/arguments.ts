@@ -1,4 +1,4 @@
-import { isWellFormedName } from "@durablekit/compose";
+import { createOptionChecks, isWellFormedName } from "@durablekit/compose";
 import { TasksError } from "./errors";
 
 /** The longest name (UTF-16 code units) of a definition, step, run id, idempotency key or event type. */
@@ -33,35 +33,25 @@ export function checkName(name: unknown, what: string, reserved = true): asserts
   }
 }
 
+/** The door checks of `@durablekit/compose`, throwing `tasks/invalid-argument`. */
+export const check = createOptionChecks(
+  (message) => new TasksError("tasks/invalid-argument", message),
+);
+
 /**
- * Checks a duration in milliseconds: a finite number ≥ 0, floored to whole milliseconds.
+ * Checks a required duration in milliseconds: a finite number ≥ 0, floored to whole milliseconds.
  *
  * @param what - names the option in the message, e.g. `claimTimeoutMs`.
  * @throws TasksError `tasks/invalid-argument`.
  */
 export function checkMs(value: unknown, what: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+  if (value === undefined) {
     throw new TasksError(
       "tasks/invalid-argument",
-      `${what} must be a non-negative number of milliseconds; got ${typeof value === "string" ? JSON.stringify(value) : String(value)}.`,
+      `${what} must be a number of milliseconds; got undefined.`,
     );
   }
-  return Math.floor(value);
-}
-
-/**
- * Checks a count option: an integer from `min` to `max`.
- *
- * @throws TasksError `tasks/invalid-argument`.
- */
-export function checkCount(value: unknown, what: string, min: number, max: number): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    throw new TasksError(
-      "tasks/invalid-argument",
-      `${what} must be an integer from ${min} to ${max}; got ${String(value)}.`,
-    );
-  }
-  return value;
+  return check.ms(value, what, 0);
 }
 
 /**
@@ -70,10 +60,5 @@ export function checkCount(value: unknown, what: string, min: number, max: numbe
  * @throws TasksError `tasks/invalid-argument`.
  */
 export function checkOptions(value: unknown, what: string): void {
-  if (value !== undefined && (typeof value !== "object" || value === null)) {
-    throw new TasksError(
-      "tasks/invalid-argument",
-      `${what} must be an options object; got ${String(value)}.`,
-    );
-  }
+  check.options(value as object | undefined, what);
 }

@@ -1,4 +1,4 @@
-import { DurableKitError, isErrorOf } from "@durablekit/compose";
+import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
 
 /**
  * Stable codes of every error this package throws or records. A code never changes meaning; new
@@ -35,24 +35,26 @@ import { DurableKitError, isErrorOf } from "@durablekit/compose";
  * - `tasks/step-timeout`: a step attempt outlived its timeout (retryable: the step's retry policy applies).
  * - `tasks/event-timeout`: `step.waitForEvent` reached its timeout before an event arrived.
  */
-export type TasksErrorCode =
-  | "tasks/invalid-argument"
-  | "tasks/unknown-definition"
-  | "tasks/conflict"
-  | "tasks/unserializable"
-  | "tasks/too-large"
-  | "tasks/too-deep"
-  | "tasks/not-found"
-  | "tasks/closed"
-  | "tasks/schema-too-new"
-  | "tasks/missing-definition"
-  | "tasks/duplicate-step"
-  | "tasks/diverged"
-  | "tasks/step-limit"
-  | "tasks/too-many-attempts"
-  | "tasks/non-retryable"
-  | "tasks/step-timeout"
-  | "tasks/event-timeout";
+export type TasksErrorCode = ErrorCodeOf<
+  "tasks",
+  | "invalid-argument"
+  | "conflict"
+  | "unserializable"
+  | "too-large"
+  | "too-deep"
+  | "not-found"
+  | "closed"
+  | "schema-too-new"
+  | "diverged",
+  | "unknown-definition"
+  | "missing-definition"
+  | "duplicate-step"
+  | "step-limit"
+  | "too-many-attempts"
+  | "non-retryable"
+  | "step-timeout"
+  | "event-timeout"
+>;
 
 const RETRYABLE: ReadonlySet<TasksErrorCode> = new Set<TasksErrorCode>(["tasks/step-timeout"]);
 

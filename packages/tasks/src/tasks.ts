@@ -1,5 +1,5 @@
 import type { AlarmPart } from "@durablekit/compose";
-import { checkCount, checkMs, checkName, checkOptions } from "./arguments";
+import { check, checkName, checkOptions } from "./arguments";
 import { TasksError } from "./errors";
 import { DEFAULT_STEP_POLICY, resolvePolicy } from "./policy";
 import { type RunRow, type TaskRunState, TERMINAL_STATES } from "./rows";
@@ -42,15 +42,6 @@ const RUN_STATES: ReadonlySet<string> = new Set<TaskRunState>([
 /** A page token: the keyset (`created_at`, `run_id`) of the last run of a page. Opaque to callers. */
 const CURSOR = /^(\d+):([\s\S]+)$/;
 
-function checkFunction(value: unknown, what: string): void {
-  if (value !== undefined && typeof value !== "function") {
-    throw new TasksError(
-      "tasks/invalid-argument",
-      `${what} must be a function; got ${String(value)}.`,
-    );
-  }
-}
-
 /**
  * Durable, replayable task runs for one Durable Object. Construct it in the object's constructor
  * from the object's `ctx` with the definitions map; it owns the `dk_tasks_*` tables of that object.
@@ -76,12 +67,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    *   tables were written by a newer version of this package.
    */
   constructor(ctx: DurableObjectState, options: TasksOptions<Definitions>) {
-    if (typeof ctx?.storage?.sql?.exec !== "function") {
-      throw new TasksError(
-        "tasks/invalid-argument",
-        "new Tasks(ctx, options) takes the Durable Object's state (this.ctx) of a SQLite-backed object.",
-      );
-    }
+    check.ctx(ctx, "new Tasks(ctx, options)");
     checkOptions(options, "new Tasks(ctx, options): options");
     const definitions = options?.definitions;
     if (typeof definitions !== "object" || definitions === null) {
@@ -99,9 +85,9 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         );
       }
     }
-    checkFunction(options.onEvent, "onEvent");
-    checkFunction(options.onError, "onError");
-    checkFunction(options.now, "now");
+    check.callback(options.onEvent, "onEvent");
+    check.callback(options.onError, "onError");
+    check.callback(options.now, "now");
     this.#definitions = definitions;
     const defaults = resolvePolicy(
       DEFAULT_STEP_POLICY,
@@ -109,27 +95,21 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       options.stepTimeoutMs,
       "default step",
     );
-    const claimTimeoutMs =
-      options.claimTimeoutMs === undefined
-        ? DEFAULT_CLAIM_TIMEOUT_MS
-        : checkMs(options.claimTimeoutMs, "claimTimeoutMs");
-    this.#maxValueBytes = checkCount(
-      options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES,
+    const claimTimeoutMs = check.ms(
+      options.claimTimeoutMs,
+      "claimTimeoutMs",
+      DEFAULT_CLAIM_TIMEOUT_MS,
+    );
+    this.#maxValueBytes = check.count(
+      options.maxValueBytes,
       "maxValueBytes",
-      1,
-      Number.MAX_SAFE_INTEGER,
+      DEFAULT_MAX_VALUE_BYTES,
     );
-    const maxSteps = checkCount(
-      options.maxStepsPerRun ?? DEFAULT_MAX_STEPS,
-      "maxStepsPerRun",
-      1,
-      Number.MAX_SAFE_INTEGER,
-    );
-    const maxAttemptsWithoutProgress = checkCount(
-      options.maxAttemptsWithoutProgress ?? DEFAULT_MAX_ATTEMPTS_WITHOUT_PROGRESS,
+    const maxSteps = check.count(options.maxStepsPerRun, "maxStepsPerRun", DEFAULT_MAX_STEPS);
+    const maxAttemptsWithoutProgress = check.count(
+      options.maxAttemptsWithoutProgress,
       "maxAttemptsWithoutProgress",
-      1,
-      Number.MAX_SAFE_INTEGER,
+      DEFAULT_MAX_ATTEMPTS_WITHOUT_PROGRESS,
     );
     this.#now = options.now ?? Date.now;
     migrate(ctx.storage);
@@ -310,7 +290,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    */
   list(options: TaskListOptions = {}): TaskListPage {
     checkOptions(options, "list() options");
-    const limit = checkCount(options.limit ?? DEFAULT_PAGE, "limit", 1, MAX_PAGE);
+    const limit = check.count(options.limit, "limit", DEFAULT_PAGE, { max: MAX_PAGE });
     if (options.definition !== undefined) checkName(options.definition, "A definition name", false);
     const states =
       options.state === undefined
@@ -414,7 +394,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         );
       }
     }
-    const limit = checkCount(options.limit ?? DEFAULT_PAGE, "limit", 1, MAX_PAGE);
+    const limit = check.count(options.limit, "limit", DEFAULT_PAGE, { max: MAX_PAGE });
     const before = options.settledBefore;
     const beforeMs = before instanceof Date ? before.getTime() : before;
     if (beforeMs !== undefined && (typeof beforeMs !== "number" || Number.isNaN(beforeMs))) {

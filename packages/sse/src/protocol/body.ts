@@ -9,7 +9,7 @@ import { problem } from "./responses";
  */
 
 /** A body read up to a limit: its bytes, or how it went past the limit. */
-export type BoundedBody =
+export type SseBoundedBody =
   | { ok: true; bytes: Uint8Array }
   | {
       ok: false;
@@ -23,7 +23,7 @@ export type BoundedBody =
  * @throws SseArgumentError `sse/invalid-argument` when `request` is not a Request or `maxBytes` is
  *   not a non-negative integer.
  */
-export async function readBoundedBody(request: Request, maxBytes: number): Promise<BoundedBody> {
+export async function readBoundedBody(request: Request, maxBytes: number): Promise<SseBoundedBody> {
   if (!(request instanceof Request)) {
     throw new SseArgumentError("readBoundedBody takes a Request.");
   }

@@ -14,7 +14,7 @@ import { canonicalInteger, closedFlag, H, isJsonMode, parseExpiry } from "./head
 import { parseJsonBody } from "./json-mode";
 import { formatOffset, parseOffset } from "./offsets";
 import { baseHeaders, problem } from "./responses";
-import type { ForkExport, ProtocolContext } from "./types";
+import type { DurableStreamsForkExport, ProtocolContext } from "./types";
 
 /** A fork's pending reference is released this long after it was requested unless the fork was created. */
 const PENDING_FORK_MS = 60_000;
@@ -186,7 +186,7 @@ async function createFork(
     await ledger.flush();
   };
   const peer = ctx.peer(fork.sourceId);
-  let first: ForkExport;
+  let first: DurableStreamsForkExport;
   const inherited: Array<string | Uint8Array> = [];
   try {
     first = await peer.exportFork(fork.sourceId, {

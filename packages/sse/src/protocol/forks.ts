@@ -5,9 +5,9 @@ import { isJsonMode, mediaType } from "./headers";
 import { parseOffset } from "./offsets";
 import type { ProtocolStore } from "./store";
 import type {
+  DurableStreamsForkExport,
+  DurableStreamsForkExportRequest,
   DurableStreamsPeer,
-  ForkExport,
-  ForkExportRequest,
   SseEvent,
   StreamView,
 } from "./types";
@@ -130,7 +130,10 @@ export class ForkLedger {
   }
 
   /** Source side: validates a fork request, takes the reference, and returns a page of inherited data. */
-  async export(sourceId: string, request: ForkExportRequest): Promise<ForkExport> {
+  async export(
+    sourceId: string,
+    request: DurableStreamsForkExportRequest,
+  ): Promise<DurableStreamsForkExport> {
     const view = await this.view(sourceId);
     if (view.kind === "absent") {
       return { ok: false, status: 404, message: `Source stream "${sourceId}" does not exist.` };
@@ -214,7 +217,7 @@ export class ForkLedger {
     from: number,
     until: number,
     first: { anchor: number; partial: Uint8Array | null } | null,
-  ): ForkExport {
+  ): DurableStreamsForkExport {
     const json = isJsonMode(status.contentType);
     const chunks: Array<string | Uint8Array> = [];
     let next = from;

@@ -1,4 +1,10 @@
-import { type AlarmPart, createEmitter, isWellFormedName, requestWake } from "@durablekit/compose";
+import {
+  type AlarmPart,
+  createEmitter,
+  createOptionChecks,
+  isWellFormedName,
+  requestWake,
+} from "@durablekit/compose";
 import { SseArgumentError } from "../errors";
 import { handlePost } from "./append";
 import { DEFAULT_MAX_WRITE_BYTES, DEFAULT_MAX_WRITE_MESSAGES } from "./body";
@@ -10,10 +16,10 @@ import { handleGet, handleHead } from "./read";
 import { baseHeaders, preflight, problem } from "./responses";
 import { ProtocolStore } from "./store";
 import type {
+  DurableStreamsForkExport,
+  DurableStreamsForkExportRequest,
   DurableStreamsHandlerOptions,
   DurableStreamsPeer,
-  ForkExport,
-  ForkExportRequest,
   ProtocolContext,
   SseEvent,
   StreamView,
@@ -22,33 +28,14 @@ import type {
 /** Longest stream id (the `@durablekit/streams` limit). */
 const MAX_ID_LENGTH = 256;
 
-function positive(name: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    throw new SseArgumentError(`${name} must be a positive number; got ${String(value)}.`);
-  }
-  return value;
-}
-
-function positiveInteger(name: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
-    throw new SseArgumentError(`${name} must be a positive integer; got ${String(value)}.`);
-  }
-  return value;
-}
+/** The door checks of `@durablekit/compose`, throwing `sse/invalid-argument`. */
+const check = createOptionChecks((message) => new SseArgumentError(message));
 
 function checkName(name: string, value: unknown): void {
   if (!isWellFormedName(value, MAX_ID_LENGTH)) {
     throw new SseArgumentError(
       `${name} must be a non-empty string of at most ${MAX_ID_LENGTH} characters without lone surrogates.`,
     );
-  }
-}
-
-function optionalFunction(name: string, value: unknown): void {
-  if (value !== undefined && typeof value !== "function") {
-    throw new SseArgumentError(`${name} must be a function; got ${typeof value}.`);
   }
 }
 
@@ -76,11 +63,7 @@ export class DurableStreamsHandler implements AlarmPart {
 
   /** @throws {SseArgumentError} `sse/invalid-argument` for a malformed `ctx` or option, or without `streams`. */
   constructor(ctx: DurableObjectState, options: DurableStreamsHandlerOptions) {
-    if (typeof ctx?.storage?.sql?.exec !== "function") {
-      throw new SseArgumentError(
-        "new DurableStreamsHandler(ctx, { streams }) takes the Durable Object's state (this.ctx) of a SQLite-backed object.",
-      );
-    }
+    check.ctx(ctx, "new DurableStreamsHandler(ctx, { streams })");
     if (options === null || typeof options !== "object") {
       throw new SseArgumentError(
         "new DurableStreamsHandler(ctx, { streams }) takes an options object with the object's Streams.",
@@ -104,24 +87,40 @@ export class DurableStreamsHandler implements AlarmPart {
     if (!basePath.startsWith("/") && basePath !== "") {
       throw new SseArgumentError(`basePath must start with "/"; got "${options.basePath}".`);
     }
-    optionalFunction("now", options.now);
-    optionalFunction("peer", options.peer);
-    optionalFunction("onEvent", options.onEvent);
-    const longPollTimeoutMs = positive("longPollTimeoutMs", options.longPollTimeoutMs, 20_000);
-    const sseConnectionMs = positive("sseConnectionMs", options.sseConnectionMs, 60_000);
-    const maxReadBytes = positive("maxReadBytes", options.maxReadBytes, 1_048_576);
-    const maxForkBytes = positive("maxForkBytes", options.maxForkBytes, 64 * 1_048_576);
-    const maxWriteBytes = positiveInteger(
-      "maxWriteBytes",
+    check.callback(options.now, "now");
+    check.callback(options.peer, "peer");
+    check.callback(options.onEvent, "onEvent");
+    const positiveMs = { min: 1 };
+    const longPollTimeoutMs = check.ms(
+      options.longPollTimeoutMs,
+      "longPollTimeoutMs",
+      20_000,
+      positiveMs,
+    );
+    const sseConnectionMs = check.ms(
+      options.sseConnectionMs,
+      "sseConnectionMs",
+      60_000,
+      positiveMs,
+    );
+    const maxReadBytes = check.count(options.maxReadBytes, "maxReadBytes", 1_048_576);
+    const maxForkBytes = check.count(options.maxForkBytes, "maxForkBytes", 64 * 1_048_576);
+    const maxWriteBytes = check.count(
       options.maxWriteBytes,
+      "maxWriteBytes",
       DEFAULT_MAX_WRITE_BYTES,
     );
-    const maxWriteMessages = positiveInteger(
-      "maxWriteMessages",
+    const maxWriteMessages = check.count(
       options.maxWriteMessages,
+      "maxWriteMessages",
       DEFAULT_MAX_WRITE_MESSAGES,
     );
-    const cursorIntervalMs = positive("cursorIntervalMs", options.cursorIntervalMs, 20_000);
+    const cursorIntervalMs = check.ms(
+      options.cursorIntervalMs,
+      "cursorIntervalMs",
+      20_000,
+      positiveMs,
+    );
     const store = new ProtocolStore(ctx.storage);
     const now = options.now ?? Date.now;
     const emit = createEmitter<SseEvent>("@durablekit/sse", options.onEvent);
@@ -245,10 +244,13 @@ export class DurableStreamsHandler implements AlarmPart {
    * request, takes a named reference on the source, and returns the inherited data a page at a time.
    * @throws {SseArgumentError} `sse/invalid-argument` for a malformed source id, request or ref.
    */
-  exportFork(sourceId: string, request: ForkExportRequest): Promise<ForkExport> {
+  exportFork(
+    sourceId: string,
+    request: DurableStreamsForkExportRequest,
+  ): Promise<DurableStreamsForkExport> {
     checkName("sourceId", sourceId);
     if (request === null || typeof request !== "object") {
-      throw new SseArgumentError("exportFork takes a ForkExportRequest object.");
+      throw new SseArgumentError("exportFork takes a DurableStreamsForkExportRequest object.");
     }
     checkName("ref", request.ref);
     return this.#ledger.export(sourceId, request);

@@ -24,7 +24,7 @@ export function formatOffset(seq: number): string {
 }
 
 /** What an `offset` value asks for. */
-export type OffsetRequest =
+export type SseOffsetRequest =
   | { kind: "seq"; seq: number }
   | { kind: "now" }
   | { kind: "invalid"; reason: string };
@@ -33,7 +33,7 @@ export type OffsetRequest =
  * Reads an offset value: `-1` (the start), `now` (the tail) or an offset this server minted.
  * Anything else — another server's offsets, stray characters, a non-zero position — is invalid.
  */
-export function parseOffset(value: string): OffsetRequest {
+export function parseOffset(value: string): SseOffsetRequest {
   if (typeof value !== "string") {
     return { kind: "invalid", reason: `An offset is a string; got ${typeof value}.` };
   }

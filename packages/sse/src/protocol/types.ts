@@ -14,12 +14,15 @@ import type { ProtocolStore } from "./store";
  * ```
  */
 export interface DurableStreamsPeer {
-  exportFork(sourceId: string, request: ForkExportRequest): Promise<ForkExport>;
+  exportFork(
+    sourceId: string,
+    request: DurableStreamsForkExportRequest,
+  ): Promise<DurableStreamsForkExport>;
   releaseFork(sourceId: string, ref: string): Promise<void>;
 }
 
 /** A fork asking its source for a reference and the data it inherits. */
-export interface ForkExportRequest {
+export interface DurableStreamsForkExportRequest {
   /** Unique name of the reference the fork takes (and later releases). */
   ref: string;
   /** `Stream-Fork-Offset` as sent, or null for the source's tail. Only on the first call. */
@@ -35,7 +38,7 @@ export interface ForkExportRequest {
 }
 
 /** The source's answer: the inherited data a page at a time, or an HTTP status to answer with. */
-export type ForkExport =
+export type DurableStreamsForkExport =
   | {
       ok: true;
       /** The source's content type (first page only) and expiry settings to inherit. */
