@@ -14,8 +14,10 @@ import { LegacyChatTables } from "./legacy";
 import { TurnReplay } from "./turn-replay";
 import type {
   ChatEvent,
+  ChatListTurnsOptions,
   ChatStartTurnOptions,
   ChatTurnInfo,
+  ChatTurnList,
   ChatTurnsOptions,
   ChatUIMessageChunk,
 } from "./types";
@@ -196,22 +198,70 @@ export class ChatTurns {
     do {
       const page = this.#streams.list({ tag, state: "streaming", limit: 50, cursor });
       for (const status of page.items) {
-        const meta = turnMetadata(status, chatId);
-        if (meta === null) continue;
-        const turnId = status.streamId.slice(TURN_STREAM_PREFIX.length);
-        return {
-          chatId,
-          turnId,
-          messageId: meta.messageId,
-          state: status.state,
-          live: this.#live.has(turnId),
-          createdAt: status.createdAt,
-          updatedAt: status.updatedAt,
-        };
+        const info = this.#infoOf(status, chatId);
+        if (info !== null) return info;
       }
       cursor = page.next ?? undefined;
     } while (cursor !== undefined);
     return null;
+  }
+
+  /**
+   * One page of the chat's turns still held (streaming, or ended and not yet swept), newest first,
+   * through the tag index: pass a page's `next` back as `cursor`. Streams of the application that
+   * share the chat's tag are skipped, so a page may hold fewer than `limit` turns and still have a
+   * `next`. Read-only.
+   * @throws {ChatError} `chat/invalid-argument` for a malformed chat id, `limit` (1–1000, default
+   *   100), `state` or `cursor`.
+   */
+  listTurns(chatId: string, options: ChatListTurnsOptions = {}): ChatTurnList {
+    assertChatId(chatId);
+    check.options(options, "listTurns() options");
+    const limit = check.count(options.limit, "limit", 100, { max: 1000 });
+    const states = options.state === undefined ? [] : [options.state].flat();
+    for (const state of states) {
+      check.oneOf(state, "state", ["streaming", "completed", "errored"], "streaming");
+    }
+    if (options.cursor !== undefined && typeof options.cursor !== "string") {
+      throw new ChatArgumentError("cursor must be the next token of a previous page.");
+    }
+    let page: ReturnType<Streams["list"]>;
+    try {
+      page = this.#streams.list({
+        tag: chatTag(chatId),
+        state: states,
+        limit,
+        cursor: options.cursor,
+      });
+    } catch (error) {
+      throw new ChatError(
+        "chat/invalid-argument",
+        `listTurns() cursor must be the next token of a previous page; got ${JSON.stringify(options.cursor)}.`,
+        { chatId, cause: error },
+      );
+    }
+    const items: ChatTurnInfo[] = [];
+    for (const status of page.items) {
+      const info = this.#infoOf(status, chatId);
+      if (info !== null) items.push(info);
+    }
+    return { items, next: page.next };
+  }
+
+  /** A turn's info from its stream's status, or null for a stream that is not a turn of the chat. */
+  #infoOf(status: StreamStatus, chatId: string): ChatTurnInfo | null {
+    const meta = turnMetadata(status, chatId);
+    if (meta === null) return null;
+    const turnId = status.streamId.slice(TURN_STREAM_PREFIX.length);
+    return {
+      chatId,
+      turnId,
+      messageId: meta.messageId,
+      state: status.state,
+      live: this.#live.has(turnId),
+      createdAt: status.createdAt,
+      updatedAt: status.updatedAt,
+    };
   }
 
   /**

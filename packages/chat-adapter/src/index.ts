@@ -30,8 +30,10 @@ export {
 } from "./turn-task";
 export type {
   ChatEvent,
+  ChatListTurnsOptions,
   ChatStartTurnOptions,
   ChatTurnInfo,
+  ChatTurnList,
   ChatTurnsOptions,
   ChatUIMessageChunk,
 } from "./types";

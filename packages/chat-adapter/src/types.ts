@@ -95,6 +95,23 @@ export interface ChatTurnInfo {
   updatedAt: number;
 }
 
+/** Filters and paging of {@link ChatTurns.listTurns}; filters name fields of {@link ChatTurnInfo}. */
+export interface ChatListTurnsOptions {
+  /** Only turns in this state (or these states). */
+  state?: ChatTurnInfo["state"] | ChatTurnInfo["state"][];
+  /** Page size, 1–1000. Default 100. */
+  limit?: number;
+  /** The `next` token of the previous page (opaque). */
+  cursor?: string;
+}
+
+/** One page of {@link ChatTurns.listTurns}, newest turn first. */
+export interface ChatTurnList {
+  items: ChatTurnInfo[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  next: string | null;
+}
+
 /** Options of {@link ChatTurns.startTurn}. */
 export interface ChatStartTurnOptions {
   /** The assistant message id (default a random UUID). */

@@ -370,3 +370,51 @@ describe("storage", () => {
     });
   });
 });
+
+describe("listTurns", () => {
+  it("pages a chat's turns newest first, by state, skipping other chats and the app's streams on the chat's tag", async () => {
+    await inFixture(async ({ chat, streams }) => {
+      const first = chat.startTurn("c1", { messageId: "m-1" });
+      first.finish();
+      const other = chat.startTurn("c2", { messageId: "m-x" });
+      other.finish();
+      // An application stream that shares the chat's tag is not a turn.
+      streams.open("app-notes", { tag: "dk-chat/c1" });
+      const second = chat.startTurn("c1", { messageId: "m-2" });
+      second.write({ type: "text-start", id: "t" });
+
+      const all = chat.listTurns("c1");
+      expect(all.items.map((turn) => [turn.messageId, turn.state, turn.live])).toEqual([
+        ["m-2", "streaming", true],
+        ["m-1", "completed", false],
+      ]);
+      expect(all.next).toBeNull();
+      expect(chat.listTurns("c1", { state: "completed" }).items.map((t) => t.turnId)).toEqual([
+        first.turnId,
+      ]);
+
+      const page = chat.listTurns("c1", { limit: 1 });
+      expect(page.items.map((t) => t.turnId)).toEqual([second.turnId]);
+      expect(page.next).not.toBeNull();
+      const rest = chat.listTurns("c1", { limit: 2, cursor: page.next ?? undefined });
+      // The app's stream is skipped: one turn on a page of two streams.
+      expect(rest.items.map((t) => t.turnId)).toEqual([first.turnId]);
+      second.finish();
+    });
+  });
+
+  it("refuses a malformed chat id, limit, state or cursor with chat/invalid-argument", async () => {
+    await inFixture(async ({ chat }) => {
+      expect(codeOf(() => chat.listTurns(""))).toBe("chat/invalid-argument");
+      expect(codeOf(() => chat.listTurns("c1", { limit: 0 }))).toBe("chat/invalid-argument");
+      expect(codeOf(() => chat.listTurns("c1", { limit: 1001 }))).toBe("chat/invalid-argument");
+      expect(codeOf(() => chat.listTurns("c1", { state: "done" as never }))).toBe(
+        "chat/invalid-argument",
+      );
+      expect(codeOf(() => chat.listTurns("c1", { cursor: "nope" }))).toBe("chat/invalid-argument");
+      expect(codeOf(() => chat.listTurns("c1", { cursor: 7 as never }))).toBe(
+        "chat/invalid-argument",
+      );
+    });
+  });
+});
