@@ -31,7 +31,7 @@ export function assertChatId(chatId: unknown): asserts chatId is string {
  * Refuses a malformed turn or message id (`what` names it in the message).
  * @throws {ChatArgumentError} `chat/invalid-argument`.
  */
-export function assertId(what: "turnId" | "messageId", value: unknown, chatId: string): string {
+export function assertId(what: "turnId" | "messageId", value: unknown, chatId?: string): string {
   const max = what === "turnId" ? MAX_TURN_ID_LENGTH : MAX_MESSAGE_ID_LENGTH;
   if (!isWellFormedName(value, max)) {
     throw new ChatArgumentError(

@@ -248,6 +248,18 @@ export class ChatTurns {
     return { items, next: page.next };
   }
 
+  /**
+   * A turn's info by its id (`{ chatId, turnId, messageId, state, live, createdAt, updatedAt }`), or
+   * null when no turn of that id is held. Read-only.
+   * @throws {ChatError} `chat/invalid-argument` for a malformed turn id.
+   */
+  getTurn(turnId: string): ChatTurnInfo | null {
+    const status = this.#streams.status(turnStreamId(assertId("turnId", turnId)));
+    const chatId = status?.metadata?.chatId;
+    if (status === null || typeof chatId !== "string") return null;
+    return this.#infoOf(status, chatId);
+  }
+
   /** A turn's info from its stream's status, or null for a stream that is not a turn of the chat. */
   #infoOf(status: StreamStatus, chatId: string): ChatTurnInfo | null {
     const meta = turnMetadata(status, chatId);

@@ -1,7 +1,7 @@
 // Compiled by `tsc --noEmit` (the package's typecheck, run by `pnpm check`): each
 // `@ts-expect-error` line must fail to compile, or the typecheck fails. The code union is
 // `ErrorCodeOf` of @durablekit/compose, so a code outside it is a compile error.
-import { isChatError, type ChatErrorCode } from "../src/index";
+import { type ChatErrorCode, isChatError } from "../src/index";
 
 export const known: ChatErrorCode = "chat/closed";
 // @ts-expect-error a word the package does not have (the shared word is the code)

@@ -372,7 +372,7 @@ describe("storage", () => {
 });
 
 describe("listTurns", () => {
-  it("pages a chat's turns newest first, by state, skipping other chats and the app's streams on the chat's tag", async () => {
+  it("pages a chat's turns newest first, by state, skipping other chats and the app's streams on the chat's tag, and finds one by id", async () => {
     await inFixture(async ({ chat, streams }) => {
       const first = chat.startTurn("c1", { messageId: "m-1" });
       first.finish();
@@ -399,6 +399,11 @@ describe("listTurns", () => {
       const rest = chat.listTurns("c1", { limit: 2, cursor: page.next ?? undefined });
       // The app's stream is skipped: one turn on a page of two streams.
       expect(rest.items.map((t) => t.turnId)).toEqual([first.turnId]);
+
+      expect(chat.getTurn(second.turnId)).toEqual(all.items[0]);
+      expect(chat.getTurn(other.turnId)).toMatchObject({ chatId: "c2", messageId: "m-x" });
+      expect(chat.getTurn("no-such-turn")).toBeNull();
+      expect(codeOf(() => chat.getTurn(""))).toBe("chat/invalid-argument");
       second.finish();
     });
   });
