@@ -1,4 +1,4 @@
-import type { HandleTable } from "./handle-table";
+import type { ReplayHandles } from "./replay-handles";
 import { handleRef } from "./run-journal";
 
 /**
@@ -11,22 +11,22 @@ import { handleRef } from "./run-journal";
 export class AnswerRefs {
   /** The body's `k`: position among the answer's handle records → name of an object already held. */
   readonly reused: Record<string, string> = {};
-  readonly #table: HandleTable;
+  readonly #handles: ReplayHandles;
   readonly #key: string;
   /** Objects first named by this answer (also when it returns one twice). */
   readonly #named = new Map<object, string>();
   #position = 0;
   #ordinal = 0;
 
-  constructor(table: HandleTable, key: string) {
-    this.#table = table;
+  constructor(handles: ReplayHandles, key: string) {
+    this.#handles = handles;
     this.#key = key;
   }
 
   /** Counts the next handle record the journal text holds: `value` is its object. */
   see(value: object): void {
     const position = this.#position++;
-    const held = this.#table.refOf(value) ?? this.#named.get(value);
+    const held = this.#handles.refOf(value) ?? this.#named.get(value);
     if (held !== undefined) {
       this.reused[position] = held;
       return;
@@ -36,6 +36,6 @@ export class AnswerRefs {
 
   /** Gives the objects this answer returned first their names (once its body is encoded). */
   commit(): void {
-    for (const [value, ref] of this.#named) this.#table.nameRef(value, ref);
+    for (const [value, ref] of this.#named) this.#handles.nameRef(value, ref);
   }
 }

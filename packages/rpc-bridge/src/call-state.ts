@@ -2,8 +2,7 @@ import { callIdOf, topLevelKey } from "@durablekit/handle-journal";
 import type { BridgeAccess, BridgeCallContext, BridgeHostFunction } from "./context";
 import type { BridgeError } from "./errors";
 import type { Handle } from "./handle-table";
-import type { JournalCallName } from "./run-journal";
-import type { Answer, EventWindow } from "./wire";
+import type { Answer } from "./wire";
 
 /**
  * One admitted call, from admission to its answer: what it runs, its key and deadline, and what
@@ -28,24 +27,11 @@ export interface CallState {
   cutOff?: BridgeError;
   callbacks?: Array<(...args: unknown[]) => unknown>;
   signals?: Array<[number, AbortController]>;
-  // Replay runs only:
-  /** Why the call is refused once keyed (no such method): journaled as its answer. */
-  refusal?: BridgeError;
-  /** The isolate's event window sent with the call. */
-  events?: EventWindow | undefined;
-  /** What the journal records the call as (key, module, method, argument digest). */
-  name?: JournalCallName;
-  /** The seq of the unsafeToRepeat marker written before the call ran. */
-  marker?: number;
-  /** The call interrupted the run (`ctx.interrupt`): its answer is the resume value, never its own. */
-  interrupted?: boolean;
   /**
-   * The bytes the call was charged toward `maxTotalBytes` so far (its event window, request, then
-   * response or error), recorded with its answer; set once it is keyed.
+   * Why the call is refused once keyed (no such method): admission throws it first, after the
+   * call's journal began it under its key (a replay records the refusal there).
    */
-  charged?: number;
-  /** Set by the response shaping: the journal body and outcome of a value answer. */
-  journal?: { outcome: "value" | "handle"; body: string } | null;
+  refusal?: BridgeError;
 }
 
 /**

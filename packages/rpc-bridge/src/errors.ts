@@ -211,6 +211,16 @@ export function bridgeErrorRecord(code: BridgeErrorCode, message: string): Error
   return toErrorRecord(new BridgeError(code, message));
 }
 
+/**
+ * A promise rejected with `error` whose rejection is already handled: host code that drops the
+ * promise (a callback it never awaits, an interrupt it does not await) logs no unhandled rejection.
+ */
+export function handledRejection(error: unknown): Promise<never> {
+  const promise = Promise.reject(error);
+  promise.catch(() => {});
+  return promise;
+}
+
 export { safeErrorRecord } from "./safe-error-record";
 
 /** Characters an over-limit error record keeps of its message (and of its name and code). */

@@ -10,6 +10,7 @@ import {
   toErrorRecord,
   utf8ByteLength,
 } from "@durablekit/handle-journal";
+import { type CallJournal, LIVE } from "./call-journal";
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 import { encodeChecked, isCyclic } from "./data-size";
 import { BridgeEndpoint } from "./endpoint";
@@ -39,6 +40,7 @@ import { fingerprintChange, fingerprintOf, type ReplayFingerprint } from "./fing
 import { disposeQuietly } from "./handle-table";
 import { type BridgeLimits, resolveLimits } from "./limits";
 import { MAIN_MODULE, ModuleRegistry } from "./module-registry";
+import { ReplayCalls } from "./replay-calls";
 import { type AttemptOutcome, Run, type RunInterrupt } from "./run";
 import { RunJournal, resumedBody } from "./run-journal";
 import { checkAnswerable } from "./values";
@@ -694,6 +696,8 @@ export class Executor implements AlarmPart {
     for (let attempt = drive.attempt; ; attempt++) {
       if (attempt > drive.attempt) this.#store.restart(drive.id, attempt);
       let journal: RunJournal | undefined;
+      // A replay run's calls go through its journal; any other run's are live.
+      let calls: CallJournal = LIVE;
       if (drive.replay !== undefined) {
         try {
           journal = new RunJournal(
@@ -702,6 +706,7 @@ export class Executor implements AlarmPart {
             () => this.#now(),
             drive.replay.entries,
           );
+          calls = new ReplayCalls(journal);
         } catch (error) {
           const body = thrownBody(fromJournalFailure(error));
           return this.#end(drive.id, attempt, 0, { state: "failed", error: body });
@@ -719,13 +724,13 @@ export class Executor implements AlarmPart {
           unsafeCall = label;
           this.#store.markUnsafe(drive.id, label);
         },
-        journal,
+        calls,
       });
       this.#live.set(drive.id, run);
       this.#emit({ type: "bridge:execution", executionId: drive.id, state: "running", attempt });
       let result: { outcome: AttemptOutcome; disposed: number };
       try {
-        result = await this.#attempt(drive, run, journal);
+        result = await this.#attempt(drive, run, calls, journal);
       } finally {
         this.#live.delete(drive.id);
       }
@@ -757,6 +762,7 @@ export class Executor implements AlarmPart {
   async #attempt(
     drive: Drive,
     run: Run,
+    calls: CallJournal,
     journal?: RunJournal,
   ): Promise<{ outcome: AttemptOutcome; disposed: number }> {
     const cpuMs = this.#limits.cpuMs;
@@ -782,7 +788,7 @@ export class Executor implements AlarmPart {
           seed: drive.replay.seed,
           startedAt: drive.replay.startedAt,
           schedule: journal?.schedule ?? [],
-          answers: run.prefetch(),
+          answers: calls.prefetch(),
         };
       }
       const evaluation = (entrypoint as unknown as Evaluator)
@@ -807,10 +813,10 @@ export class Executor implements AlarmPart {
               };
             }
             // The calls the isolate answered itself after its last invoke are checked first.
-            const mismatch = run.checkAnsweredInIsolate(outcome.answered);
+            const mismatch = calls.checkAnswered(outcome.answered);
             if (mismatch !== undefined) return { kind: "failed", error: mismatch };
             // A replay run's program ended: the journal must hold nothing it did not ask for again.
-            const left = run.checkJournalEnded();
+            const left = calls.checkEnded();
             if (left !== undefined) return { kind: "failed", error: left };
             if (outcome.kind === "returned") return { kind: "completed", value: outcome.value };
             const error = normalize(outcome.record);
@@ -834,7 +840,7 @@ export class Executor implements AlarmPart {
         );
       outcome = await Promise.race([evaluation.then((o) => run.checkDeadline(o)), run.stopped]);
       // A replay run released by ctx.interrupt() stays released, whatever its program did next.
-      const suspension = run.suspension;
+      const suspension = calls.suspension;
       if (suspension !== undefined && outcome.kind !== "cancelled") {
         outcome = { kind: "suspended", interrupt: suspension };
       }

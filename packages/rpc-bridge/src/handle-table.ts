@@ -1,17 +1,8 @@
 import { RpcTarget } from "cloudflare:workers";
-import {
-  createReviver,
-  type HandleRecord,
-  handleKindOf,
-  handle as handleSymbols,
-  isHandle,
-  isJournalError,
-} from "@durablekit/handle-journal";
+import { handleKindOf, handle as handleSymbols } from "@durablekit/handle-journal";
 import { MAX_DEPTH } from "./data-size";
 import { BridgeError } from "./errors";
 import type { HostModuleEntry } from "./module-registry";
-import { isReadOnly } from "./read-only";
-import { creatorOfRef, type JournaledHandle } from "./run-journal";
 import { type FunctionDescriptor, TAG, type TargetDescriptor } from "./wire";
 
 /** A host module's exports, as a handle (ids 1..n in every run; never disposed). */
@@ -21,19 +12,15 @@ export interface ModuleHandle {
   module: HostModuleEntry;
 }
 
-/** An RpcTarget a call returned (or, in a replay, its journaled record, revived at first live use). */
+/**
+ * An RpcTarget a call returned, or one registered before its object exists (a replay hands the
+ * program a journaled object at once and revives it at its first live call: `replay-handles.ts`).
+ */
 export interface TargetHandle {
   kind: "target";
   id: number;
-  /** The object; `null` while a journaled handle is not revived (its calls are answered from the journal). */
+  /** The object; `null` until it exists (then {@link HandleTable.attach} gives it one). */
   target: object | null;
-  /** The handle record a replay registered it from, until it is revived. */
-  record?: HandleRecord;
-  /**
-   * A journaled handle's methods marked read-only when the live run returned the object (what a
-   * `"read"` run decides access by before reviving it); absent when not recorded.
-   */
-  readOnly?: ReadonlySet<string>;
   /**
    * Its revivable kind: the `[handle.kind]` its class declares, when that is a key of the creating
    * module's `[handle.revive]` map; `null` otherwise. Never the constructor's name (minification
@@ -51,12 +38,6 @@ export interface TargetHandle {
   /** The key of the call that returned it: its method calls are keyed `<creatorKey>.<n>`. */
   creatorKey: string;
   descriptor: TargetDescriptor;
-  /**
-   * Its name in a replay run's journal (`"<key>#<n>"`, see `handleRef`), once an answer that
-   * returned it was journaled: an answer returning it again records this name, so the replay hands
-   * the program the same object (with the same `creatorKey`) as the live run did.
-   */
-  ref?: string;
 }
 
 /** A function a call returned. */
@@ -142,14 +123,12 @@ export class HandleTable {
   /** Per host module specifier: the keys of its `[handle.revive]` map (empty when it has none). */
   readonly #revivable = new Map<string, ReadonlySet<string>>();
   readonly #byValue = new Map<object, TargetHandle | FunctionHandle>();
-  /** Held target handles by their journal name (see {@link TargetHandle.ref}). */
-  readonly #byRef = new Map<string, TargetHandle>();
-  /** Objects more than one handle reaches (see {@link liveTarget}): every handle that does. */
+  /** Objects more than one handle reaches (see {@link attach}): every handle that does. */
   readonly #sharers = new Map<object, Set<TargetHandle>>();
   readonly #maxHandles: number;
   /**
-   * Journaled handles held and not revived yet (they have no object in `#byValue`): held all the
-   * same, so `maxHandles` counts them as the live run counted their objects.
+   * Target handles held before their objects exist (they have no object in `#byValue`): held all
+   * the same, so `maxHandles` counts them as the live run counted their objects.
    */
   #unrevived = 0;
   #next: number;
@@ -168,7 +147,7 @@ export class HandleTable {
     return this.#entries.get(id);
   }
 
-  /** How many returned objects and functions are held now (journaled ones not revived included). */
+  /** How many returned objects and functions are held now (those whose objects do not exist yet included). */
   get held(): number {
     return this.#byValue.size + this.#unrevived;
   }
@@ -206,151 +185,64 @@ export class HandleTable {
   }
 
   /**
-   * Registers a handle a replay read from the journal: the program gets the usual descriptor with
-   * the recorded method names, and no target exists until {@link liveTarget}. A handle whose name
-   * the table already holds (the live run returned that object before, or a concurrent call the
-   * replay answered first did) is that object again, as it was live.
+   * Registers a target handle whose object does not exist yet (a replay's journaled object): the
+   * program gets the usual descriptor with `methods`, and {@link attach} gives it its object later.
+   * Counted toward `maxHandles`, never refused (the answer holding it was admitted when recorded).
+   * `label` is `"<specifier>#<Kind>"`; the new id is pushed to `fresh`.
    */
-  addJournaled(journaled: JournaledHandle, creatorKey: string, fresh: number[]): TargetDescriptor {
-    const { record, methods, ref, reuses, readOnly } = journaled;
-    const held = this.#byRef.get(ref);
-    // Never another kind than the record's (a journal edited by hand): then a new, unnamed object.
-    if (held !== undefined && held.label === record.$handle) return held.descriptor;
-    // A name given by a call the replay has not answered yet (concurrent calls can be answered in
-    // another order than live): the object is registered now, under the key of that call.
-    const owner = held === undefined ? (reuses ? creatorOfRef(ref) : creatorKey) : null;
-    // Counted, never refused: the answer holding it is the journal's, admitted when it was recorded.
+  addPending(
+    label: string,
+    methods: readonly string[],
+    creatorKey: string,
+    fresh: number[],
+  ): TargetHandle {
     const id = this.#next++;
     this.#unrevived++;
-    const label = record.$handle;
     const at = label.lastIndexOf("#");
-    // The module that made it, from its record: not always the module of the call answered now
-    // (another module's call may return it, and a replay may answer that call first).
-    const specifier = label.slice(0, at);
-    const kind = label.slice(at + 1);
     const descriptor: TargetDescriptor = { [TAG]: "t", id, k: label, m: [...methods] };
     const entry: TargetHandle = {
       kind: "target",
       id,
       target: null,
-      record,
-      handleKind: kind,
+      handleKind: label.slice(at + 1),
       label,
-      specifier,
+      specifier: label.slice(0, at),
       methods: new Set(methods),
-      ...(readOnly === null ? {} : { readOnly: new Set(readOnly) }),
-      creatorKey: owner ?? creatorKey,
+      creatorKey,
       descriptor,
     };
     this.#entries.set(id, entry);
-    if (owner !== null) this.#name(entry, ref);
     fresh.push(id);
-    return descriptor;
-  }
-
-  /** The journal name of a held object, if an answer that returned it was journaled. */
-  refOf(value: object): string | undefined {
-    const entry = this.#byValue.get(value);
-    return entry?.kind === "target" ? entry.ref : undefined;
-  }
-
-  /** Names a held object in the journal (once: its first journaled answer names it). */
-  nameRef(value: object, ref: string): void {
-    const entry = this.#byValue.get(value);
-    if (entry?.kind === "target") this.#name(entry, ref);
-  }
-
-  #name(entry: TargetHandle, ref: string): void {
-    if (entry.ref !== undefined || this.#byRef.has(ref)) return;
-    entry.ref = ref;
-    this.#byRef.set(ref, entry);
+    return entry;
   }
 
   /**
-   * The live object of a target handle, reviving a journaled one through its module's
-   * `[handle.revive]` map (the module as configured now: a redeployed module revives what an
-   * earlier version made).
-   * @throws BridgeError `bridge/not-replayable` when the module configured now has no reviver for
-   *   the kind (its `cause` handle-journal's `journal/no-reviver`), or its reviver returned a
-   *   promise or no object; what the reviver throws.
+   * Gives a handle registered by {@link addPending} its object, once. When another handle already
+   * holds that object (a host keeping one object per id, which a live call returned before this
+   * handle got it), both reach it and it is released once, when the last of them goes.
    */
-  liveTarget(entry: TargetHandle, moduleOf: (specifier: string) => object | undefined): object {
-    if (entry.target !== null) return entry.target;
-    const record = entry.record as HandleRecord;
-    const revive = createReviver({ [entry.specifier]: moduleOf(entry.specifier) });
-    let target: unknown;
-    try {
-      target = revive(record);
-    } catch (error) {
-      if (!isJournalError(error, "journal/no-reviver")) throw error;
-      throw new BridgeError(
-        "bridge/not-replayable",
-        `${record.$handle} cannot be revived by the module deployed now, so it cannot be called again: ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
-    if (typeof (target as PromiseLike<unknown> | null)?.then === "function") {
-      // What it resolves to is never handed out: disposed once it exists, so nothing leaks.
-      (target as PromiseLike<unknown>).then(disposeQuietly, () => {});
-      throw new BridgeError(
-        "bridge/not-replayable",
-        `The reviver of ${record.$handle} returned a promise; a [handle.revive] function must return the object synchronously (make [handle.revive].${entry.handleKind} return the object at once and do asynchronous work in its methods).`,
-      );
-    }
-    if (typeof target !== "object" || target === null) {
-      throw new BridgeError(
-        "bridge/not-replayable",
-        `The reviver of ${record.$handle} returned ${target === null ? "null" : typeof target}, not an object; make [handle.revive].${entry.handleKind} return the object.`,
-      );
-    }
+  attach(entry: TargetHandle, target: object): void {
+    if (entry.target !== null) return;
     entry.target = target;
-    delete entry.record;
     this.#unrevived--;
     const holder = this.#byValue.get(target);
     if (holder === undefined) {
       this.#byValue.set(target, entry);
     } else {
-      // The reviver gave back an object another handle holds (the host keeps one object per id,
-      // and a live call returned it before this handle was revived): both handles reach it, and
-      // it is released once, when the last of them goes.
       const sharers = this.#sharers.get(target) ?? new Set([holder as TargetHandle]);
       sharers.add(entry);
       this.#sharers.set(target, sharers);
     }
-    return target;
   }
 
-  /**
-   * In a replay run, refuses an object a call is returning that could not be revived after a
-   * restart: it must implement `[handle.serialize]()` and declare a kind its module's
-   * `[handle.revive]` map has.
-   * @throws BridgeError `bridge/not-replayable` naming what to add.
-   */
-  checkReplayable(id: number): void {
-    const entry = this.#entries.get(id);
-    if (entry?.kind === "function") {
-      throw new BridgeError(
-        "bridge/not-replayable",
-        `${entry.label} returned a function, which a replay run cannot journal; return an object with [handle.serialize] instead, or mark the host function unsafeToRepeat (a replay that reaches it then fails).`,
-      );
-    }
-    if (entry?.kind !== "target" || entry.target === null) return;
-    if (!isHandle(entry.target)) {
-      throw new BridgeError(
-        "bridge/not-replayable",
-        `${entry.label} has no [handle.serialize]() method, so a replay could not revive it: add [handle.serialize]() returning its own JSON (e.g. { id }).`,
-      );
-    }
-    const declared = handleKindOf(entry.target);
-    if (entry.handleKind === null) {
-      const known = [...(this.#revivable.get(entry.specifier) ?? [])];
-      throw new BridgeError(
-        "bridge/not-replayable",
-        declared === null
-          ? `${entry.label} declares no kind, so a replay could not revive it: add static [handle.kind] = "<Kind>" to its class and <Kind> to the [handle.revive] map of module "${entry.specifier}".`
-          : `${entry.label} has kind "${declared}", which module "${entry.specifier}" cannot revive (its [handle.revive] map has: ${known.join(", ") || "nothing"}); add ${declared} to it.`,
-      );
-    }
+  /** The handle that holds an object or function, when the table holds it. */
+  handleOf(value: object): TargetHandle | FunctionHandle | undefined {
+    return this.#byValue.get(value);
+  }
+
+  /** The kinds module `specifier`'s `[handle.revive]` map can revive (empty when it has none). */
+  revivableKinds(specifier: string): ReadonlySet<string> {
+    return this.#revivable.get(specifier) ?? new Set();
   }
 
   /** The target handle with this id, when the table holds one. */
@@ -413,22 +305,6 @@ export class HandleTable {
     return `${entry.specifier}#${entry.handleKind}`;
   }
 
-  /**
-   * The journal name, method names and read-only method names of a held object with a
-   * revivable kind, or `null`: what a replay run's journal records a returned handle as.
-   */
-  journalKind(value: object): { kind: string; methods: string[]; readOnly: string[] } | null {
-    const entry = this.#byValue.get(value);
-    if (entry?.kind !== "target" || entry.handleKind === null) return null;
-    const methods = entry.descriptor.m;
-    const target = entry.target as Record<string, unknown>;
-    return {
-      kind: `${entry.specifier}#${entry.handleKind}`,
-      methods,
-      readOnly: methods.filter((name) => isReadOnly(target[name])),
-    };
-  }
-
   /** True when the object or function is held by the table. */
   holds(value: object): boolean {
     return this.#byValue.has(value);
@@ -448,14 +324,13 @@ export class HandleTable {
 
   /**
    * Removes an entry without disposing it; returns its object or function (`undefined` for a
-   * journaled handle never revived, or an object another handle still reaches: there is nothing
-   * to release).
+   * handle whose object never came to exist, or an object another handle still reaches: there is
+   * nothing to release).
    */
   forget(id: number): object | undefined {
     const entry = this.#entries.get(id);
     if (!entry || entry.kind === "module") return undefined;
     this.#entries.delete(id);
-    if (entry.kind === "target" && entry.ref !== undefined) this.#byRef.delete(entry.ref);
     const value = entry.kind === "target" ? entry.target : entry.fn;
     if (value === null) {
       this.#unrevived--;

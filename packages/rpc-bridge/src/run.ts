@@ -1,54 +1,31 @@
 import {
-  callIdOf,
   type ErrorRecord,
   fromErrorRecord,
   isErrorRecord,
   isUnsafeToRepeat,
-  type OutcomeKind,
 } from "@durablekit/handle-journal";
-import { AnswerRefs } from "./answer-refs";
 import { CallBudget } from "./call-budget";
+import { type CallJournal, LIVE, NOT_REVIVED } from "./call-journal";
 import { CallKeys, type CallState, callLabel, HostCallContext, labelOf } from "./call-state";
 import type { BridgeAccess, BridgeHostFunction } from "./context";
 import { dataSize, measurable } from "./data-size";
 import { Deadlines } from "./deadlines";
 import {
+  type BoundedErrorRecord,
   BridgeError,
   boundErrorRecord,
   bridgeErrorRecord,
-  fromJournalFailure,
-  isBridgeError,
+  handledRejection,
   safeErrorRecord,
 } from "./errors";
 import type { BridgeEvent } from "./events";
-import { disposeStray, HandleTable, type TargetHandle } from "./handle-table";
+import { disposeStray, HandleTable } from "./handle-table";
 import type { BridgeLimits } from "./limits";
 import type { ModuleRegistry } from "./module-registry";
 import { isReadOnly } from "./read-only";
-import {
-  checkEvents,
-  digestCallArgs,
-  encodeBody,
-  type JournalCallName,
-  type PlainEntry,
-  type Recorded,
-  type RunJournal,
-} from "./run-journal";
 import { SignalMirrors } from "./signal-mirrors";
-import { type ArgumentReader, type OutgoingValue, readArgs, writeResult } from "./values";
-import {
-  type Answer,
-  type AnsweredCalls,
-  envelopeOf,
-  failure,
-  HALT,
-  journaled,
-  type PrefetchedAnswers,
-  plain,
-  type Reply,
-  TAG,
-  tagged,
-} from "./wire";
+import { type ArgumentReader, readArgs, writeResult } from "./values";
+import { type Answer, envelopeOf, failure, HALT, plain, type Reply, TAG, tagged } from "./wire";
 
 /** The interrupt a replay run was released at (`ctx.interrupt(payload)` of call `key`). */
 export interface RunInterrupt {
@@ -77,58 +54,19 @@ export interface RunOptions {
   registry: ModuleRegistry;
   /** The executor's event sink, or undefined when nobody listens (then no call labels are built). */
   emit?: ((event: BridgeEvent) => void) | undefined;
-  /** Called, before it runs, for the first call of a function marked unsafeToRepeat. */
+  /** Called, before it runs, for each call of a function marked unsafeToRepeat (the executor acts on the first). */
   onUnsafeCall?: ((label: string) => void) | undefined;
-  /** The journal of a replay run's attempt; absent for other runs (which journal nothing). */
-  journal?: RunJournal | undefined;
-}
-
-/** Stands for a journaled object's method until the object is revived (a replay answers it without running). */
-const NOT_REVIVED = () => undefined;
-
-function handledRejection(error: unknown): Promise<never> {
-  const promise = Promise.reject(error);
-  promise.catch(() => {});
-  return promise;
+  /**
+   * What the run's calls ask of replay: a replay run's `ReplayCalls`, or {@link LIVE} (the
+   * default) for other runs, which journal nothing.
+   */
+  calls?: CallJournal | undefined;
 }
 
 const RESPONSE_LIMIT = "bridge/limit-response-bytes";
 
-/**
- * The most a journaled refusal's error record weighs (UTF-8 bytes of its JSON): past it, it keeps
- * its name, code and the start of its message. A refusal is the bridge's own message, but it can
- * name what the program sent (a path into its arguments).
- */
-const REFUSAL_RECORD_BYTES = 1024;
-
-/**
- * The most journal text (UTF-16 code units) one journaled call of a replay run holds beyond the
- * bytes it is charged toward `maxTotalBytes`: its key, module, method (at most 256) and argument
- * digest, the frame of its body, and a refusal's record ({@link REFUSAL_RECORD_BYTES}). At most
- * `maxCalls` admitted and `maxCalls` refused calls are journaled in a run (replayed ones count), so
- * its journal holds at most `maxTotalBytes + 2 × maxCalls × JOURNAL_CALL_OVERHEAD`. What host code
- * puts there (objects' own JSON, method names, interrupt payloads) is the host's and not counted.
- */
-export const JOURNAL_CALL_OVERHEAD = 2048;
-
 /** The longest function or method name a call may name (UTF-16 code units). */
 const MAX_METHOD_CHARS = 256;
-
-/**
- * At most this much journal text (UTF-16 code units) of answers is sent ahead with an attempt. Its
- * answers cross in the one `evaluate` message, which Workers RPC caps at 32 MiB, and the isolate
- * holds them while it runs; a journal that grew past it over many resumes replays the rest through
- * the host.
- */
-export const PREFETCH_MAX_CHARS = 4 * 1024 * 1024;
-
-/** The refusal of a function, callback or stream in a replay run, saying what to do instead. */
-function notReplayable(call: CallState, what: string, instead?: string): BridgeError {
-  return new BridgeError(
-    "bridge/not-replayable",
-    `${callLabel(call)} (call ${call.key}) got ${what}, which a replay run cannot journal: ${instead ?? "pass data or objects instead"}, or mark the host function unsafeToRepeat (then a replay that reaches it fails the run).`,
-  );
-}
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null | undefined)?.then === "function";
@@ -140,9 +78,10 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * handle's method, enters through {@link invoke} and takes the same steps: resolve what is called
  * and check access ({@link #resolve}), check the limits (`CallBudget`), read the arguments
  * ({@link #argumentReader}), key it (`CallKeys`), run it with its own context, and shape the
- * response ({@link #shape}). In a replay run ({@link RunOptions.journal}) a keyed call is first
- * looked up in the journal and answered from it without running; a live one is recorded (refusals
- * included) before its answer is delivered, as a `"journaled"` envelope.
+ * response ({@link #shape}). What replay adds it adds through the {@link CallJournal} port, at
+ * fixed points of that one path: a keyed call may be answered from the journal instead of running
+ * (`begin`), and a live one is recorded (refusals included) before its answer is delivered
+ * (`settle`); see `call-journal.ts`.
  */
 export class Run {
   readonly executionId: string;
@@ -161,27 +100,10 @@ export class Run {
   readonly #mirrors = new SignalMirrors();
   readonly #emitEvent: RunOptions["emit"];
   readonly #onUnsafeCall: RunOptions["onUnsafeCall"];
-  readonly #registry: ModuleRegistry;
-  readonly #journal: RunJournal | undefined;
+  readonly #calls: CallJournal;
   #stop!: (outcome: AttemptOutcome) => void;
   #active = true;
   #stopRequested = false;
-  /** Set once a replay run's `ctx.interrupt()` released it: new calls are held, in-flight ones drain. */
-  #suspension: RunInterrupt | undefined;
-  /** Calls held while suspending, answered HALT when the attempt ends. */
-  readonly #held: Array<(answer: Answer) => void> = [];
-  /**
-   * The journal entries sent to the isolate to answer itself, not yet reported answered, by seq:
-   * the module handle and function each was recorded for.
-   */
-  readonly #prefetched = new Map<
-    number,
-    { id: number; method: string; bytes: number; refused: boolean }
-  >();
-  /** Calls of a replay run refused after they got a key (journaled refusals), replayed ones included. */
-  #refused = 0;
-  /** Rejects the `ctx.interrupt()` promises of a replay run when the attempt ends. */
-  readonly #interrupts: Array<(error: unknown) => void> = [];
 
   constructor(options: RunOptions) {
     const limits = options.limits;
@@ -193,8 +115,7 @@ export class Run {
     this.#budget = new CallBudget(limits);
     this.#emitEvent = options.emit;
     this.#onUnsafeCall = options.onUnsafeCall;
-    this.#registry = options.registry;
-    this.#journal = options.journal;
+    this.#calls = options.calls ?? LIVE;
     this.stopped = new Promise((resolve) => {
       this.#stop = resolve;
     });
@@ -215,6 +136,23 @@ export class Run {
       },
     );
     this.deadline = this.#deadlines.run;
+    const run = this;
+    this.#calls.attach({
+      executionId: this.executionId,
+      limits,
+      registry: options.registry,
+      table: this.#table,
+      budget: this.#budget,
+      get active() {
+        return run.#active;
+      },
+      stop: (outcome) => this.stop(outcome),
+      resolve: (handleId, method, args, startedAt, deadline) =>
+        this.#resolve(handleId, method, args, startedAt, deadline),
+      readDry: (call) => {
+        readArgs(call.args, this.#argumentReader(call, true));
+      },
+    });
   }
 
   #timeOut(): void {
@@ -282,125 +220,25 @@ export class Run {
     // Host code sees its signal abort with `bridge/run-ended`; the isolate is answered HALT, so
     // the program's pending calls never settle and it sends nothing more.
     for (const call of [...this.#budget.inflight]) this.#cutOff(call, ended, HALT);
-    for (const hold of this.#held.splice(0)) hold(HALT);
-    const interrupted = new BridgeError(
-      "bridge/interrupted",
-      "The run was released by ctx.interrupt(); a resume answers the program with its value, without running this call again.",
-    );
-    for (const reject of this.#interrupts.splice(0)) reject(interrupted);
+    // Held calls are answered HALT too; a replay's pending interrupts reject.
+    this.#calls.end();
     this.#mirrors.abortAll(ended);
     return this.#table.disposeAll();
   }
 
   /**
    * `ctx.interrupt(payload)`. In a `"fail"` or `"restart"` run: stops the attempt as interrupted
-   * (a string payload is the reason) and rejects for the calling host code. In a replay run: records
-   * the interrupt at the call's key (payload journaled), then holds new calls and lets the calls
-   * in flight finish and be journaled before the attempt ends as suspended; the promise rejects
-   * with `bridge/interrupted` when the attempt ends.
+   * (a string payload is the reason) and rejects for the calling host code. In a replay run the
+   * journal keeps the interrupt and the attempt ends suspended (`CallJournal.interrupt`).
    */
   interrupt(call: CallState, payload: unknown): Promise<never> {
-    const journal = this.#journal;
-    if (journal === undefined || call.name === undefined) {
-      const text = typeof payload === "string" ? payload : `${callLabel(call)} interrupted the run`;
-      this.stop({ kind: "interrupted", reason: text });
-      return handledRejection(
-        new BridgeError("bridge/interrupted", `The run was interrupted: ${text}.`),
-      );
-    }
-    if (call.done || call.interrupted || !this.#active) {
-      return handledRejection(
-        new BridgeError(
-          "bridge/run-ended",
-          `ctx.interrupt() of ${callLabel(call)} (call ${call.key}) came after the call ended or the run was already released; interrupt while the call is running, once.`,
-        ),
-      );
-    }
-    const max = this.#limits.maxInterruptBytes;
-    let body: string;
-    try {
-      // Bounded before anything is written: a payload over the limit releases nothing (the run
-      // goes on), and what is admitted is stored split over rows where it outgrows one.
-      dataSize(payload, max, "payload", "bridge/limit-interrupt-bytes", "maxInterruptBytes");
-      body = encodeBody(payload, { events: call.events, bytes: call.charged });
-    } catch (error) {
-      if (isBridgeError(error, "bridge/limit-interrupt-bytes")) {
-        return handledRejection(
-          new BridgeError(
-            "bridge/limit-interrupt-bytes",
-            `The payload of ctx.interrupt() in ${callLabel(call)} encodes to more than ${max} bytes (maxInterruptBytes); the run was not released and goes on. Interrupt with less (e.g. an id of the data), or raise maxInterruptBytes.`,
-            { cause: error },
-          ),
-        );
-      }
-      return handledRejection(
-        new BridgeError(
-          "bridge/unserializable",
-          `The payload of ctx.interrupt() is not data the journal can keep: ${(error as Error).message}`,
-          { cause: error },
-        ),
-      );
-    }
-    try {
-      if (call.marker !== undefined) journal.resolve(call.key, call.marker, "interrupt", body);
-      else journal.record(call.name, "interrupt", body);
-    } catch (error) {
-      this.#failRun(error);
-      return handledRejection(fromJournalFailure(error));
-    }
-    call.interrupted = true;
-    this.#suspend(call.key, payload);
-    return new Promise<never>((_resolve, reject) => {
-      this.#interrupts.push(reject);
-    }).catch((error: unknown) => handledRejection(error));
-  }
-
-  /** The interrupt a replay run was released at, once `ctx.interrupt()` was called. */
-  get suspension(): RunInterrupt | undefined {
-    return this.#suspension;
-  }
-
-  /** A replay run is released at `key`: the first interrupt wins; the attempt ends once no call is in flight. */
-  #suspend(key: string, payload: unknown): void {
-    if (this.#suspension !== undefined) return;
-    this.#suspension = { key, callId: callIdOf(this.executionId, key), payload };
-    this.#stopWhenDrained();
-  }
-
-  /** Ends a suspending attempt once every call in flight (but the interrupting ones) answered. */
-  #stopWhenDrained(): void {
-    const suspension = this.#suspension;
-    if (suspension === undefined) return;
-    for (const call of this.#budget.inflight) if (!call.interrupted) return;
-    this.stop({ kind: "suspended", interrupt: suspension });
-  }
-
-  /** A call that waits for the end of the attempt (a suspending run answers nothing more). */
-  #hold(): Promise<Answer> {
-    return new Promise((resolve) => this.#held.push(resolve));
-  }
-
-  /**
-   * The journal (or the replay) failed: the attempt ends failed with that error, a journal's
-   * failure named by its bridge code with it as `cause` ({@link fromJournalFailure}); the isolate
-   * is halted.
-   */
-  #failRun(error: unknown): Answer {
-    this.stop({ kind: "failed", error: safeErrorRecord(fromJournalFailure(error)) });
-    return HALT;
-  }
-
-  /**
-   * A replay run whose program ended: fails with `bridge/replay-diverged` when the journal holds
-   * calls the program did not make again. Undefined for any other run.
-   */
-  checkJournalEnded(): ErrorRecord | undefined {
-    try {
-      this.#journal?.checkEnded();
-      return undefined;
-    } catch (error) {
-      return safeErrorRecord(fromJournalFailure(error));
-    }
+    const kept = this.#calls.interrupt(call, payload);
+    if (kept !== null) return kept;
+    const text = typeof payload === "string" ? payload : `${callLabel(call)} interrupted the run`;
+    this.stop({ kind: "interrupted", reason: text });
+    return handledRejection(
+      new BridgeError("bridge/interrupted", `The run was interrupted: ${text}.`),
+    );
   }
 
   /** The program disposed an object or function (`using` / `[Symbol.dispose]`). */
@@ -413,10 +251,16 @@ export class Run {
     this.#mirrors.abort(signalId, reason);
   }
 
+  // ── One call ───────────────────────────────────────────────────────────────
+
   /**
    * The one entry point of every call from the isolate. Always answers (see `Answer`), never
    * rejects: what host code throws travels as an error record. A call whose host code returns
    * synchronously is answered synchronously, with no promise for Workers RPC to wait on.
+   *
+   * The steps, each a fixed point: the journal begins the call (it keys it, and may answer it
+   * from the journal, hold it or halt it); admission (access, limits, arguments); a call refused
+   * after its key is answered through the journal; the journal sees it admitted; it runs.
    */
   invoke(
     handleId: unknown,
@@ -426,361 +270,74 @@ export class Run {
     events?: unknown,
     answered?: unknown,
   ): Answer | Promise<Answer> {
-    if (this.#journal) return this.#invokeJournaled(handleId, method, args, kind, events, answered);
     const startedAt = Date.now();
     // A program looping on calls can starve the run's timer: every call also checks the deadline.
     if (startedAt >= this.deadline) this.#timeOut();
     let call: CallState;
     try {
-      call = this.#admit(handleId, method, args, kind === "tagged", startedAt);
+      const start = this.#calls.begin(events, answered, () =>
+        this.#key(handleId, method, args, startedAt),
+      );
+      if (start.kind === "answered") return start.answer;
+      call = start.call;
     } catch (error) {
-      if (this.#emitEvent) {
-        this.#emit(`${String(handleId)}.${String(method)}`, undefined, "refused", error, startedAt);
-      }
-      // After the run ended the isolate is halted: this is the last call the host sees from it.
-      return this.#active ? failure(safeErrorRecord(error)) : HALT;
+      return this.#refuseUnkeyed(handleId, method, error, startedAt);
     }
-    return this.#perform(call);
-  }
-
-  /**
-   * A call of a replay run: keyed, then answered from the journal when it is recorded there, else
-   * admitted and run live; every answer after keying is recorded before it is delivered.
-   */
-  #invokeJournaled(
-    handleId: unknown,
-    method: unknown,
-    args: unknown,
-    kind: unknown,
-    rawEvents: unknown,
-    answered: unknown,
-  ): Answer | Promise<Answer> {
-    const journal = this.#journal as RunJournal;
-    const startedAt = Date.now();
-    if (startedAt >= this.deadline) this.#timeOut();
-    if (!this.#active) return HALT;
-    // A released run answers nothing more: the call is neither run nor journaled.
-    if (this.#suspension !== undefined) return this.#hold();
-    // The calls the isolate answered itself came before this one: they take their keys first.
-    if (answered !== undefined) {
-      try {
-        this.#checkAnswered(answered);
-      } catch (error) {
-        return this.#failRun(error);
-      }
-    }
-    let call: CallState;
-    let windowBytes = 0;
+    const special = kind === "tagged";
+    let size: number;
     try {
-      // What the isolate sends is checked and bounded before anything of it can be stored: its
-      // event window, which the journal keeps, is charged to the call as request bytes.
-      const checked = checkEvents(rawEvents);
-      windowBytes = checked?.bytes ?? 0;
-      this.#budget.checkWindow(windowBytes, this.#refused);
-      call = this.#resolve(handleId, method, args, startedAt, this.#deadlines.forCall(startedAt));
-      call.events = checked?.window;
+      size = this.#admit(call, special);
     } catch (error) {
-      // Refused before it got a key: answered as in any run, not journaled.
-      if (this.#emitEvent) {
-        this.#emit(`${String(handleId)}.${String(method)}`, undefined, "refused", error, startedAt);
-      }
-      return failure(safeErrorRecord(error));
-    }
-    const name = this.#journalName(call);
-    call.name = name;
-    let replayed: ReturnType<RunJournal["next"]>;
-    try {
-      replayed = journal.next(name);
-    } catch (error) {
-      return this.#failRun(error);
-    }
-    if (replayed.kind !== "live") {
-      // Counted as it was when it ran: the limits hold across resumes as in one attempt.
-      this.#budget.admit(replayed.bytes);
-      if (replayed.kind === "interrupt") {
-        // Recorded as an interrupt nobody resumed: released again, without running the call.
-        this.#suspend(call.key, replayed.payload);
-        return this.#hold();
-      }
-      if (replayed.kind === "error") {
-        if (replayed.refused) this.#refused++;
-        return journaled(replayed.seq, replayed.at, failure(replayed.record));
-      }
-      try {
-        return journaled(replayed.seq, replayed.at, this.#replayAnswer(call, replayed.value));
-      } catch (error) {
-        return this.#failRun(error);
-      }
-    }
-    // The window is journaled with whatever answers the call (a refusal too): charged now.
-    this.#budget.chargeWindow(windowBytes);
-    call.charged = windowBytes;
-    try {
-      if (call.refusal) throw call.refusal;
-      // Every refusal is decided before any host code runs: a journaled object's reviver and the
-      // revivers of journaled objects passed as arguments run only for a call that is admitted.
-      this.#checkAccess(call);
-      const size = this.#budget.check(call, kind === "tagged");
-      if (kind === "tagged") readArgs(call.args, this.#argumentReader(call, true));
-      if (call.fn === NOT_REVIVED) {
-        this.#reviveFor(call);
-        // Access by the method of the object as revived now (a deploy may have changed its marks).
-        this.#checkAccess(call);
-      }
-      if (kind === "tagged") call.args = readArgs(call.args, this.#argumentReader(call));
-      this.#budget.admit(size);
-      call.charged += size;
-    } catch (error) {
-      // Refused after keying: journaled like any answer, so the same call is refused on replay.
-      // Refusals are counted, replayed ones too (past maxCalls of them a call is refused unkeyed,
-      // unjournaled), and their records bounded, so refused calls cannot grow the journal without
-      // bound either.
-      this.#refused++;
+      // A refused call releases the signal mirrors and callbacks it registered before the refusal.
       this.#releaseArguments(call);
+      const record = this.#calls.refuse(call, error);
+      // Refusals the journal does not keep are answered as refusals before keying.
+      if (record === null) return this.#refuseUnkeyed(handleId, method, error, startedAt);
       if (this.#emitEvent) this.#emit(callLabel(call), call.key, "refused", error, startedAt);
-      const { record } = boundErrorRecord(
-        safeErrorRecord(error),
-        REFUSAL_RECORD_BYTES,
-        "the bound of a refusal's record",
-      );
-      return this.#recordAnswer(
-        call,
-        "error",
-        encodeBody(record, { events: call.events, bytes: call.charged, refused: true }),
-        failure(record),
-      );
+      return this.#calls.settle(call, failure(record));
     }
-    if (isUnsafeToRepeat(call.fn)) {
-      // The marker is durable before the call runs: a replay that finds it unsettled fails the run.
-      try {
-        call.marker = journal.record(name, "unsafe", encodeBody(null, { events: call.events })).seq;
-      } catch (error) {
-        return this.#failRun(error);
-      }
-    }
+    const instead = this.#calls.admitted(call, size);
+    if (instead !== null) return instead;
     return this.#perform(call);
   }
 
-  // ── Answered in the isolate (wire v5) ──────────────────────────────────────
-
-  /**
-   * The journal's plain answers of top-level calls, for the isolate to answer those calls itself
-   * (`ReplayOptions.answers`); empty for a run that is not a replay run. Entries whose value would
-   * register a handle, whose module is not configured now, or past {@link PREFETCH_MAX_CHARS} of
-   * journal text, are left to the host.
-   */
-  prefetch(): PrefetchedAnswers {
-    const out: PrefetchedAnswers = {
-      keys: [],
-      ids: [],
-      methods: [],
-      seqs: [],
-      ats: [],
-      answers: [],
-    };
-    const journal = this.#journal;
-    if (journal === undefined) return out;
-    let budget = PREFETCH_MAX_CHARS;
-    for (const entry of journal.plain) {
-      // Over the budget, an answer stays on the host, which answers its call as before.
-      if (entry.chars > budget) continue;
-      const module = this.#registry.bySpecifier.get(entry.module);
-      if (module?.kind !== "host") continue;
-      const answer =
-        entry.kind === "error" ? failure(entry.record) : this.#plainAnswer(entry, entry.value);
-      if (answer === null) continue;
-      budget -= entry.chars;
-      // Invariant: the isolate can report as answered only an entry it was sent.
-      this.#prefetched.set(entry.seq, {
-        id: module.handleId,
-        method: entry.method,
-        bytes: entry.bytes,
-        refused: entry.refused,
-      });
-      out.keys.push(entry.key);
-      out.ids.push(module.handleId);
-      out.methods.push(entry.method);
-      out.seqs.push(entry.seq);
-      out.ats.push(entry.at);
-      out.answers.push(answer);
+  /** A call refused before it got a key (or whose refusal keeps no record): answered, not recorded. */
+  #refuseUnkeyed(handleId: unknown, method: unknown, error: unknown, startedAt: number): Answer {
+    if (this.#emitEvent) {
+      this.#emit(`${String(handleId)}.${String(method)}`, undefined, "refused", error, startedAt);
     }
-    return out;
-  }
-
-  /** The wire answer of a journaled value that holds no handle, or null when it would register one. */
-  #plainAnswer(entry: PlainEntry, value: unknown): Answer | null {
-    if ((typeof value !== "object" && typeof value !== "function") || value === null) {
-      return plain(value);
-    }
-    const fresh: number[] = [];
-    try {
-      const outgoing = writeResult(value, this.#table, entry.module, entry.key, fresh);
-      if (fresh.length === 0)
-        return outgoing.special ? tagged(outgoing.wire) : plain(outgoing.wire);
-    } catch {
-      // Left to the host, which answers it as before.
-    }
-    for (const id of fresh) this.#table.forget(id);
-    return null;
+    // After the run ended the isolate is halted: this is the last call the host sees from it.
+    return this.#active ? failure(safeErrorRecord(error)) : HALT;
   }
 
   /**
-   * The calls the isolate reports it answered itself (in an `invoke` or the attempt's outcome),
-   * checked exactly as if each had come to the host: in order, each is keyed, its arguments
-   * digested here and compared with the journal entry at its key, and counted; the entry must be
-   * the one the isolate used. Answers the record of the first mismatch, or undefined.
+   * Resolves and keys a call (see {@link #resolve}).
+   * @throws BridgeError `bridge/run-ended` once the run ended; what {@link #resolve} throws.
    */
-  checkAnsweredInIsolate(list: unknown): ErrorRecord | undefined {
-    if (this.#journal === undefined || list === undefined) return undefined;
-    try {
-      this.#checkAnswered(list);
-      return undefined;
-    } catch (error) {
-      return safeErrorRecord(fromJournalFailure(error));
-    }
-  }
-
-  /**
-   * {@link checkAnsweredInIsolate}, throwing.
-   * @throws BridgeError `bridge/replay-diverged` (or `bridge/unsafe-to-repeat`) at the first call
-   *   that is not the journal's entry the isolate answered it with.
-   */
-  #checkAnswered(report: unknown): void {
-    const journal = this.#journal as RunJournal;
-    const { seqs, args: argsList } = (report ?? {}) as Partial<AnsweredCalls>;
-    if (!Array.isArray(seqs) || !Array.isArray(argsList) || seqs.length !== argsList.length) {
-      throw new BridgeError(
-        "bridge/invalid-argument",
-        "Malformed report of calls answered in the isolate (wire mismatch).",
-      );
-    }
-    for (let i = 0; i < seqs.length; i++) {
-      const seq: unknown = seqs[i];
-      const args: unknown = argsList[i];
-      const sent = typeof seq === "number" ? this.#prefetched.get(seq) : undefined;
-      if (sent === undefined || !Array.isArray(args)) {
-        throw new BridgeError(
-          "bridge/replay-diverged",
-          `The isolate reported a call it answered with journal entry ${String(seq)}, which the host did not send it (or without its arguments); the attempt is not trusted. Start a new execution.`,
-        );
-      }
-      const now = Date.now();
-      // The call the isolate answered with an entry is a call of that entry's module function.
-      const call = this.#resolve(sent.id, sent.method, args, now, now);
-      const entry = journal.match(this.#journalName(call));
-      if ((entry?.outcome !== "value" && entry?.outcome !== "error") || entry.seq !== seq) {
-        throw new BridgeError(
-          "bridge/replay-diverged",
-          `The replay diverged at call ${call.key} (${callLabel(call)}): the isolate answered it with journal entry ${seq}, which is not the entry recorded at that key. Start a new execution.`,
-        );
-      }
-      this.#prefetched.delete(seq as number);
-      this.#budget.admit(sent.bytes);
-      if (sent.refused) this.#refused++;
-    }
-  }
-
-  /** What the journal records a call as: its key, module (`"<specifier>#<Kind>"` for an object), method and argument digest. */
-  #journalName(call: CallState): JournalCallName {
-    const handle = call.handle;
-    const table = this.#table;
-    return {
-      key: call.key,
-      module: handle.kind === "module" ? handle.module.specifier : handle.label,
-      method: call.method,
-      argsDigest: digestCallArgs(call.args, (id) => {
-        const entry = typeof id === "number" ? table.get(id) : undefined;
-        if (entry === undefined) return "?";
-        return entry.kind === "module" ? entry.module.specifier : entry.creatorKey;
-      }),
-    };
-  }
-
-  /** The object of the host module configured now under `specifier` (what revives its handles). */
-  readonly #hostObject = (specifier: string): object | undefined => {
-    const entry = this.#registry.bySpecifier.get(specifier);
-    return entry?.kind === "host" ? entry.object : undefined;
-  };
-
-  /** A live call on a journaled object revives it first (through its module's revive map). */
-  #reviveFor(call: CallState): void {
-    if (call.fn !== NOT_REVIVED) return;
-    const handle = call.handle as TargetHandle;
-    const target = this.#table.liveTarget(handle, this.#hostObject);
-    const fn = (target as Record<string, unknown>)[call.method];
-    if (typeof fn !== "function") {
-      throw new BridgeError(
-        "bridge/unknown-method",
-        `${labelOf(handle, call.method)} is not a function of the revived object; its [handle.revive] function must return an object with the methods the original had.`,
-      );
-    }
-    call.fn = fn as BridgeHostFunction;
-    call.thisArg = target;
-  }
-
-  /** The answer of a value read from the journal: its handles registered lazily, shaped as a live answer is. */
-  #replayAnswer(call: CallState, value: unknown): Answer {
-    if ((typeof value !== "object" && typeof value !== "function") || value === null) {
-      return plain(value);
-    }
-    const handle = call.handle;
-    const specifier = handle.kind === "module" ? handle.module.specifier : handle.specifier;
-    const outgoing = writeResult(value, this.#table, specifier, call.key, []);
-    return outgoing.special ? tagged(outgoing.wire) : plain(outgoing.wire);
-  }
-
-  /**
-   * Records a live call's answer (or resolves its unsafeToRepeat marker) and answers it as a
-   * `"journaled"` envelope. A marked call whose value the journal cannot keep (a function, a
-   * stream) leaves its marker unsettled and is answered as in any run: a replay fails there.
-   */
-  #recordAnswer(
-    call: CallState,
-    outcome: OutcomeKind,
-    body: string | null,
-    answer: Answer,
-  ): Answer {
-    const journal = this.#journal as RunJournal;
-    if (body === null) return answer;
-    let recorded: Recorded;
-    try {
-      recorded =
-        call.marker === undefined
-          ? journal.record(call.name as JournalCallName, outcome, body)
-          : journal.resolve(call.key, call.marker, outcome, body);
-    } catch (error) {
-      return this.#failRun(error);
-    }
-    return journaled(recorded.seq, recorded.at, answer);
-  }
-
-  /** Resolve (which keys the call), access, limits, arguments; then the call counts. */
-  #admit(
-    handleId: unknown,
-    method: unknown,
-    args: unknown,
-    special: boolean,
-    startedAt: number,
-  ): CallState {
+  #key(handleId: unknown, method: unknown, args: unknown, startedAt: number): CallState {
     if (!this.#active) {
       throw new BridgeError("bridge/run-ended", "The run has ended; no more calls are answered.");
     }
-    const deadline = this.#deadlines.forCall(startedAt);
-    const call = this.#resolve(handleId, method, args, startedAt, deadline);
+    return this.#resolve(handleId, method, args, startedAt, this.#deadlines.forCall(startedAt));
+  }
+
+  /**
+   * Admits a keyed call: its refusal (no such method), access, limits, then its arguments. Every
+   * refusal is decided before host code runs: the journal prepares the call (`prepare`: a
+   * journaled object called or passed is revived only once nothing else refuses it), and only then
+   * are the arguments read for real. Answers the request's size, counted.
+   * @throws BridgeError the refusal.
+   */
+  #admit(call: CallState, special: boolean): number {
+    if (call.refusal) throw call.refusal;
     this.#checkAccess(call);
     const size = this.#budget.check(call, special);
-    if (special) {
-      try {
-        call.args = readArgs(call.args, this.#argumentReader(call));
-      } catch (error) {
-        // A refused call releases the signal mirrors and callbacks it registered before the refusal.
-        this.#releaseArguments(call);
-        throw error;
-      }
-    }
+    // Access by the method of the object as revived now (a deploy may have changed its marks).
+    if (this.#calls.prepare(call, special)) this.#checkAccess(call);
+    if (special) call.args = readArgs(call.args, this.#argumentReader(call));
     if (this.#onUnsafeCall && isUnsafeToRepeat(call.fn)) this.#onUnsafeCall(callLabel(call));
     this.#budget.admit(size);
-    return call;
+    return size;
   }
 
   /**
@@ -796,26 +353,28 @@ export class Run {
     } catch (error) {
       return this.#fail(call, error);
     }
-    if (call.interrupted) return this.#interruptedAnswer(call, out);
+    const calls = this.#calls;
+    if (calls.interrupted(call)) return this.#interruptedAnswer(call, out);
     if (!isThenable(out)) return this.#respond(call, out);
     return new Promise<Answer>((resolve) => {
       call.resolve = resolve;
       out.then(
         (value) => {
-          if (call.done || !this.#active || call.interrupted) {
+          if (call.done || !this.#active || calls.interrupted(call)) {
             disposeStray(value, (v) => this.#table.holds(v));
           } else resolve(this.#respond(call, value));
         },
         (error: unknown) => {
-          if (!call.done && !call.interrupted) resolve(this.#fail(call, error));
+          if (!call.done && !calls.interrupted(call)) resolve(this.#fail(call, error));
         },
       );
     });
   }
 
   /**
-   * A replay call that interrupted the run synchronously: what its host code returned is dropped
-   * (the resume value answers the program); the call waits for the attempt's end.
+   * A call that released the run synchronously (a replay run's `ctx.interrupt()`): what its host
+   * code returned is dropped (the resume value answers the program); the call waits for the
+   * attempt's end.
    */
   #interruptedAnswer(call: CallState, out: unknown): Promise<Answer> {
     if (isThenable(out)) {
@@ -837,40 +396,31 @@ export class Run {
       return this.#fail(call, error);
     }
     this.#finish(call, false, undefined);
-    if (call.journal === undefined) return answer;
-    return call.journal === null
-      ? answer
-      : this.#recordAnswer(call, call.journal.outcome, call.journal.body, answer);
+    // Invariant: the answer leaves only once the journal recorded it (`settle` returns after the write).
+    return this.#calls.settle(call, answer);
   }
 
-  /** A call failed; in a replay run its error is journaled, unless `journal` is false (the attempt is ending under it). */
-  #fail(call: CallState, error: unknown, journal = true): Answer {
+  /** A call failed: its error is settled through the journal, unless `settle` is false (the attempt is ending under it). */
+  #fail(call: CallState, error: unknown, settle = true): Answer {
     this.#finish(call, true, error);
-    const record = this.#errorRecord(error, call);
+    const { record, bytes } = this.#errorRecord(error);
     const answer = failure(record);
-    if (!journal || call.name === undefined || call.interrupted) return answer;
-    return this.#recordAnswer(
-      call,
-      "error",
-      encodeBody(record, { events: call.events, bytes: call.charged }),
-      answer,
-    );
+    return settle ? this.#calls.settleError(call, record, bytes, answer) : answer;
   }
 
   /**
    * The record of an error a call answers with, measured and charged like a response: over
    * `maxResponseBytes` (or what is left of `maxTotalBytes`) it keeps only name, code and a
-   * truncated message, and says so. Never throws.
+   * truncated message, and says so. Answers it with the bytes charged. Never throws.
    */
-  #errorRecord(error: unknown, call: CallState): ErrorRecord {
+  #errorRecord(error: unknown): BoundedErrorRecord {
     const limits = this.#limits;
     const left = Math.max(0, limits.maxTotalBytes - this.#budget.bytes);
     const max = Math.min(limits.maxResponseBytes, left);
     const limitName = max === left ? "maxTotalBytes (left)" : "maxResponseBytes";
     const { record, bytes } = boundErrorRecord(safeErrorRecord(error), max, limitName);
     this.#budget.chargeError(bytes);
-    if (call.charged !== undefined) call.charged += bytes;
-    return record;
+    return { record, bytes };
   }
 
   /** The call is answered: it leaves the in-flight set and releases what it was passed. */
@@ -878,7 +428,7 @@ export class Run {
     call.done = true;
     this.#budget.inflight.delete(call);
     if (call.callbacks || call.signals) this.#releaseArguments(call);
-    if (this.#suspension !== undefined) this.#stopWhenDrained();
+    this.#calls.finished(call);
     if (this.#emitEvent) {
       this.#emit(callLabel(call), call.key, failed ? "error" : "ok", error, call.startedAt);
     }
@@ -899,8 +449,9 @@ export class Run {
   /**
    * Resolves what a call targets: the handle is live (then the call takes its key) and the method
    * is a function of it (a prototype method for an object, `""` for a function handle). Answers
-   * the call's state, keyed but not yet checked for access or counted.
-   * @throws BridgeError `bridge/unknown-method`, `bridge/handle-disposed`.
+   * the call's state, keyed but not yet checked for access or counted; a method it does not have
+   * is its `refusal`, made by admission.
+   * @throws BridgeError `bridge/unknown-method` (malformed call), `bridge/handle-disposed`.
    */
   #resolve(
     handleId: unknown,
@@ -949,8 +500,8 @@ export class Run {
         "bridge/unknown-method",
         `${labelOf(handle, method)} is not a function of this ${handle.kind === "module" ? "module" : "object"}.`,
       );
-      // A replay run journals the refusal under the key the call took (see #invokeJournaled).
-      if (!this.#journal) throw refusal;
+      // Refused by admission, after the journal began the call under the key it took (a replay
+      // journals the refusal there).
       fn = () => {
         throw refusal;
       };
@@ -977,11 +528,9 @@ export class Run {
   #checkAccess(call: CallState): void {
     if (this.access !== "read") return;
     if (call.fn === NOT_REVIVED) {
-      // A journaled object not revived yet: decided by the read-only marks recorded with it, so
-      // its reviver (host code) never runs for a refused call. Without recorded marks (a journal
-      // of an earlier version) it is decided once the object is revived.
-      const marks = (call.handle as TargetHandle).readOnly;
-      if (marks === undefined || marks.has(call.method)) return;
+      // An object not revived yet: decided by what the journal recorded with it, so its reviver
+      // (host code) never runs for a refused call.
+      if (this.#calls.readOnlyUnrevived(call)) return;
     } else if (isReadOnly(call.fn)) return;
     throw new BridgeError(
       "bridge/access-denied",
@@ -997,15 +546,14 @@ export class Run {
    * that throw `bridge/callback-expired` once the call returned. What it creates is recorded on the
    * call, for {@link #releaseArguments}.
    *
-   * A `dry` reader only makes the reader's refusals (a disposed handle; in a replay run a callback
-   * or stream) and creates, revives and records nothing: a replay run reads a call's arguments
-   * dry first, so a refused call revives none of the objects it was passed.
+   * A `dry` reader only makes the reader's refusals (a disposed handle; what the journal cannot
+   * keep, `CallJournal.checkPassable`) and creates, revives and records nothing: a replay run reads
+   * a call's arguments dry first, so a refused call revives none of the objects it was passed.
    */
   #argumentReader(call: CallState, dry = false): ArgumentReader {
     const table = this.#table;
     const mirrors = this.#mirrors;
-    // Whether a journaled object's method is unsafeToRepeat is known once it is revived.
-    const unknownFn = dry && call.fn === NOT_REVIVED;
+    const calls = this.#calls;
     return {
       handle: (id: unknown, path: string): unknown => {
         const entry = typeof id === "number" ? table.get(id) : undefined;
@@ -1018,7 +566,7 @@ export class Run {
         }
         if (dry) return null;
         if (entry.kind === "function") return entry.fn;
-        return table.liveTarget(entry, this.#hostObject);
+        return entry.target ?? calls.revive(entry);
       },
       signal: (id: unknown, aborted: boolean, reason: unknown): AbortSignal => {
         if (dry) return null as never;
@@ -1032,17 +580,12 @@ export class Run {
         }
         return controller.signal;
       },
-      ...(this.#journal === undefined || unknownFn || isUnsafeToRepeat(call.fn)
-        ? {}
-        : {
-            stream: (_stream: ReadableStream, path: string): ReadableStream => {
-              throw notReplayable(call, `a ReadableStream (at ${path})`);
-            },
-          }),
+      stream: (stream: ReadableStream, path: string): ReadableStream => {
+        calls.checkPassable(call, `a ReadableStream (at ${path})`);
+        return stream;
+      },
       callback: (stub: (...args: unknown[]) => unknown) => {
-        if (this.#journal !== undefined && !unknownFn && !isUnsafeToRepeat(call.fn)) {
-          throw notReplayable(call, "a callback");
-        }
+        calls.checkPassable(call, "a callback");
         if (dry) return null as never;
         call.callbacks ??= [];
         call.callbacks.push(stub);
@@ -1128,11 +671,7 @@ export class Run {
     if ((typeof value !== "object" && typeof value !== "function") || value === null) {
       const size = dataSize(value, max, root, RESPONSE_LIMIT, "maxResponseBytes");
       budget.chargeResponse(size, () => callLabel(call));
-      if (this.#journal !== undefined && root === "result") {
-        if (call.charged !== undefined) call.charged += size;
-        const body = encodeBody(value, { events: call.events, bytes: call.charged });
-        call.journal = { outcome: "value", body };
-      }
+      if (root === "result") this.#calls.noteAnswer(call, value, null, size);
       return plain(value);
     }
     const handle = call.handle;
@@ -1142,89 +681,20 @@ export class Run {
       const outgoing = writeResult(value, table, specifier, call.key, fresh, root, (stream) =>
         this.#wrapStream(stream),
       );
-      const journaling = this.#journal !== undefined && root === "result";
-      if (journaling) this.#checkReplayable(call, fresh, outgoing);
+      // A call's answer (not a callback's arguments) is what the journal keeps: checked before it
+      // is measured, noted (its objects named) before it is charged.
+      const answering = root === "result";
+      if (answering) this.#calls.checkOutgoing(call, outgoing, fresh);
       const measured = outgoing.streams ? measurable(outgoing.wire) : outgoing.wire;
       const size = dataSize(measured, max, root, RESPONSE_LIMIT, "maxResponseBytes");
-      // The body records what the call is charged once its response is (`b`).
-      if (journaling) this.#journalValue(call, value, outgoing, (call.charged ?? 0) + size);
+      if (answering) this.#calls.noteAnswer(call, value, outgoing, size);
       budget.chargeResponse(size, () => callLabel(call));
-      if (journaling && call.charged !== undefined) call.charged += size;
       return outgoing.special ? tagged(outgoing.wire) : plain(outgoing.wire);
     } catch (error) {
       // Nothing of a refused response stays registered, and what it returned is not leaked.
       for (const id of fresh) table.forget(id);
       disposeStray(value, (v) => table.holds(v));
       throw error;
-    }
-  }
-
-  /**
-   * In a replay run, checks what a call returned can be replayed: every object it returns must be
-   * revivable (`[handle.serialize]` and a kind its module's `[handle.revive]` map has); functions
-   * and streams are refused, unless the host function is marked unsafeToRepeat (then its marker
-   * stays unsettled, see {@link #journalValue}).
-   * @throws BridgeError `bridge/not-replayable` naming what to add or do.
-   */
-  #checkReplayable(call: CallState, fresh: number[], outgoing: OutgoingValue): void {
-    if (call.marker !== undefined) return;
-    if (outgoing.streams) {
-      throw notReplayable(
-        call,
-        "a ReadableStream as its result",
-        "return an object with a bounded, journaled read() method (e.g. read() → { chunk, done }) instead",
-      );
-    }
-    for (const id of fresh) this.#table.checkReplayable(id);
-  }
-
-  /**
-   * In a replay run, sets the journal body of a call's answer (`bytes`: what the call is charged
-   * in all). A call marked unsafeToRepeat whose value the journal cannot keep leaves its marker
-   * unsettled.
-   * @throws BridgeError `bridge/not-replayable` when the codec cannot carry the value.
-   */
-  #journalValue(call: CallState, value: unknown, outgoing: OutgoingValue, bytes: number): void {
-    const table = this.#table;
-    const unsafe = call.marker !== undefined;
-    const methods: Record<string, string[]> = {};
-    // Objects are named, and their read-only methods recorded, only in answers that hold them
-    // (tagged ones).
-    const refs = outgoing.special ? new AnswerRefs(table, call.key) : undefined;
-    const readOnly: Record<string, string[]> | undefined = outgoing.special ? {} : undefined;
-    let handles = false;
-    try {
-      const body = encodeBody(value, {
-        events: call.events,
-        bytes,
-        methods,
-        handleKind: (h) => {
-          const named = table.journalKind(h);
-          if (named === null) return "";
-          handles = true;
-          methods[named.kind] = named.methods;
-          if (readOnly !== undefined) readOnly[named.kind] = named.readOnly;
-          refs?.see(h);
-          return named.kind;
-        },
-        // Only an answer naming an object already held can have a `k`.
-        reused: outgoing.reuses ? refs?.reused : undefined,
-        readOnly,
-      });
-      // `methods`, `readOnly` and `refs.reused` were filled while encoding `r`; the body text
-      // holds them (encoded after it).
-      refs?.commit();
-      call.journal = { outcome: handles ? "handle" : "value", body };
-    } catch (error) {
-      if (unsafe) {
-        call.journal = null;
-        return;
-      }
-      throw new BridgeError(
-        "bridge/not-replayable",
-        `What ${callLabel(call)} returned cannot be journaled for replay: ${(error as Error).message}`,
-        { cause: error },
-      );
     }
   }
 

@@ -4,7 +4,7 @@ import { MAX_DEPTH } from "./data-size";
 import { BridgeError } from "./errors";
 import type { HandleTable } from "./handle-table";
 import { JournaledHandle } from "./run-journal";
-import { isPlainObject, setOwn, TAG, tagOf } from "./wire";
+import { isPlainObject, setOwn, TAG, type TargetDescriptor, tagOf } from "./wire";
 
 /**
  * Where a walk is, kept as a stack of keys and indexes and formatted (`args[0].when`) only when an
@@ -88,6 +88,21 @@ export interface OutgoingValue {
 }
 
 /**
+ * Where {@link writeResult} registers what it meets: the run's handle table for RpcTargets and
+ * functions, and for the journaled objects of a replayed answer, `addJournaled` (a replay's
+ * `ReplayHandles`); without it such an object is refused as not data.
+ */
+export interface HandleSink {
+  addTarget: HandleTable["addTarget"];
+  addFunction: HandleTable["addFunction"];
+  addJournaled?: (
+    journaled: JournaledHandle,
+    creatorKey: string,
+    fresh: number[],
+  ) => TargetDescriptor;
+}
+
+/**
  * Walks a host function's result: each RpcTarget and function is registered in the run's handle
  * table and replaced by its descriptor; errors and URLs become tagged records; ReadableStreams,
  * bytes and other codec values stay as they are for Workers RPC to carry. The ids it registers are pushed to `fresh`, also when it throws, so a refused response can release them.
@@ -95,7 +110,7 @@ export interface OutgoingValue {
  */
 export function writeResult(
   value: unknown,
-  table: Pick<HandleTable, "addFunction" | "addJournaled" | "addTarget">,
+  table: HandleSink,
   specifier: string,
   creatorKey: string,
   fresh: number[],
@@ -111,6 +126,9 @@ export function writeResult(
     if (typeof v !== "object" || v === null) return v;
     if (depth > MAX_DEPTH) throw tooDeep(path);
     if (v instanceof JournaledHandle) {
+      if (table.addJournaled === undefined) {
+        throw new BridgeError("bridge/unserializable", "A journaled object is not data.");
+      }
       out.special = true;
       return table.addJournaled(v, creatorKey, fresh);
     }
@@ -162,12 +180,9 @@ export function writeResult(
 }
 
 /** A handle table for data: anything that would register a handle is not data. */
-const DATA_ONLY: Pick<HandleTable, "addFunction" | "addJournaled" | "addTarget"> = {
+const DATA_ONLY: HandleSink = {
   addFunction: () => {
     throw new BridgeError("bridge/unserializable", "A function is not data.");
-  },
-  addJournaled: () => {
-    throw new BridgeError("bridge/unserializable", "A journaled object is not data.");
   },
   addTarget: () => {
     throw new BridgeError("bridge/unserializable", "An RpcTarget is not data.");
