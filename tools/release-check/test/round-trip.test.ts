@@ -18,6 +18,7 @@ const PACKAGES = [
   "streams",
   "sse",
   "chat-adapter",
+  "inspect",
 ] as const;
 
 const manifestOf = (dir: string): PublishedManifest =>

@@ -1,0 +1,23 @@
+import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
+
+/**
+ * Codes of the errors `@durablekit/inspect` throws. The inspector reads; it has no storage of its
+ * own, so its codes are the shared words for bad input.
+ *
+ * - `inspect/invalid-argument`: a malformed `ctx`, option, part, id or paging argument; nothing was read.
+ * - `inspect/not-found`: a view of a kind the inspector was given no part for.
+ */
+export type InspectErrorCode = ErrorCodeOf<"inspect", "invalid-argument" | "not-found">;
+
+/** Base class of every error `@durablekit/inspect` throws. None is retryable. */
+export class InspectError extends DurableKitError<InspectErrorCode> {
+  constructor(code: InspectErrorCode, message: string, options: { cause?: unknown } = {}) {
+    super(code, message, { cause: options.cause, retryable: false });
+    this.name = "InspectError";
+  }
+}
+
+/** True when `value` is an {@link InspectError}, optionally with the given code. */
+export function isInspectError(value: unknown, code?: InspectErrorCode): value is InspectError {
+  return isErrorOf(InspectError, value, code);
+}

@@ -1,0 +1,89 @@
+import { isDurableKitError } from "@durablekit/compose";
+import type { Inspector } from "../inspector";
+
+/** An answer of a JSON route: its status and body. */
+export interface ApiAnswer {
+  status: number;
+  body: unknown;
+}
+
+function numberParam(params: URLSearchParams, name: string): number | undefined {
+  const raw = params.get(name);
+  if (raw === null) return undefined;
+  // Not a number stays a string, so the inspector refuses it naming the parameter.
+  return /^\d+$/.test(raw) ? Number(raw) : (raw as unknown as number);
+}
+
+function listParams(params: URLSearchParams) {
+  const states = params.getAll("state");
+  return {
+    state: (states.length === 0 ? undefined : states) as never,
+    tag: params.get("tag") ?? undefined,
+    limit: numberParam(params, "limit"),
+    cursor: params.get("cursor") ?? undefined,
+  };
+}
+
+function notFound(what: string): ApiAnswer {
+  return {
+    status: 404,
+    body: { error: { code: "inspect/not-found", message: `${what} does not exist.` } },
+  };
+}
+
+/** The routes of the JSON API, below `<basePath>/api`: each answers a view of the inspector. */
+function route(inspector: Inspector, path: string, params: URLSearchParams): ApiAnswer {
+  const parts = path.split("/").slice(1).map(decodeURIComponent);
+  const [head, id, tail] = parts;
+  if (parts.length === 1 && head === "overview") {
+    return { status: 200, body: inspector.overview() };
+  }
+  if (head === "streams" && parts.length === 1) {
+    const { state, tag, limit, cursor } = listParams(params);
+    return { status: 200, body: inspector.streams({ state, tag, limit, cursor }) };
+  }
+  if (head === "streams" && parts.length === 2 && id !== undefined) {
+    const view = inspector.stream(id, {
+      from: numberParam(params, "from"),
+      limit: numberParam(params, "limit"),
+    });
+    return view === null ? notFound(`Stream "${id}"`) : { status: 200, body: view };
+  }
+  if (head === "chats" && parts.length === 3 && id !== undefined && tail === "turns") {
+    const { state, limit, cursor } = listParams(params);
+    return { status: 200, body: inspector.chatTurns(id, { state, limit, cursor }) };
+  }
+  if (head === "turns" && parts.length === 2 && id !== undefined) {
+    const view = inspector.chatTurn(id, { limit: numberParam(params, "limit") });
+    return view === null ? notFound(`Chat turn "${id}"`) : { status: 200, body: view };
+  }
+  return notFound(`The route ${path}`);
+}
+
+/**
+ * Answers a JSON route below `<basePath>/api` (`path` starts with `/`). A refusal of the
+ * inspector (a bad parameter, a part it was not given) is answered with its code and message; any
+ * other error is answered 500 without its details.
+ */
+export function answerApi(inspector: Inspector, path: string, params: URLSearchParams): ApiAnswer {
+  try {
+    return route(inspector, path, params);
+  } catch (error) {
+    if (isDurableKitError(error, "inspect/invalid-argument")) {
+      return { status: 400, body: { error: { code: error.code, message: error.message } } };
+    }
+    if (isDurableKitError(error, "inspect/not-found")) {
+      return { status: 404, body: { error: { code: error.code, message: error.message } } };
+    }
+    if (error instanceof URIError) {
+      return {
+        status: 400,
+        body: {
+          error: { code: "inspect/invalid-argument", message: "The path is not well-formed." },
+        },
+      };
+    }
+    console.warn("@durablekit/inspect: a view failed.", error);
+    return { status: 500, body: { error: { message: "The view could not be read." } } };
+  }
+}

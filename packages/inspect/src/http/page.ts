@@ -1,0 +1,276 @@
+/**
+ * The inspector's page: one HTML file, its script and its style, served from the inspector's own
+ * routes under a CSP that allows nothing else (no inline script or style, no other origin, no
+ * frames). The script reads the JSON views and keeps the open one live over Server-Sent Events. It
+ * writes every value with `textContent`, never as HTML, so what a stream or a turn holds is shown,
+ * not run.
+ */
+
+/** The Content-Security-Policy of every answer of the inspector. */
+export const INSPECT_PAGE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const HTML = (base: string) => `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>durablekit inspector</title>
+<link rel="stylesheet" href="${base}/inspect.css">
+<script type="module" src="${base}/inspect.js"></script>
+</head>
+<body data-base="${base}">
+<header>
+  <h1><a href="#/">durablekit inspector</a></h1>
+  <p id="object"></p>
+  <p id="live" class="live">connecting…</p>
+</header>
+<main>
+  <section id="list-view">
+    <div id="counts"></div>
+    <form id="stream-filter">
+      <label>state <select id="stream-state">
+        <option value="">any</option><option>streaming</option><option>completed</option><option>errored</option>
+      </select></label>
+      <label>tag <input id="stream-tag" type="text" spellcheck="false"></label>
+      <button type="submit">Show</button>
+    </form>
+    <table id="streams"><thead><tr><th>stream</th><th>state</th><th>chunks</th><th>encoding</th><th>tag</th><th>updated</th></tr></thead><tbody></tbody></table>
+    <button id="streams-more" hidden>More</button>
+    <form id="chat-form">
+      <label>chat id <input id="chat-id" type="text" spellcheck="false"></label>
+      <button type="submit">Show turns</button>
+    </form>
+    <table id="turns"><thead><tr><th>turn</th><th>message</th><th>state</th><th>writer</th><th>updated</th></tr></thead><tbody></tbody></table>
+  </section>
+  <section id="detail-view" hidden>
+    <h2 id="detail-title"></h2>
+    <dl id="detail-facts"></dl>
+    <div id="detail-bar" class="bar"><span></span></div>
+    <table id="detail-chunks"><thead><tr><th>#</th><th>value</th></tr></thead><tbody></tbody></table>
+    <button id="detail-more" hidden>Next page</button>
+  </section>
+  <p id="problem" class="problem" hidden></p>
+</main>
+</body>
+</html>
+`;
+
+const JS = `const base = document.body.dataset.base;
+const $ = (id) => document.getElementById(id);
+let source = null;
+
+function el(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+}
+function time(ms) {
+  return ms === null || ms === undefined ? "" : new Date(ms).toISOString().replace("T", " ").slice(0, 23);
+}
+function show(problem) {
+  $("problem").hidden = !problem;
+  $("problem").textContent = problem || "";
+}
+async function api(path) {
+  const response = await fetch(base + "/api" + path, { headers: { accept: "application/json" } });
+  const body = await response.json().catch(() => null);
+  if (!response.ok) throw new Error((body && body.error && body.error.message) || "HTTP " + response.status);
+  return body;
+}
+/** Keeps one view live: its JSON arrives as "view" events whenever it changes. */
+function live(path, render) {
+  if (source) source.close();
+  source = new EventSource(base + "/api/live?view=" + encodeURIComponent(path));
+  source.addEventListener("open", () => { $("live").textContent = "live"; $("live").className = "live on"; });
+  source.addEventListener("error", () => { $("live").textContent = "reconnecting…"; $("live").className = "live"; });
+  source.addEventListener("view", (event) => {
+    const answer = JSON.parse(event.data);
+    if (answer.status !== 200) return show(answer.body && answer.body.error ? answer.body.error.message : "gone");
+    show(null);
+    render(answer.body);
+  });
+}
+function link(text, hash) {
+  const a = el("a", text);
+  a.href = hash;
+  return a;
+}
+function row(cells) {
+  const tr = document.createElement("tr");
+  for (const cell of cells) {
+    const td = document.createElement("td");
+    if (cell instanceof Node) td.append(cell); else td.textContent = cell === undefined || cell === null ? "" : String(cell);
+    tr.append(td);
+  }
+  return tr;
+}
+
+// ── list view ──
+let streamsNext = null;
+function streamQuery(cursor) {
+  const params = new URLSearchParams();
+  if ($("stream-state").value) params.set("state", $("stream-state").value);
+  if ($("stream-tag").value.trim()) params.set("tag", $("stream-tag").value.trim());
+  if (cursor) params.set("cursor", cursor);
+  return "/streams" + (params.size ? "?" + params : "");
+}
+async function loadStreams(cursor) {
+  try {
+    const page = await api(streamQuery(cursor));
+    const body = $("streams").tBodies[0];
+    if (!cursor) body.replaceChildren();
+    for (const s of page.items) {
+      const tr = row([link(s.streamId, "#/streams/" + encodeURIComponent(s.streamId)), s.state, s.cursor, s.encoding, s.tag, time(s.updatedAt)]);
+      tr.dataset.state = s.state;
+      body.append(tr);
+    }
+    streamsNext = page.next;
+    $("streams-more").hidden = page.next === null;
+    show(null);
+  } catch (error) { show(error.message); }
+}
+async function loadTurns(chatId) {
+  try {
+    const page = await api("/chats/" + encodeURIComponent(chatId) + "/turns");
+    const body = $("turns").tBodies[0];
+    body.replaceChildren();
+    for (const t of page.items) {
+      body.append(row([link(t.turnId, "#/turns/" + encodeURIComponent(t.turnId)), t.messageId, t.state, t.live ? "live here" : "none", time(t.updatedAt)]));
+    }
+    show(null);
+  } catch (error) { show(error.message); }
+}
+function renderOverview(overview) {
+  $("object").textContent = "object " + overview.objectId + " · parts: " + overview.parts.join(", ");
+  const counts = $("counts");
+  counts.replaceChildren();
+  if (overview.streams) {
+    for (const [state, n] of Object.entries(overview.streams.byState)) {
+      const badge = el("span", state + " " + n + (overview.streams.complete ? "" : "+"), "count " + state);
+      badge.dataset.state = state;
+      counts.append(badge);
+    }
+  }
+  $("stream-filter").hidden = !overview.parts.includes("streams");
+  $("streams").hidden = !overview.parts.includes("streams");
+  $("chat-form").hidden = !overview.parts.includes("chat");
+  $("turns").hidden = !overview.parts.includes("chat");
+}
+
+// ── detail views ──
+function facts(pairs) {
+  const dl = $("detail-facts");
+  dl.replaceChildren();
+  for (const [name, value] of pairs) {
+    if (value === null || value === undefined) continue;
+    dl.append(el("dt", name), el("dd", value));
+  }
+}
+function chunks(items, key) {
+  const body = $("detail-chunks").tBodies[0];
+  body.replaceChildren();
+  items.forEach((item, index) => {
+    const value = key ? item[key] : item;
+    body.append(row([key ? item.seq : index, typeof value === "string" ? value : JSON.stringify(value)]));
+  });
+}
+/** A bar from creation to now (or settlement): how long the thing has lived, and when it ends. */
+function bar(createdAt, endAt, expiresAt) {
+  const end = endAt || Date.now();
+  const span = Math.max(1, (expiresAt || end) - createdAt);
+  const fill = $("detail-bar").firstElementChild;
+  fill.style.width = Math.min(100, ((end - createdAt) / span) * 100).toFixed(1) + "%";
+  fill.title = time(createdAt) + " → " + time(end);
+}
+let chunkFrom = 0;
+function renderStream(view) {
+  const s = view.stream;
+  $("detail-title").textContent = "stream " + s.streamId;
+  $("detail-view").dataset.state = s.state;
+  facts([["state", s.state], ["chunks", s.cursor], ["encoding", s.encoding], ["content type", s.contentType], ["tag", s.tag], ["error", s.error], ["created", time(s.createdAt)], ["updated", time(s.updatedAt)], ["closed", time(s.closedAt) || null], ["expires", time(s.expiresAt) || null]]);
+  bar(s.createdAt, s.closedAt, s.expiresAt);
+  chunks(view.chunks, "value");
+  $("detail-more").hidden = view.upToDate;
+}
+function renderTurn(view) {
+  const t = view.turn;
+  $("detail-title").textContent = "chat turn " + t.turnId;
+  $("detail-view").dataset.state = t.state;
+  facts([["chat", t.chatId], ["message", t.messageId], ["state", t.state], ["writer", t.live ? "live in this isolate" : "none"], ["stored chunks", view.storedCount], ["created", time(t.createdAt)], ["updated", time(t.updatedAt)]]);
+  bar(t.createdAt, t.state === "streaming" ? null : t.updatedAt, null);
+  chunks(view.chunks, null);
+  $("detail-more").hidden = true;
+}
+
+function route() {
+  const hash = location.hash.slice(1) || "/";
+  const [, kind, id] = hash.split("/");
+  const detail = kind === "streams" || kind === "turns";
+  $("list-view").hidden = detail;
+  $("detail-view").hidden = !detail;
+  if (kind === "streams" && id) {
+    chunkFrom = 0;
+    live("/streams/" + id + "?from=0", renderStream);
+  } else if (kind === "turns" && id) {
+    live("/turns/" + id, renderTurn);
+  } else {
+    live("/overview", renderOverview);
+    loadStreams(null);
+    if (kind === "chats" && id) { $("chat-id").value = decodeURIComponent(id); loadTurns(decodeURIComponent(id)); }
+  }
+}
+
+$("stream-filter").addEventListener("submit", (event) => { event.preventDefault(); loadStreams(null); });
+$("streams-more").addEventListener("click", () => loadStreams(streamsNext));
+$("chat-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const chatId = $("chat-id").value.trim();
+  if (chatId) location.hash = "#/chats/" + encodeURIComponent(chatId);
+});
+$("detail-more").addEventListener("click", () => {
+  const [, , id] = location.hash.slice(1).split("/");
+  chunkFrom += 100;
+  live("/streams/" + id + "?from=" + chunkFrom, renderStream);
+});
+addEventListener("hashchange", route);
+route();
+`;
+
+const CSS = `body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1b1b1b; background: #fafafa; }
+header { padding: 12px 20px; background: #13294b; color: #fff; display: flex; gap: 16px; align-items: baseline; flex-wrap: wrap; }
+header h1 { font-size: 18px; margin: 0; }
+header a { color: #fff; text-decoration: none; }
+header p { margin: 0; opacity: 0.85; }
+main { padding: 12px 20px; }
+table { border-collapse: collapse; width: 100%; margin: 10px 0 16px; background: #fff; }
+th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #e4e4e4; vertical-align: top; }
+td { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
+form { display: flex; gap: 12px; align-items: center; margin: 8px 0; }
+.count { display: inline-block; margin-right: 8px; padding: 2px 10px; border-radius: 12px; background: #e8eef8; }
+.count.streaming { background: #dff3e4; }
+.count.errored { background: #fbe3e3; }
+.live { font-size: 12px; }
+.live.on::before { content: "● "; color: #4caf50; }
+.bar { height: 14px; background: #eee; border-radius: 7px; overflow: hidden; margin: 8px 0; max-width: 640px; }
+.bar span { display: block; height: 100%; background: #3b82f6; }
+#detail-view[data-state="errored"] .bar span { background: #d33; }
+#detail-view[data-state="completed"] .bar span { background: #4caf50; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; }
+dt { color: #555; }
+dd { margin: 0; font-family: ui-monospace, monospace; }
+.problem { color: #a11; }
+`;
+
+/** The page's files by their path below `basePath`. */
+export function pageFiles(
+  basePath: string,
+): ReadonlyMap<string, { body: string; contentType: string }> {
+  const html = { body: HTML(basePath), contentType: "text/html; charset=utf-8" };
+  return new Map([
+    ["/", html],
+    ["/inspect.js", { body: JS, contentType: "text/javascript; charset=utf-8" }],
+    ["/inspect.css", { body: CSS, contentType: "text/css; charset=utf-8" }],
+  ]);
+}

@@ -1,0 +1,139 @@
+import { createOptionChecks } from "@durablekit/compose";
+import { InspectError } from "../errors";
+import type { Inspector } from "../inspector";
+import { answerApi } from "./api";
+import { liveResponse } from "./live";
+import { INSPECT_PAGE_CSP, pageFiles } from "./page";
+
+const check = createOptionChecks(
+  (message) => new InspectError("inspect/invalid-argument", message),
+);
+
+/** Options of {@link inspectorResponse}. */
+export interface InspectResponseOptions {
+  /**
+   * Decides whether a request may see the inspector: `true` (or a promise of it) lets it through.
+   * Required: without it every route answers 401; when it answers anything but `true`, or throws,
+   * the route answers 403. Nothing of the object is read before it answered `true`.
+   */
+  authorize: (request: Request) => boolean | Promise<boolean>;
+  /** Where the inspector is mounted, e.g. `/inspect`. Default `/inspect`. */
+  basePath?: string;
+  /** How often a live view is read again, in milliseconds. Default 1,000. */
+  liveIntervalMs?: number;
+  /** How long one live connection lasts before the page reconnects, in milliseconds. Default 60,000. */
+  maxLiveMs?: number;
+}
+
+/** A mount path: `/` and path characters only, so it is safe in the page's HTML; no trailing `/`. */
+function checkBasePath(value: unknown): string {
+  if (value === undefined) return "/inspect";
+  if (typeof value !== "string" || !/^(\/[A-Za-z0-9._~-]+)*\/?$/.test(value)) {
+    throw new InspectError(
+      "inspect/invalid-argument",
+      `basePath must be a path such as "/inspect" (letters, digits, ".", "_", "~", "-" between slashes); got ${JSON.stringify(value)}.`,
+    );
+  }
+  return value.replace(/\/+$/, "");
+}
+
+/** Headers of every answer: no caching, no sniffing, the page's CSP, no referrer. */
+function headers(contentType: string): Headers {
+  return new Headers({
+    "content-type": contentType,
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    "content-security-policy": INSPECT_PAGE_CSP,
+    "referrer-policy": "no-referrer",
+  });
+}
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: headers("application/json; charset=utf-8"),
+  });
+}
+
+function refused(status: 401 | 403, message: string): Response {
+  return json(status, { error: { message } });
+}
+
+async function authorized(
+  request: Request,
+  authorize: InspectResponseOptions["authorize"] | undefined,
+): Promise<Response | null> {
+  if (typeof authorize !== "function") {
+    return refused(401, "The inspector has no authorize function; nothing is shown without one.");
+  }
+  let verdict: unknown;
+  try {
+    verdict = await authorize(request);
+  } catch (error) {
+    console.warn("@durablekit/inspect: authorize threw; the request was refused.", error);
+    verdict = false;
+  }
+  return verdict === true ? null : refused(403, "Not authorized to inspect this object.");
+}
+
+/**
+ * Serves the inspector under `basePath`: the page (`GET <basePath>/`, with its script and style,
+ * no external asset, a strict CSP), the JSON views (`GET <basePath>/api/…`, see the README) and
+ * their live updates over Server-Sent Events (`GET <basePath>/api/live?view=<api path>`). Every
+ * route is behind `authorize`; a path outside `basePath` answers 404.
+ *
+ * ```ts
+ * if (url.pathname.startsWith("/inspect")) {
+ *   return inspectorResponse(request, this.inspector, { authorize: (r) => isAdmin(r) });
+ * }
+ * ```
+ */
+export async function inspectorResponse(
+  request: Request,
+  inspector: Inspector,
+  options: InspectResponseOptions,
+): Promise<Response> {
+  const denied = await authorized(request, options?.authorize);
+  if (denied !== null) return denied;
+  const basePath = checkBasePath(options.basePath);
+  const liveIntervalMs = check.ms(options.liveIntervalMs, "liveIntervalMs", 1000, { min: 10 });
+  const maxLiveMs = check.ms(options.maxLiveMs, "maxLiveMs", 60_000, { min: 10 });
+  const url = new URL(request.url);
+  if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) {
+    return json(404, { error: { code: "inspect/not-found", message: "Not an inspector route." } });
+  }
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    const answer = json(405, { error: { message: "The inspector only reads: use GET." } });
+    answer.headers.set("allow", "GET, HEAD");
+    return answer;
+  }
+  const path = url.pathname.slice(basePath.length) || "/";
+  const file = pageFiles(basePath).get(path);
+  if (file !== undefined) {
+    return new Response(file.body, { headers: headers(file.contentType) });
+  }
+  if (path === "/api/live") {
+    const view = url.searchParams.get("view") ?? "";
+    if (!view.startsWith("/") || view.startsWith("/live")) {
+      return json(400, {
+        error: {
+          code: "inspect/invalid-argument",
+          message: 'view must be an API path such as "/overview".',
+        },
+      });
+    }
+    const [viewPath = "", query = ""] = view.split("?", 2);
+    const read = () => answerApi(inspector, viewPath, new URLSearchParams(query));
+    return liveResponse(read, {
+      intervalMs: liveIntervalMs,
+      maxMs: maxLiveMs,
+      signal: request.signal,
+      headers: headers("text/event-stream; charset=utf-8"),
+    });
+  }
+  if (path.startsWith("/api/")) {
+    const answer = answerApi(inspector, path.slice("/api".length), url.searchParams);
+    return json(answer.status, answer.body);
+  }
+  return json(404, { error: { code: "inspect/not-found", message: "Not an inspector route." } });
+}

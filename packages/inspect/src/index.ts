@@ -1,0 +1,20 @@
+export { InspectError, type InspectErrorCode, isInspectError } from "./errors";
+export { type InspectResponseOptions, inspectorResponse } from "./http/response";
+export {
+  type InspectChunkOptions,
+  type InspectListOptions,
+  type InspectOptions,
+  Inspector,
+} from "./inspector";
+export {
+  INSPECT_SHAPE_VERSION,
+  type InspectChatTurn,
+  type InspectChatTurnView,
+  type InspectChunk,
+  type InspectCounts,
+  type InspectOverview,
+  type InspectPage,
+  type InspectPartKind,
+  type InspectStream,
+  type InspectStreamView,
+} from "./shape";

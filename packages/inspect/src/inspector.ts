@@ -1,0 +1,263 @@
+import { createOptionChecks, isDurableKitError, isWellFormedName } from "@durablekit/compose";
+import type { StreamStatus } from "@durablekit/streams";
+import { InspectError } from "./errors";
+import { type InspectedParts, inspectedParts } from "./parts";
+import {
+  INSPECT_SHAPE_VERSION,
+  type InspectChatTurn,
+  type InspectChatTurnView,
+  type InspectChunk,
+  type InspectCounts,
+  type InspectOverview,
+  type InspectPage,
+  type InspectPartKind,
+  type InspectStream,
+  type InspectStreamView,
+} from "./shape";
+
+const check = createOptionChecks(
+  (message) => new InspectError("inspect/invalid-argument", message),
+);
+
+/** The most streams an overview counts by state. */
+const COUNT_LIMIT = 1000;
+/** Longest id the parts accept (docs/composing.md, "Names"). */
+const MAX_ID = 256;
+const STATES = ["streaming", "completed", "errored"] as const;
+
+/** Options of the {@link Inspector} constructor. */
+export interface InspectOptions {
+  /** The object's parts to read: its `Streams` and `ChatTurns`, in any order. */
+  parts: readonly object[];
+  /** The clock of `overview().at`, epoch milliseconds. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** Filters and paging of {@link Inspector.streams} and {@link Inspector.chatTurns}. */
+export interface InspectListOptions {
+  /** Only items in this state (or these states). */
+  state?: InspectStream["state"] | InspectStream["state"][];
+  /** Only streams with this tag (streams only). */
+  tag?: string;
+  /** Page size, 1–1000. Default 50. */
+  limit?: number;
+  /** The `next` token of the previous page. */
+  cursor?: string;
+}
+
+/** Paging of {@link Inspector.stream}'s chunks. */
+export interface InspectChunkOptions {
+  /** The first seq to show. Default 0. */
+  from?: number;
+  /** Most chunks, 1–1000. Default 100. */
+  limit?: number;
+}
+
+function idOf(value: unknown, what: string): string {
+  if (!isWellFormedName(value, MAX_ID)) {
+    throw new InspectError(
+      "inspect/invalid-argument",
+      `${what} must be a non-empty string of at most ${MAX_ID} characters with no lone surrogate.`,
+    );
+  }
+  return value;
+}
+
+function statesOf(state: InspectListOptions["state"]): InspectStream["state"][] {
+  const states = state === undefined ? [] : Array.isArray(state) ? state : [state];
+  return states.map((one) => check.oneOf(one, "state", STATES, "streaming"));
+}
+
+/** A part's own refusal of a paging argument (a stale or forged cursor) is the inspector's. */
+function reading<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (isDurableKitError(error) && error.code.endsWith("/invalid-argument")) {
+      throw new InspectError("inspect/invalid-argument", error.message, { cause: error });
+    }
+    throw error;
+  }
+}
+
+function streamOf(status: StreamStatus): InspectStream {
+  return {
+    streamId: status.streamId,
+    state: status.state,
+    cursor: status.cursor,
+    encoding: status.encoding,
+    contentType: status.contentType,
+    tag: status.tag ?? null,
+    error: status.error ?? null,
+    createdAt: status.createdAt,
+    updatedAt: status.updatedAt,
+    closedAt: status.closedAt ?? null,
+    expiresAt: status.expiresAt ?? null,
+  };
+}
+
+function base64(bytes: Uint8Array): string {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
+}
+
+/**
+ * Reads what the object's durable parts hold, as versioned JSON ({@link INSPECT_SHAPE_VERSION}):
+ * streams with a page of their chunks, and chat turns with what they stored. Read-only by
+ * construction: it keeps only the read methods of each part and has no storage of its own, so
+ * inspecting writes nothing. Each view costs what the part's own read costs (see DESIGN.md); none
+ * scans a whole table.
+ *
+ * ```ts
+ * readonly inspector = new Inspector(this.ctx, { parts: [this.streams, this.chat] });
+ * ```
+ */
+export class Inspector {
+  readonly #objectId: string;
+  readonly #parts: InspectedParts;
+  readonly #now: () => number;
+
+  /**
+   * @throws {InspectError} `inspect/invalid-argument` for a malformed `ctx`, option or part.
+   */
+  constructor(ctx: DurableObjectState, options: InspectOptions) {
+    check.ctx(ctx, "new Inspector(ctx, { parts })");
+    check.options(options, "Inspector options");
+    check.callback(options?.now, "now");
+    this.#parts = inspectedParts(options?.parts);
+    this.#objectId = ctx.id.toString();
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The kinds of part this inspector reads. */
+  get parts(): InspectPartKind[] {
+    const kinds: InspectPartKind[] = [];
+    if (this.#parts.streams !== null) kinds.push("streams");
+    if (this.#parts.chat !== null) kinds.push("chat");
+    return kinds;
+  }
+
+  /** What the inspector reads, with streams counted by state among the newest 1,000. */
+  overview(): InspectOverview {
+    const overview: InspectOverview = {
+      version: INSPECT_SHAPE_VERSION,
+      at: this.#now(),
+      objectId: this.#objectId,
+      parts: this.parts,
+    };
+    const streams = this.#parts.streams;
+    if (streams !== null) {
+      const page = streams.list({ limit: COUNT_LIMIT });
+      const counts: InspectCounts<InspectStream["state"]> = {
+        byState: { streaming: 0, completed: 0, errored: 0 },
+        limit: COUNT_LIMIT,
+        complete: page.next === null,
+      };
+      for (const status of page.items) counts.byState[status.state] += 1;
+      overview.streams = counts;
+    }
+    return overview;
+  }
+
+  /**
+   * One page of the object's streams, newest first, by `state` and `tag`.
+   * @throws {InspectError} `inspect/not-found` without a `Streams` part; `inspect/invalid-argument`
+   *   for a malformed filter, `limit` or `cursor`.
+   */
+  streams(options: InspectListOptions = {}): InspectPage<InspectStream> {
+    const streams = this.#streamsPart();
+    check.options(options, "streams() options");
+    const limit = check.count(options.limit, "limit", 50, { max: 1000 });
+    const state = statesOf(options.state);
+    const tag = options.tag === undefined ? undefined : idOf(options.tag, "tag");
+    const cursor = options.cursor === undefined ? undefined : idOf(options.cursor, "cursor");
+    const page = reading(() => streams.list({ state, tag, limit, cursor }));
+    return { version: INSPECT_SHAPE_VERSION, items: page.items.map(streamOf), next: page.next };
+  }
+
+  /**
+   * A stream's status and one page of its chunks from `from`, or null when it does not exist.
+   * @throws {InspectError} `inspect/not-found` without a `Streams` part; `inspect/invalid-argument`
+   *   for a malformed id, `from` or `limit`.
+   */
+  stream(streamId: string, options: InspectChunkOptions = {}): InspectStreamView | null {
+    const streams = this.#streamsPart();
+    const id = idOf(streamId, "streamId");
+    check.options(options, "stream() options");
+    const from = check.count(options.from, "from", 0, { min: 0 });
+    const limit = check.count(options.limit, "limit", 100, { max: 1000 });
+    const status = streams.status(id);
+    if (status === null) return null;
+    const page = reading(() => streams.readPage(id, { from, limit }));
+    const chunks: InspectChunk[] = page.chunks.map(({ seq, chunk }) => ({
+      seq,
+      value: chunk instanceof Uint8Array ? base64(chunk) : chunk,
+    }));
+    return {
+      version: INSPECT_SHAPE_VERSION,
+      stream: streamOf(status),
+      chunks,
+      next: page.next,
+      upToDate: page.upToDate,
+    };
+  }
+
+  /**
+   * One page of a chat's turns, newest first, by `state`.
+   * @throws {InspectError} `inspect/not-found` without a `ChatTurns` part; `inspect/invalid-argument`
+   *   for a malformed chat id, filter, `limit` or `cursor`.
+   */
+  chatTurns(chatId: string, options: InspectListOptions = {}): InspectPage<InspectChatTurn> {
+    const chat = this.#chatPart();
+    const id = idOf(chatId, "chatId");
+    check.options(options, "chatTurns() options");
+    const limit = check.count(options.limit, "limit", 50, { max: 1000 });
+    const state = statesOf(options.state);
+    const cursor = options.cursor === undefined ? undefined : idOf(options.cursor, "cursor");
+    const page = reading(() => chat.listTurns(id, { state, limit, cursor }));
+    return {
+      version: INSPECT_SHAPE_VERSION,
+      items: page.items.map((turn) => ({ ...turn })),
+      next: page.next,
+    };
+  }
+
+  /**
+   * A chat turn and the chunks it stored (at most `limit`, default 1,000), or null when no turn of
+   * that id is held.
+   * @throws {InspectError} `inspect/not-found` without a `ChatTurns` part; `inspect/invalid-argument`
+   *   for a malformed turn id or `limit`.
+   */
+  chatTurn(turnId: string, options: { limit?: number } = {}): InspectChatTurnView | null {
+    const chat = this.#chatPart();
+    const id = idOf(turnId, "turnId");
+    check.options(options, "chatTurn() options");
+    const limit = check.count(options.limit, "limit", 1000, { max: 10_000 });
+    const turn = reading(() => chat.getTurn(id));
+    if (turn === null) return null;
+    const stored = chat.storedChunks(id) ?? [];
+    return {
+      version: INSPECT_SHAPE_VERSION,
+      turn: { ...turn },
+      chunks: stored.slice(0, limit),
+      storedCount: stored.length,
+    };
+  }
+
+  #streamsPart(): NonNullable<InspectedParts["streams"]> {
+    if (this.#parts.streams === null) {
+      throw new InspectError("inspect/not-found", "This inspector was given no Streams part.");
+    }
+    return this.#parts.streams;
+  }
+
+  #chatPart(): NonNullable<InspectedParts["chat"]> {
+    if (this.#parts.chat === null) {
+      throw new InspectError("inspect/not-found", "This inspector was given no ChatTurns part.");
+    }
+    return this.#parts.chat;
+  }
+}

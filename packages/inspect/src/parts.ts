@@ -1,0 +1,77 @@
+import type { ChatTurns } from "@durablekit/chat-adapter";
+import type { Streams } from "@durablekit/streams";
+import { InspectError } from "./errors";
+
+/** The read methods of `Streams` the inspector calls, and nothing else. */
+export type StreamsReader = Readonly<Pick<Streams, "list" | "status" | "readPage">>;
+
+/** The read methods of `ChatTurns` the inspector calls, and nothing else. */
+export type ChatReader = Readonly<Pick<ChatTurns, "listTurns" | "getTurn" | "storedChunks">>;
+
+/** The parts an inspector reads, each narrowed to its read methods. */
+export interface InspectedParts {
+  streams: StreamsReader | null;
+  chat: ChatReader | null;
+}
+
+type Methods = Record<string, unknown>;
+
+function has(part: Methods, names: readonly string[]): boolean {
+  return names.every((name) => typeof part[name] === "function");
+}
+
+/**
+ * A view of `part` that holds only the named methods, bound to it. The inspector keeps these and
+ * never the part itself, so no write method is reachable from it: read-only by construction.
+ */
+function readView<T>(part: Methods, names: readonly string[]): T {
+  const view: Methods = {};
+  for (const name of names) {
+    const method = part[name] as (...args: unknown[]) => unknown;
+    view[name] = (...args: unknown[]) => method.apply(part, args);
+  }
+  return Object.freeze(view) as T;
+}
+
+const STREAMS_READS = ["list", "status", "readPage"] as const;
+const CHAT_READS = ["listTurns", "getTurn", "storedChunks"] as const;
+
+/**
+ * Recognizes each part by its public methods (the packages are peers, never imported) and keeps a
+ * read-only view of it. A part of no known kind, or a second part of one kind, is refused.
+ *
+ * @throws {InspectError} `inspect/invalid-argument`.
+ */
+export function inspectedParts(parts: unknown): InspectedParts {
+  if (!Array.isArray(parts)) {
+    throw new InspectError(
+      "inspect/invalid-argument",
+      "new Inspector(ctx, { parts }) takes the object's parts as an array, e.g. [this.streams, this.chat].",
+    );
+  }
+  const found: InspectedParts = { streams: null, chat: null };
+  parts.forEach((part: unknown, index) => {
+    if (typeof part !== "object" || part === null) {
+      throw new InspectError("inspect/invalid-argument", `parts[${index}] is not a part object.`);
+    }
+    const methods = part as Methods;
+    let kind: keyof InspectedParts;
+    if (has(methods, CHAT_READS) && has(methods, ["startTurn"])) kind = "chat";
+    else if (has(methods, STREAMS_READS) && has(methods, ["open", "write"])) kind = "streams";
+    else {
+      throw new InspectError(
+        "inspect/invalid-argument",
+        `parts[${index}] is not a part the inspector reads: pass the object's Streams or ChatTurns (constructed before the Inspector).`,
+      );
+    }
+    if (found[kind] !== null) {
+      throw new InspectError(
+        "inspect/invalid-argument",
+        `parts[${index}] is a second ${kind} part; an object has one of each.`,
+      );
+    }
+    if (kind === "chat") found.chat = readView<ChatReader>(methods, CHAT_READS);
+    else found.streams = readView<StreamsReader>(methods, STREAMS_READS);
+  });
+  return found;
+}

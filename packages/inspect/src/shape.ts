@@ -1,0 +1,98 @@
+/**
+ * The JSON the inspector answers, version {@link INSPECT_SHAPE_VERSION}. Every view carries
+ * `version`; a field is only ever added within a version, and a change that removes or retypes one
+ * is a new version. The shapes are the inspector's own, mapped from each part's snapshot, so a
+ * part's internals can change without changing what a dashboard or a script reads.
+ */
+export const INSPECT_SHAPE_VERSION = 1;
+
+/** The kinds of part an inspector reads, in the order it shows them. */
+export type InspectPartKind = "streams" | "chat";
+
+/** One page of a list view: the items, and the token of the next page (`null` on the last). */
+export interface InspectPage<Item> {
+  version: typeof INSPECT_SHAPE_VERSION;
+  items: Item[];
+  /** Pass it back as `cursor` for the next page; `null` on the last page. Opaque. */
+  next: string | null;
+}
+
+/** A stream of `@durablekit/streams`, as the inspector shows it. */
+export interface InspectStream {
+  streamId: string;
+  state: "streaming" | "completed" | "errored";
+  /** How many chunks the stream holds: the next seq to be written. */
+  cursor: number;
+  encoding: "json" | "text" | "binary";
+  contentType: string;
+  tag: string | null;
+  /** The reason given to `error()`, for an errored stream. */
+  error: string | null;
+  createdAt: number;
+  /** Last activity: creation, latest append, settlement or touch. */
+  updatedAt: number;
+  closedAt: number | null;
+  /** When the stream expires, if it has a TTL or an absolute expiry. */
+  expiresAt: number | null;
+}
+
+/** One chunk of a stream view, decoded by the stream's encoding. */
+export interface InspectChunk {
+  seq: number;
+  /** The JSON value (`json`), the string (`text`), or the base64 of the bytes (`binary`). */
+  value: unknown;
+}
+
+/** A stream's status and one page of its chunks (`GET …/api/streams/:id`). */
+export interface InspectStreamView {
+  version: typeof INSPECT_SHAPE_VERSION;
+  stream: InspectStream;
+  chunks: InspectChunk[];
+  /** The seq after the page's last chunk: pass it as `from` for the next page. */
+  next: number;
+  /** True when the page reaches the stream's cursor. */
+  upToDate: boolean;
+}
+
+/** A chat turn of `@durablekit/chat-adapter`, as the inspector shows it. */
+export interface InspectChatTurn {
+  chatId: string;
+  turnId: string;
+  messageId: string;
+  state: "streaming" | "completed" | "errored";
+  /** True when this isolate holds the turn's writer; false for a turn ended or left by a restart. */
+  live: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A chat turn and the UI message chunks it stored (`GET …/api/turns/:turnId`). */
+export interface InspectChatTurnView {
+  version: typeof INSPECT_SHAPE_VERSION;
+  turn: InspectChatTurn;
+  /** The stored chunks in order, at most `limit` of them. */
+  chunks: Array<{ type: string; [field: string]: unknown }>;
+  /** How many chunks the turn stored; more than `chunks.length` when the view was cut at `limit`. */
+  storedCount: number;
+}
+
+/** What the inspector was given and the state of each part (`GET …/api/overview`). */
+export interface InspectOverview {
+  version: typeof INSPECT_SHAPE_VERSION;
+  /** When the overview was read (epoch ms, the inspector's `now`). */
+  at: number;
+  /** The object's id (`ctx.id.toString()`). */
+  objectId: string;
+  parts: InspectPartKind[];
+  /** Streams by state among the newest {@link InspectCounts.limit} streams, when `streams` is a part. */
+  streams?: InspectCounts<InspectStream["state"]>;
+}
+
+/** Counts by state over a bounded scan: exact when `complete`, else lower bounds. */
+export interface InspectCounts<State extends string> {
+  byState: Record<State, number>;
+  /** The most items counted. */
+  limit: number;
+  /** False when there were more items than `limit`: the counts are then of the newest `limit`. */
+  complete: boolean;
+}

@@ -1,0 +1,62 @@
+import { ChatTurns } from "@durablekit/chat-adapter";
+import { Streams } from "@durablekit/streams";
+import { thrownCodeSync } from "@durablekit/test-kit";
+import { describe, expect, it } from "vitest";
+import { Inspector, isInspectError } from "../src/index";
+import { inspectedParts } from "../src/parts";
+import { inFixture } from "./helpers";
+
+const codeOf = (fn: () => unknown) => thrownCodeSync(fn, isInspectError);
+
+describe("new Inspector(ctx, { parts })", () => {
+  it("recognizes the parts it is given and refuses anything else", async () => {
+    await inFixture(async ({ streams, chat }, state) => {
+      expect(new Inspector(state, { parts: [chat, streams] }).parts).toEqual(["streams", "chat"]);
+      expect(new Inspector(state, { parts: [streams] }).parts).toEqual(["streams"]);
+      expect(codeOf(() => new Inspector(undefined as never, { parts: [] }))).toBe(
+        "inspect/invalid-argument",
+      );
+      expect(codeOf(() => new Inspector(state, undefined as never))).toBe(
+        "inspect/invalid-argument",
+      );
+      expect(codeOf(() => new Inspector(state, { parts: {} as never }))).toBe(
+        "inspect/invalid-argument",
+      );
+      expect(codeOf(() => new Inspector(state, { parts: [{ list() {} }] }))).toBe(
+        "inspect/invalid-argument",
+      );
+      expect(codeOf(() => new Inspector(state, { parts: [streams, streams] }))).toBe(
+        "inspect/invalid-argument",
+      );
+      expect(codeOf(() => new Inspector(state, { parts: [], now: 5 as never }))).toBe(
+        "inspect/invalid-argument",
+      );
+    });
+  });
+
+  it("answers a view of a part it was not given with inspect/not-found", async () => {
+    await inFixture(async (_, state) => {
+      const streams = new Streams(state);
+      const inspector = new Inspector(state, { parts: [streams] });
+      expect(codeOf(() => inspector.chatTurns("c1"))).toBe("inspect/not-found");
+      expect(inspector.overview().parts).toEqual(["streams"]);
+      const chatOnly = new Inspector(state, {
+        parts: [new ChatTurns(state, { streams })],
+      });
+      expect(codeOf(() => chatOnly.streams())).toBe("inspect/not-found");
+      expect(chatOnly.overview().streams).toBeUndefined();
+    });
+  });
+
+  it("keeps only the read methods of each part: no write is reachable from the inspector", async () => {
+    await inFixture(async ({ streams, chat }) => {
+      const held = inspectedParts([streams, chat]);
+      expect(Object.keys(held.streams ?? {}).sort()).toEqual(["list", "readPage", "status"]);
+      expect(Object.keys(held.chat ?? {}).sort()).toEqual(["getTurn", "listTurns", "storedChunks"]);
+      expect(Object.isFrozen(held.streams)).toBe(true);
+      // The views answer as the parts do.
+      streams.open("s").append({ a: 1 });
+      expect(held.streams?.status("s")).toEqual(streams.status("s"));
+    });
+  });
+});

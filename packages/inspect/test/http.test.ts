@@ -1,0 +1,170 @@
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { INSPECT_PAGE_CSP } from "../src/http/page";
+import { freshStub, get, TOKEN } from "./helpers";
+
+/** Every route of the inspector, as a path below its mount. */
+const ROUTES = [
+  "/",
+  "/inspect.js",
+  "/inspect.css",
+  "/api/overview",
+  "/api/streams",
+  "/api/streams/orders",
+  "/api/chats/c1/turns",
+  "/api/turns/t1",
+  "/api/live?view=/overview",
+  "/api/nothing-here",
+];
+
+async function seeded() {
+  const stub = freshStub();
+  await runInDurableObject(stub, ({ streams }) => {
+    const orders = streams.open("orders", { tag: "shop" });
+    orders.append({ id: 1 });
+    orders.append({ id: 2 });
+  });
+  return stub;
+}
+
+/** Reads SSE events from a response until `done` says so or `ms` passes. */
+async function events(
+  response: Response,
+  done: (seen: Array<{ event: string; data: unknown }>) => boolean,
+  ms = 3000,
+) {
+  const reader = (response.body as ReadableStream<Uint8Array>)
+    .pipeThrough(new TextDecoderStream())
+    .getReader();
+  const seen: Array<{ event: string; data: unknown }> = [];
+  let buffer = "";
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline && !done(seen)) {
+    const { value, done: ended } = await reader.read();
+    if (ended) break;
+    buffer += value;
+    let end = buffer.indexOf("\n\n");
+    while (end !== -1) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event = /^event: (.*)$/m.exec(frame)?.[1];
+      const data = /^data: (.*)$/m.exec(frame)?.[1];
+      if (event !== undefined && data !== undefined) seen.push({ event, data: JSON.parse(data) });
+      end = buffer.indexOf("\n\n");
+    }
+  }
+  await reader.cancel();
+  return seen;
+}
+
+describe("inspectorResponse", () => {
+  it("answers no route without authorize: 403 when it refuses or throws, 401 when the host gave none", async () => {
+    const stub = await seeded();
+    for (const route of ROUTES) {
+      const refused = await get(stub, `/inspect${route}`, { headers: {} });
+      expect(refused.status, route).toBe(403);
+      const body = await refused.text();
+      expect(body, route).not.toContain("orders");
+      const forged = await get(stub, `/inspect${route}`, {
+        headers: { "x-inspect-token": "guess" },
+      });
+      expect(forged.status, route).toBe(403);
+      await forged.body?.cancel();
+      const unconfigured = await get(stub, `/no-authorize${route}`, { headers: TOKEN });
+      expect(unconfigured.status, route).toBe(401);
+      expect(await unconfigured.text(), route).not.toContain("orders");
+      const throwing = await get(stub, `/throwing${route}`, { headers: TOKEN });
+      expect(throwing.status, route).toBe(403);
+      await throwing.body?.cancel();
+    }
+    // A write method is refused too, before and after authorization.
+    expect((await get(stub, "/inspect/api/streams", { method: "POST", headers: {} })).status).toBe(
+      403,
+    );
+    const post = await get(stub, "/inspect/api/streams", { method: "POST", headers: TOKEN });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("GET, HEAD");
+  });
+
+  it("serves a self-contained page under a strict CSP, with no external asset", async () => {
+    const stub = await seeded();
+    const page = await get(stub, "/inspect/");
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(page.headers.get("content-security-policy")).toBe(INSPECT_PAGE_CSP);
+    expect(INSPECT_PAGE_CSP).toContain("default-src 'none'");
+    expect(INSPECT_PAGE_CSP).not.toContain("unsafe-inline");
+    const html = await page.text();
+    expect(html).toContain('<script type="module" src="/inspect/inspect.js">');
+    expect(html).not.toMatch(/<script>|<style>|style="|https?:\/\//);
+    const script = await get(stub, "/inspect/inspect.js");
+    expect(script.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    const js = await script.text();
+    expect(js).not.toMatch(/innerHTML|insertAdjacentHTML|eval\(|new Function/);
+    expect((await get(stub, "/inspect")).status).toBe(200);
+  });
+
+  it("answers the JSON views, 400 with the code for a bad parameter and 404 for what does not exist", async () => {
+    const stub = await seeded();
+    const overview = await get(stub, "/inspect/api/overview");
+    expect(overview.headers.get("cache-control")).toBe("no-store");
+    expect(await overview.json()).toMatchObject({
+      version: 1,
+      streams: { byState: { streaming: 1 } },
+    });
+    expect(
+      await (await get(stub, "/inspect/api/streams?tag=shop&state=streaming")).json(),
+    ).toMatchObject({
+      items: [{ streamId: "orders", cursor: 2 }],
+      next: null,
+    });
+    expect(await (await get(stub, "/inspect/api/streams/orders?from=1")).json()).toMatchObject({
+      chunks: [{ seq: 1, value: { id: 2 } }],
+    });
+    const bad = await get(stub, "/inspect/api/streams?limit=lots");
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ error: { code: "inspect/invalid-argument" } });
+    expect((await get(stub, "/inspect/api/streams?state=done")).status).toBe(400);
+    expect((await get(stub, "/inspect/api/streams/%E0%A4%A")).status).toBe(400);
+    const missing = await get(stub, "/inspect/api/streams/nope");
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ error: { code: "inspect/not-found" } });
+    expect((await get(stub, "/inspect/api/turns/nope")).status).toBe(404);
+    expect((await get(stub, "/inspect/api/what")).status).toBe(404);
+    expect((await get(stub, "/elsewhere")).status).toBe(404);
+  });
+
+  it("keeps a view live over SSE: the stream's growth arrives as a new view, and the connection ends after maxLiveMs", async () => {
+    const stub = await seeded();
+    const response = await get(
+      stub,
+      `/inspect/api/live?view=${encodeURIComponent("/streams/orders")}`,
+    );
+    expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const grow = (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await runInDurableObject(stub, ({ streams }) => {
+        streams.open("orders", { tag: "shop" }).append({ id: 3 });
+      });
+    })();
+    const seen = await events(response, (s) =>
+      s.some(
+        (e) => (e.data as { body?: { stream?: { cursor?: number } } }).body?.stream?.cursor === 3,
+      ),
+    );
+    await grow;
+    const views = seen
+      .filter((e) => e.event === "view")
+      .map((e) => e.data as { status: number; body: { stream: { cursor: number } } });
+    expect(views[0]).toMatchObject({ status: 200, body: { stream: { cursor: 2 } } });
+    expect(views.at(-1)).toMatchObject({ status: 200, body: { stream: { cursor: 3 } } });
+    // Unchanged reads send nothing: one event per distinct view.
+    expect(new Set(views.map((v) => JSON.stringify(v))).size).toBe(views.length);
+
+    const ending = await get(stub, "/inspect/api/live?view=/overview");
+    const all = await events(ending, (s) => s.some((e) => e.event === "end"), 5000);
+    expect(all.at(-1)?.event).toBe("end");
+    expect((await get(stub, "/inspect/api/live?view=/live")).status).toBe(400);
+    expect((await get(stub, "/inspect/api/live")).status).toBe(400);
+  });
+});
