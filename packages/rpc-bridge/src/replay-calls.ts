@@ -18,6 +18,7 @@ import {
   safeErrorRecord,
 } from "./errors";
 import type { TargetHandle } from "./handle-table";
+import { IsolateAnswers } from "./isolate-answers";
 import { ReplayHandles } from "./replay-handles";
 import type { RunInterrupt } from "./run";
 import {
@@ -25,14 +26,12 @@ import {
   digestCallArgs,
   encodeBody,
   type JournalCallName,
-  type PlainEntry,
   type Recorded,
   type RunJournal,
 } from "./run-journal";
 import { type HandleSink, type OutgoingValue, writeResult } from "./values";
 import {
   type Answer,
-  type AnsweredCalls,
   type EventWindow,
   failure,
   HALT,
@@ -58,14 +57,6 @@ const REFUSAL_RECORD_BYTES = 1024;
  * puts there (objects' own JSON, method names, interrupt payloads) is the host's and not counted.
  */
 export const JOURNAL_CALL_OVERHEAD = 2048;
-
-/**
- * At most this much journal text (UTF-16 code units) of answers is sent ahead with an attempt. Its
- * answers cross in the one `evaluate` message, which Workers RPC caps at 32 MiB, and the isolate
- * holds them while it runs; a journal that grew past it over many resumes replays the rest through
- * the host.
- */
-export const PREFETCH_MAX_CHARS = 4 * 1024 * 1024;
 
 /** The refusal of a function, callback or stream in a replay run, saying what to do instead. */
 function notReplayable(call: CallState, what: string, instead?: string): BridgeError {
@@ -123,14 +114,8 @@ export class ReplayCalls implements CallJournal {
   readonly #held: Array<(answer: Answer) => void> = [];
   /** Rejects the `ctx.interrupt()` promises when the attempt ends. */
   readonly #interrupts: Array<(error: unknown) => void> = [];
-  /**
-   * The journal entries sent to the isolate to answer itself, not yet reported answered, by seq:
-   * the module handle and function each was recorded for.
-   */
-  readonly #prefetched = new Map<
-    number,
-    { id: number; method: string; bytes: number; refused: boolean }
-  >();
+  /** The answers sent ahead to the isolate, and the check of those it reports it used. */
+  #answers!: IsolateAnswers;
   /** Calls refused after they got a key (journaled refusals), replayed ones included. */
   #refused = 0;
 
@@ -155,6 +140,12 @@ export class ReplayCalls implements CallJournal {
         table.addFunction(fn, specifier, creatorKey, fresh),
       addJournaled: (journaled, creatorKey, fresh) => handles.add(journaled, creatorKey, fresh),
     };
+    this.#answers = new IsolateAnswers(this.#journal, host, this.#sink, {
+      nameOf: (call) => this.#journalName(call),
+      countRefusal: () => {
+        this.#refused++;
+      },
+    });
   }
 
   // ── Begin ──────────────────────────────────────────────────────────────────
@@ -172,7 +163,7 @@ export class ReplayCalls implements CallJournal {
     if (this.#suspension !== undefined) return early(this.#hold());
     if (answered !== undefined) {
       try {
-        this.#checkAnswered(answered);
+        this.#answers.check(answered);
       } catch (error) {
         return early(this.#failRun(error));
       }
@@ -543,119 +534,17 @@ export class ReplayCalls implements CallJournal {
 
   // ── Answered in the isolate (wire v5) ──────────────────────────────────────
 
-  /**
-   * The journal's plain answers of top-level calls, for the isolate to answer those calls itself
-   * (`ReplayOptions.answers`). Entries whose value would register a handle, whose module is not
-   * configured now, or past {@link PREFETCH_MAX_CHARS} of journal text, are left to the host.
-   */
   prefetch(): PrefetchedAnswers {
-    const out: PrefetchedAnswers = {
-      keys: [],
-      ids: [],
-      methods: [],
-      seqs: [],
-      ats: [],
-      answers: [],
-    };
-    const registry = this.#host.registry;
-    let budget = PREFETCH_MAX_CHARS;
-    for (const entry of this.#journal.plain) {
-      // Over the budget, an answer stays on the host, which answers its call as before.
-      if (entry.chars > budget) continue;
-      const module = registry.bySpecifier.get(entry.module);
-      if (module?.kind !== "host") continue;
-      const answer =
-        entry.kind === "error" ? failure(entry.record) : this.#plainAnswer(entry, entry.value);
-      if (answer === null) continue;
-      budget -= entry.chars;
-      // Invariant: the isolate can report as answered only an entry it was sent.
-      this.#prefetched.set(entry.seq, {
-        id: module.handleId,
-        method: entry.method,
-        bytes: entry.bytes,
-        refused: entry.refused,
-      });
-      out.keys.push(entry.key);
-      out.ids.push(module.handleId);
-      out.methods.push(entry.method);
-      out.seqs.push(entry.seq);
-      out.ats.push(entry.at);
-      out.answers.push(answer);
-    }
-    return out;
+    return this.#answers.prefetch();
   }
 
-  /** The wire answer of a journaled value that holds no handle, or null when it would register one. */
-  #plainAnswer(entry: PlainEntry, value: unknown): Answer | null {
-    if ((typeof value !== "object" && typeof value !== "function") || value === null) {
-      return plain(value);
-    }
-    const table = this.#host.table;
-    const fresh: number[] = [];
-    try {
-      const outgoing = writeResult(value, this.#sink, entry.module, entry.key, fresh);
-      if (fresh.length === 0)
-        return outgoing.special ? tagged(outgoing.wire) : plain(outgoing.wire);
-    } catch {
-      // Left to the host, which answers it as before.
-    }
-    for (const id of fresh) table.forget(id);
-    return null;
-  }
-
-  /**
-   * The calls the isolate reports it answered itself (in an `invoke` or the attempt's outcome),
-   * checked exactly as if each had come to the host: in order, each is keyed, its arguments
-   * digested here and compared with the journal entry at its key, and counted; the entry must be
-   * the one the isolate used. Answers the record of the first mismatch, or undefined.
-   */
   checkAnswered(report: unknown): ErrorRecord | undefined {
     if (report === undefined) return undefined;
     try {
-      this.#checkAnswered(report);
+      this.#answers.check(report);
       return undefined;
     } catch (error) {
       return safeErrorRecord(fromJournalFailure(error));
-    }
-  }
-
-  /**
-   * {@link checkAnswered}, throwing.
-   * @throws BridgeError `bridge/replay-diverged` (or `bridge/unsafe-to-repeat`) at the first call
-   *   that is not the journal's entry the isolate answered it with.
-   */
-  #checkAnswered(report: unknown): void {
-    const host = this.#host;
-    const { seqs, args: argsList } = (report ?? {}) as Partial<AnsweredCalls>;
-    if (!Array.isArray(seqs) || !Array.isArray(argsList) || seqs.length !== argsList.length) {
-      throw new BridgeError(
-        "bridge/invalid-argument",
-        "Malformed report of calls answered in the isolate (wire mismatch).",
-      );
-    }
-    for (let i = 0; i < seqs.length; i++) {
-      const seq: unknown = seqs[i];
-      const args: unknown = argsList[i];
-      const sent = typeof seq === "number" ? this.#prefetched.get(seq) : undefined;
-      if (sent === undefined || !Array.isArray(args)) {
-        throw new BridgeError(
-          "bridge/replay-diverged",
-          `The isolate reported a call it answered with journal entry ${String(seq)}, which the host did not send it (or without its arguments); the attempt is not trusted. Start a new execution.`,
-        );
-      }
-      const now = Date.now();
-      // The call the isolate answered with an entry is a call of that entry's module function.
-      const call = host.resolve(sent.id, sent.method, args, now, now);
-      const entry = this.#journal.match(this.#journalName(call));
-      if ((entry?.outcome !== "value" && entry?.outcome !== "error") || entry.seq !== seq) {
-        throw new BridgeError(
-          "bridge/replay-diverged",
-          `The replay diverged at call ${call.key} (${callLabel(call)}): the isolate answered it with journal entry ${seq}, which is not the entry recorded at that key. Start a new execution.`,
-        );
-      }
-      this.#prefetched.delete(seq as number);
-      host.budget.admit(sent.bytes);
-      if (sent.refused) this.#refused++;
     }
   }
 

@@ -2,7 +2,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Execution } from "../src/index";
-import { PREFETCH_MAX_CHARS } from "../src/replay-calls";
+import { PREFETCH_MAX_CHARS } from "../src/isolate-answers";
 import type { Answer, EvaluateOptions } from "../src/wire";
 import type { BridgeTraffic } from "./fixtures/counting-loader";
 import type { ReplayFixture } from "./fixtures/worker";
