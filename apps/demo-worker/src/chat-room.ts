@@ -7,6 +7,7 @@ import {
   chatTurnTask,
 } from "@durablekit/chat-adapter";
 import { Alarms } from "@durablekit/compose";
+import { Inspector, inspectorResponse } from "@durablekit/inspect";
 import { Streams } from "@durablekit/streams";
 import { type TaskStep, Tasks } from "@durablekit/tasks";
 import type { UIMessage } from "ai";
@@ -110,9 +111,19 @@ export class ChatRoom extends DurableObject<Env> {
     definitions: { [CHAT_TURN]: this.#turnDefinition() },
   });
   readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams] });
+  /** `GET /chat/:chatId/inspect/`: the room's turns and streams, shown only with `DEMO_DEBUG=on`. */
+  readonly inspector = new Inspector(this.ctx, { parts: [this.streams, this.chat] });
 
   override alarm() {
     return this.alarms.alarm();
+  }
+
+  /** Serves the inspector below `basePath`; the object itself refuses unless `DEMO_DEBUG=on`. */
+  inspect(request: Request, basePath: string): Promise<Response> {
+    return inspectorResponse(request, this.inspector, {
+      basePath,
+      authorize: () => this.env.DEMO_DEBUG === "on",
+    });
   }
 
   /**

@@ -3,6 +3,7 @@ import { createRouter } from "./router";
 import { chatRoutes } from "./routes/chat";
 import { debugRoutes } from "./routes/debug";
 import { healthRoutes } from "./routes/health";
+import { inspectRoutes } from "./routes/inspect";
 import { pageRoutes } from "./routes/page";
 import { programRoutes } from "./routes/programs";
 import { streamRoutes } from "./routes/streams";
@@ -22,6 +23,7 @@ const route = createRouter([
   ...programRoutes,
   ...streamRoutes,
   ...chatRoutes,
+  ...inspectRoutes,
 ]);
 
 export default {

@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { Alarms } from "@durablekit/compose";
+import { Inspector, inspectorResponse } from "@durablekit/inspect";
 import { Executor } from "@durablekit/rpc-bridge";
 import { sseResponse } from "@durablekit/sse";
 import { Streams } from "@durablekit/streams";
@@ -59,9 +60,19 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
     },
   });
   readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams, this.executor] });
+  /** `GET /inspect/`: what the object's parts hold, shown only with `DEMO_DEBUG=on`. */
+  readonly inspector = new Inspector(this.ctx, { parts: [this.streams] });
 
   override alarm() {
     return this.alarms.alarm();
+  }
+
+  /** Serves the inspector below `/inspect`; the object itself refuses unless `DEMO_DEBUG=on`. */
+  inspect(request: Request): Promise<Response> {
+    return inspectorResponse(request, this.inspector, {
+      basePath: "/inspect",
+      authorize: () => this.env.DEMO_DEBUG === "on",
+    });
   }
 
   constructor(ctx: DurableObjectState, env: Env) {

@@ -29,8 +29,6 @@ const STATES = ["streaming", "completed", "errored"] as const;
 export interface InspectOptions {
   /** The object's parts to read: its `Streams` and `ChatTurns`, in any order. */
   parts: readonly object[];
-  /** The clock of `overview().at`, epoch milliseconds. Default `Date.now`. */
-  now?: () => number;
 }
 
 /** Filters and paging of {@link Inspector.streams} and {@link Inspector.chatTurns}. */
@@ -118,7 +116,6 @@ function base64(bytes: Uint8Array): string {
 export class Inspector {
   readonly #objectId: string;
   readonly #parts: InspectedParts;
-  readonly #now: () => number;
 
   /**
    * @throws {InspectError} `inspect/invalid-argument` for a malformed `ctx`, option or part.
@@ -126,10 +123,8 @@ export class Inspector {
   constructor(ctx: DurableObjectState, options: InspectOptions) {
     check.ctx(ctx, "new Inspector(ctx, { parts })");
     check.options(options, "Inspector options");
-    check.callback(options?.now, "now");
     this.#parts = inspectedParts(options?.parts);
     this.#objectId = ctx.id.toString();
-    this.#now = options.now ?? Date.now;
   }
 
   /** The kinds of part this inspector reads. */
@@ -144,7 +139,6 @@ export class Inspector {
   overview(): InspectOverview {
     const overview: InspectOverview = {
       version: INSPECT_SHAPE_VERSION,
-      at: this.#now(),
       objectId: this.#objectId,
       parts: this.parts,
     };

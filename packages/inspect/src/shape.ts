@@ -79,8 +79,6 @@ export interface InspectChatTurnView {
 /** What the inspector was given and the state of each part (`GET …/api/overview`). */
 export interface InspectOverview {
   version: typeof INSPECT_SHAPE_VERSION;
-  /** When the overview was read (epoch ms, the inspector's `now`). */
-  at: number;
   /** The object's id (`ctx.id.toString()`). */
   objectId: string;
   parts: InspectPartKind[];

@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { INSPECT_PAGE_CSP } from "../src/http/page";
+import { inspectorResponse } from "../src/index";
 import { freshStub, get, TOKEN } from "./helpers";
 
 /** Every route of the inspector, as a path below its mount. */
@@ -86,6 +87,24 @@ describe("inspectorResponse", () => {
     expect(post.headers.get("allow")).toBe("GET, HEAD");
   });
 
+  it("refuses a basePath that could break out of the page's HTML, and mounts a percent-encoded one", async () => {
+    const stub = await seeded();
+    await runInDurableObject(stub, async ({ inspector }) => {
+      const request = new Request("https://inspect.test/x/", { headers: TOKEN });
+      for (const basePath of ['/in"spect', "/a b", "inspect", "/<x>", "/a&b"]) {
+        await expect(
+          inspectorResponse(request, inspector, { basePath, authorize: () => true }),
+        ).rejects.toMatchObject({ code: "inspect/invalid-argument" });
+      }
+      const mounted = await inspectorResponse(
+        new Request("https://inspect.test/chat/a%20b/inspect/api/overview"),
+        inspector,
+        { basePath: `/chat/${encodeURIComponent("a b")}/inspect`, authorize: () => true },
+      );
+      expect(mounted.status).toBe(200);
+    });
+  });
+
   it("serves a self-contained page under a strict CSP, with no external asset", async () => {
     const stub = await seeded();
     const page = await get(stub, "/inspect/");
@@ -160,6 +179,11 @@ describe("inspectorResponse", () => {
     expect(views.at(-1)).toMatchObject({ status: 200, body: { stream: { cursor: 3 } } });
     // Unchanged reads send nothing: one event per distinct view.
     expect(new Set(views.map((v) => JSON.stringify(v))).size).toBe(views.length);
+
+    // A view that does not change is sent once, however often it is read (every 20 ms here).
+    const still = await get(stub, "/inspect/api/live?view=/overview");
+    const quiet = await events(still, () => false, 400);
+    expect(quiet.filter((e) => e.event === "view")).toHaveLength(1);
 
     const ending = await get(stub, "/inspect/api/live?view=/overview");
     const all = await events(ending, (s) => s.some((e) => e.event === "end"), 5000);

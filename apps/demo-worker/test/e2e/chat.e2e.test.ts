@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
-import { DefaultChatTransport, readUIMessageStream, type UIMessage, type ChatUIMessageChunk } from "ai";
+import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const demoDir = fileURLToPath(new URL("../..", import.meta.url));
@@ -12,16 +12,16 @@ const question: UIMessage = {
 };
 
 /** The last state of the assistant message a UI message chunk stream assembles. */
-async function assemble(stream: ReadableStream<ChatUIMessageChunk>): Promise<UIMessage | undefined> {
+async function assemble(stream: ReadableStream<UIMessageChunk>): Promise<UIMessage | undefined> {
   let last: UIMessage | undefined;
   for await (const message of readUIMessageStream<UIMessage>({ stream })) last = message;
   return last;
 }
 
 /** Reads `count` chunks of a stream, then leaves the rest unread. */
-async function readSome(stream: ReadableStream<ChatUIMessageChunk>, count: number) {
+async function readSome(stream: ReadableStream<UIMessageChunk>, count: number) {
   const reader = stream.getReader();
-  const chunks: ChatUIMessageChunk[] = [];
+  const chunks: UIMessageChunk[] = [];
   while (chunks.length < count) {
     const { done, value } = await reader.read();
     if (done) break;
@@ -67,7 +67,7 @@ describe("AI SDK chat routes under wrangler dev, driven by the AI SDK's own clie
     abort.abort();
     const resumed = await transport.reconnectToStream({ chatId: "aborted" });
     expect(resumed).not.toBeNull();
-    const message = await assemble(resumed as ReadableStream<ChatUIMessageChunk>);
+    const message = await assemble(resumed as ReadableStream<UIMessageChunk>);
     expect(message?.parts).toEqual(reference?.parts);
     // The resumed message is the turn's: the id its first chunk carried.
     expect(message?.id).toBe((chunks[0] as { messageId: string }).messageId);
@@ -81,7 +81,7 @@ describe("AI SDK chat routes under wrangler dev, driven by the AI SDK's own clie
     transport = new DefaultChatTransport({ api: `${dev.url}/chat` });
     const resumed = await transport.reconnectToStream({ chatId: "killed" });
     expect(resumed).not.toBeNull();
-    const message = await assemble(resumed as ReadableStream<ChatUIMessageChunk>);
+    const message = await assemble(resumed as ReadableStream<UIMessageChunk>);
     // Never truncated: the demo adopts the turn and finishes it from its deterministic script.
     expect(message?.parts).toEqual(reference?.parts);
     expect(message?.id).toBe((chunks[0] as { messageId: string }).messageId);
@@ -124,12 +124,12 @@ describe("AI SDK chat routes under wrangler dev, driven by the AI SDK's own clie
     const stop = await fetch(`${dev.url}/chat/stopped/stop`, { method: "POST" });
     expect(stop.status).toBe(200);
     expect(await stop.json()).toMatchObject({ stopped: true });
-    const rest: ChatUIMessageChunk[] = [];
+    const rest: UIMessageChunk[] = [];
     for (let next = await reader.read(); !next.done; next = await reader.read())
       rest.push(next.value);
     const seenByStarter = [...first, ...rest];
-    const seenByOther: ChatUIMessageChunk[] = [];
-    const otherReader = (other as ReadableStream<ChatUIMessageChunk>).getReader();
+    const seenByOther: UIMessageChunk[] = [];
+    const otherReader = (other as ReadableStream<UIMessageChunk>).getReader();
     for (let next = await otherReader.read(); !next.done; next = await otherReader.read()) {
       seenByOther.push(next.value);
     }
@@ -222,8 +222,8 @@ describe("a turn of a 20 ms model SIGKILLed mid-answer, resumed by the AI SDK cl
     transport = new DefaultChatTransport<UIMessage>({ api: `${dev.url}/chat` });
     const resumedStream = await transport.reconnectToStream({ chatId: "killed-steady" });
     expect(resumedStream).not.toBeNull();
-    const resumed: ChatUIMessageChunk[] = [];
-    const reader = (resumedStream as ReadableStream<ChatUIMessageChunk>).getReader();
+    const resumed: UIMessageChunk[] = [];
+    const reader = (resumedStream as ReadableStream<UIMessageChunk>).getReader();
     for (let next = await reader.read(); !next.done; next = await reader.read()) {
       resumed.push(next.value);
     }

@@ -25,13 +25,16 @@ export interface InspectResponseOptions {
   maxLiveMs?: number;
 }
 
-/** A mount path: `/` and path characters only, so it is safe in the page's HTML; no trailing `/`. */
+/**
+ * A mount path: segments as `encodeURIComponent` writes them, so it holds no quote, `<`, `&` or
+ * space and is safe in the page's HTML; no trailing `/`.
+ */
 function checkBasePath(value: unknown): string {
   if (value === undefined) return "/inspect";
-  if (typeof value !== "string" || !/^(\/[A-Za-z0-9._~-]+)*\/?$/.test(value)) {
+  if (typeof value !== "string" || !/^(\/[A-Za-z0-9._~!*'()%-]+)*\/?$/.test(value)) {
     throw new InspectError(
       "inspect/invalid-argument",
-      `basePath must be a path such as "/inspect" (letters, digits, ".", "_", "~", "-" between slashes); got ${JSON.stringify(value)}.`,
+      `basePath must be a path such as "/inspect", its segments percent-encoded (encodeURIComponent); got ${JSON.stringify(value)}.`,
     );
   }
   return value.replace(/\/+$/, "");
