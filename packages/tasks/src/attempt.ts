@@ -75,6 +75,8 @@ export class Attempt implements StepEngine {
   #cancel: { reason: string | null } | null = null;
   /** Step names entered by this attempt: a name entered twice is a duplicate. */
   readonly #used = new Set<string>();
+  /** How many of the entered names have a journal row: fewer than the journal's size is a replay. */
+  #enteredJournaled = 0;
   #newSteps = 0;
   /** The errors of steps that failed for good: rethrown by the handler, they fail the run. */
   readonly #stepFailures = new WeakSet<object>();
@@ -131,14 +133,19 @@ export class Attempt implements StepEngine {
     this.#live = true;
   }
 
-  enter(name: string): void {
+  enter(name: string, internal = false): void {
     if (this.#ended) throw this.#ended;
     if (this.#fatal) throw this.#fatal;
-    checkName(name, "A step name");
+    if (!internal) checkName(name, "A step name");
     if (this.#used.has(name)) this.#failFatal(new DuplicateStepError(name));
     this.#used.add(name);
+    if (this.journal.has(name)) this.#enteredJournaled++;
     // A cancel requested while the handler ran between steps settles the run at this boundary.
     if (this.#cancel) throw this.settleCancelled();
+  }
+
+  replaying(): boolean {
+    return this.#enteredJournaled < this.journal.size;
   }
 
   expect(row: JournalRow, kind: TaskStepKind, eventType?: string): void {

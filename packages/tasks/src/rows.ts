@@ -7,6 +7,13 @@ export type TaskWaitReason = "sleep" | "retry" | "event";
 /** Kinds of journal rows, as stored in `dk_tasks_steps.kind`. */
 export type TaskStepKind = "do" | "sleep" | "event";
 
+/**
+ * The stored name of a version marker: `step.version(name, …)` keeps its decision as a completed
+ * `do` row named `__dk:version:<name>` whose value is the version (a number). The `__dk` prefix is
+ * refused for step names, so a marker never meets a step.
+ */
+export const VERSION_MARKER_PREFIX = "__dk:version:";
+
 /** Journal row states, as stored in `dk_tasks_steps.state`. */
 export type TaskStepState = "running" | "waiting" | "completed" | "failed";
 

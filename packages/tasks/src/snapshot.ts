@@ -1,4 +1,4 @@
-import type { RunRow, StepRow } from "./rows";
+import { type RunRow, type StepRow, VERSION_MARKER_PREFIX } from "./rows";
 import type { TaskRunSnapshot, TaskStepSnapshot } from "./types";
 import { decodeValue, errorInfo } from "./values";
 
@@ -54,6 +54,15 @@ export function toStepSnapshots(rows: readonly StepRow[], now: number): TaskStep
     .sort((a, b) => a.seq - b.seq)
     .map((row) => {
       const sleptOut = row.kind === "sleep" && row.wake_at !== null && row.wake_at <= now;
+      if (row.name.startsWith(VERSION_MARKER_PREFIX)) {
+        return {
+          name: row.name.slice(VERSION_MARKER_PREFIX.length),
+          kind: "version",
+          state: "completed",
+          attempt: 0,
+          result: decodeValue(row.value),
+        };
+      }
       const view: TaskStepSnapshot = {
         name: row.name,
         kind: row.kind,

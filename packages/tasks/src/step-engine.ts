@@ -38,8 +38,15 @@ export interface StepEngine {
   /**
    * Checks the attempt is open, the name is valid and unused, and no cancel is pending (a pending
    * cancel settles the run here). Throws the end signal, the attempt's fatal error or a coded error.
+   * `internal` names an engine row (a version marker, `__dk:version:<name>`) whose user-facing name
+   * was already checked.
    */
-  enter(name: string): void;
+  enter(name: string, internal?: boolean): void;
+  /**
+   * True while the attempt still has journaled ground ahead of it: the journal holds rows whose
+   * names this attempt has not entered yet (a version marker met then predates the run's steps).
+   */
+  replaying(): boolean;
   /** Fails the run (`tasks/diverged`) if the journal holds another kind or event type at the name. */
   expect(row: JournalRow, kind: TaskStepKind, eventType?: string): void;
   /** Counts a step journaled for the first time against `maxStepsPerRun` (`tasks/step-limit`). */

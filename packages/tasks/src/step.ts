@@ -2,7 +2,7 @@ import { checkMs, checkName, checkOptions } from "./arguments";
 import { EventTimeoutError, StepTimeoutError, TasksError } from "./errors";
 import { stepRow } from "./journal-writer";
 import { resolvePolicy, type StepPolicy, type TaskStepOptions } from "./policy";
-import type { TaskInterruptedStep } from "./rows";
+import { type TaskInterruptedStep, VERSION_MARKER_PREFIX } from "./rows";
 import type { StepEngine } from "./step-engine";
 import type {
   TaskStep,
@@ -276,6 +276,36 @@ export class ReplayStep implements TaskStep {
       stepRow(name, stepSeq, "event", now, { state: "waiting", wake_at: wakeAt, event_type: type }),
       type,
     );
+  }
+
+  /**
+   * The version marker of a run (see {@link TaskStep.version}): decided once, at first sight, and
+   * kept as a `do` row at `__dk:version:<name>`, so every later replay answers the same number.
+   * A run whose journal still holds rows the handler has not reached predates the marker: 0.
+   */
+  async version(name: string, latest: number): Promise<number> {
+    const a = this.#a;
+    checkName(name, "A version marker name");
+    if (typeof latest !== "number" || !Number.isSafeInteger(latest) || latest < 1) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `step.version("${name}", latest) needs latest as an integer ≥ 1; got ${String(latest)}.`,
+      );
+    }
+    const marker = VERSION_MARKER_PREFIX + name;
+    a.enter(marker, true);
+    const row = a.journal.get(marker);
+    if (row) {
+      a.expect(row, "do");
+      return decodeValue(row.value) as number;
+    }
+    // Journaled ground still ahead: the run passed this point before the marker existed.
+    const version = a.replaying() ? 0 : latest;
+    a.countNewStep();
+    const seq = a.journal.takeSeq();
+    const text = a.encode(version, `step.version("${name}")`);
+    if (!a.record(stepRow(marker, seq, "do", a.now(), { value: text }))) throw a.ended;
+    return version;
   }
 
   journal(name: string): TaskStepJournal {

@@ -140,6 +140,26 @@ export interface TaskStep {
    */
   waitForEvent<T = unknown>(name: string, options: TaskWaitForEventOptions): Promise<T>;
   /**
+   * A version marker: how a definition changes while runs are in flight without a new definition
+   * name (as Temporal's `patched()`). Returns `latest` for a run that reaches the marker on new
+   * ground, and `0` for a run that passed this point before the marker existed (its journal still
+   * holds steps the handler has not reached yet). The answer is journaled at first sight (one row,
+   * `__dk:version:<name>`, shown by `steps()` as a step of kind `"version"`), so every later replay
+   * of the run takes the same branch, whatever `latest` is by then:
+   *
+   * ```ts
+   * if ((await step.version("tally", 1)) >= 1) await step.do("tally", count);
+   * else await step.do("count", count); // runs recorded before the change
+   * ```
+   *
+   * Version names are checked like step names and are their own namespace. Call it outside
+   * parallel branches (`Promise.all`), where what "not reached yet" means depends on timing.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a bad name or a `latest` that is not an integer
+   *   ≥ 1; `tasks/duplicate-step` (fails the run) for a name used twice in one attempt.
+   */
+  version(name: string, latest: number): Promise<number>;
+  /**
    * The call journal named `name` of this run (see {@link TaskStepJournal}), for a program run
    * inside the task: pass it as the bridge's `journal`. The same name returns the same journal —
    * within an attempt the same object, across attempts the same rows. Journal names are checked
@@ -265,8 +285,10 @@ export type TaskRunSnapshot<Output = unknown> = SnapshotBase &
 
 /** A read-only view of one journaled step. */
 export interface TaskStepSnapshot {
+  /** The step's name (a version marker's name, as given to `step.version`). */
   name: string;
-  kind: TaskStepKind;
+  /** The step's kind; `"version"` for a version marker, whose `result` is the version. */
+  kind: TaskStepKind | "version";
   /** A sleep past its deadline reads as `completed`. */
   state: TaskStepState;
   attempt: number;
