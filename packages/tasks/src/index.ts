@@ -31,6 +31,7 @@ export type {
   TaskListPage,
   TaskOutput,
   TaskReceipt,
+  TaskRunHistory,
   TaskRunOptions,
   TaskRunSnapshot,
   TaskSendEventResult,

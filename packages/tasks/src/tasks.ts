@@ -16,13 +16,14 @@ import type {
   TaskListPage,
   TaskOutput,
   TaskReceipt,
+  TaskRunHistory,
   TaskRunOptions,
   TaskRunSnapshot,
   TaskSendEventResult,
   TaskStepSnapshot,
   TasksOptions,
 } from "./types";
-import { DEFAULT_MAX_VALUE_BYTES, encodeValue } from "./values";
+import { DEFAULT_MAX_VALUE_BYTES, decodeValue, encodeValue } from "./values";
 
 const DEFAULT_CLAIM_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_STEPS = 10_000;
@@ -280,6 +281,25 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     checkName(runId, "A run id", false);
     if (!this.#store.runs.getRun(runId)) return null;
     return toStepSnapshots(this.#store.steps.listSteps(runId), this.#now());
+  }
+
+  /**
+   * Everything a run's replay reads, in one consistent read: its snapshot, its input (as the handler
+   * receives it) and its journal in step order (as {@link Tasks.steps}); `null` when no such run
+   * exists (or it was deleted). For tools that record a run and replay it against other code
+   * (`recordRun` of `@durablekit/testing`).
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id.
+   */
+  history(runId: string): TaskRunHistory | null {
+    checkName(runId, "A run id", false);
+    const row = this.#store.runs.getRun(runId);
+    if (!row) return null;
+    return {
+      run: toRunSnapshot(row),
+      input: decodeValue(row.input),
+      steps: toStepSnapshots(this.#store.steps.listSteps(runId), this.#now()),
+    };
   }
 
   /**

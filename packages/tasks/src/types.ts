@@ -299,6 +299,15 @@ export interface TaskStepSnapshot {
   eventType?: string;
 }
 
+/** What `history()` returns: a run's snapshot, its input and its journal, read together. */
+export interface TaskRunHistory {
+  run: TaskRunSnapshot;
+  /** The run's input, decoded as the handler receives it. */
+  input: unknown;
+  /** The run's journal in step order, as `steps()` returns it. */
+  steps: TaskStepSnapshot[];
+}
+
 /** Filters and paging of `list()`. */
 export interface TaskListOptions {
   definition?: string;
