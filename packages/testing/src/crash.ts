@@ -1,0 +1,423 @@
+import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { createOptionChecks } from "@durablekit/compose";
+import type { TaskRunSnapshot, Tasks } from "@durablekit/tasks";
+import { TestingError } from "./errors";
+import {
+  ProbeStore,
+  type TestingBoundary,
+  type TestingCrashPosition,
+  type TestingStepBodies,
+} from "./probe-store";
+
+const check = createOptionChecks(
+  (message) => new TestingError("testing/invalid-argument", message),
+);
+
+/** Options of {@link crashEverywhere}. */
+export interface TestingCrashOptions<Instance extends Rpc.DurableObjectBranded | undefined> {
+  /**
+   * The namespace of the object under test (`env.ORDERS`): each run (the uninterrupted one and
+   * every crash) gets a fresh object of it. The object must construct a `TestingProbe` and give its
+   * parts `now: probe.now` and its `Tasks` `probe.instrument(definitions)`.
+   */
+  namespace: DurableObjectNamespace<Instance>;
+  /** The object's `Tasks` part. */
+  tasks: (instance: Instance) => Pick<Tasks, "get" | "sendEvent">;
+  /** Starts the run inside the object; returns its run id (or `tasks.run`'s receipt). */
+  start: (instance: Instance) => Promise<string | { runId: string }> | string | { runId: string };
+  /**
+   * What the run did outside its journal — rows of your own tables, calls a fake service counted —
+   * as JSON. Compared with the uninterrupted run's after every crash: a difference is a problem,
+   * named with the steps that ran again.
+   */
+  effects?: (instance: Instance, runId: string) => unknown;
+  /**
+   * The chunks of the streams the run writes, by stream id (e.g.
+   * `{ [id]: instance.streams.readPage(id).chunks.map((c) => c.chunk) }`). After every crash each
+   * stream must hold the uninterrupted run's chunks, each once, in order.
+   */
+  streams?: (instance: Instance, runId: string) => Record<string, readonly unknown[]>;
+  /** Event payloads by type: sent when the run waits for an event of that type. */
+  events?: Record<string, unknown>;
+  /** Which sides of each boundary to crash on (both). */
+  positions?: readonly TestingCrashPosition[];
+  /** Most wakes (alarms and events) one run may take to settle (1,000). */
+  maxWakes?: number;
+  /** How long a run may keep running without a wake before the clock is moved to its next alarm (2,000 ms). */
+  runningMs?: number;
+}
+
+/** A check that failed after one crash. */
+export interface TestingCrashProblem {
+  /** The boundary the crash was at (its label: `do:charge`, `sleep:nap`, `settle`, …). */
+  boundary: string;
+  /** The boundary's index in the run's order of boundaries. */
+  index: number;
+  position: TestingCrashPosition;
+  /**
+   * `result`: the run settled differently; `effects`: what it did outside its journal differs;
+   * `stream`: a stream's chunks differ (a chunk twice, missing or out of order); `ran-after-recorded`:
+   * a step's body ran after its result had reached the handler; `unreached`: the run settled
+   * without passing the boundary (the handler does not take the same path twice).
+   */
+  kind: "result" | "effects" | "stream" | "ran-after-recorded" | "unreached";
+  /** Steps whose body ran more often than in the uninterrupted run (or after being recorded). */
+  steps: string[];
+  message: string;
+}
+
+/** One crash: the boundary, the side, and which step bodies ran again because of it. */
+export interface TestingCrashCase {
+  boundary: string;
+  index: number;
+  position: TestingCrashPosition;
+  /** Steps whose body ran more often than in the uninterrupted run (allowed for a step cut mid-body). */
+  reran: string[];
+  ok: boolean;
+}
+
+/** The report of {@link crashEverywhere}. */
+export interface TestingCrashReport {
+  /** True when every crash passed every check. */
+  ok: boolean;
+  /** The run's durable boundaries, learned from the uninterrupted run. */
+  boundaries: TestingBoundary[];
+  /** The uninterrupted run's settled snapshot. */
+  baseline: TaskRunSnapshot;
+  /** Every crash explored, in order. */
+  cases: TestingCrashCase[];
+  problems: TestingCrashProblem[];
+  /** Wall time of the whole exploration, in milliseconds. */
+  ms: number;
+}
+
+interface Settled {
+  snapshot: TaskRunSnapshot;
+  bodies: TestingStepBodies[];
+  effects: string | undefined;
+  streams: Record<string, readonly unknown[]> | undefined;
+}
+
+/**
+ * Runs a task run once to learn its durable boundaries — each step's result written, each sleep or
+ * event wait recorded, each version marker, the settle — then runs it again in a fresh object for
+ * every boundary and side: the object is reset (`abortAllDurableObjects()`: memory dropped, SQLite
+ * kept) right before the boundary's write (for a step whose body awaits, after the body and before
+ * its result is written) or right after it, and its alarm recovers the run on the probe's clock.
+ * After each it checks that the run settles as the uninterrupted one did, that no step body ran
+ * after its result was recorded, that `effects` match, and that the `streams` hold every chunk once,
+ * in order. A check that fails is a problem naming the boundary, the side and the steps that ran
+ * again.
+ *
+ * Resets every object of the test's Worker at each crash: run it in a test of its own, not
+ * concurrently with others.
+ *
+ * @throws TestingError `testing/invalid-argument` for bad options; `testing/not-found` when `start`
+ *   returns no run id of the object; `testing/unsettled` when the uninterrupted run does not settle.
+ */
+export async function crashEverywhere<Instance extends Rpc.DurableObjectBranded | undefined>(
+  options: TestingCrashOptions<Instance>,
+): Promise<TestingCrashReport> {
+  check.options(options, "crashEverywhere(options)");
+  if (typeof options.namespace?.getByName !== "function") {
+    throw new TestingError(
+      "testing/invalid-argument",
+      "crashEverywhere(options): namespace must be a Durable Object namespace binding (env.MY_OBJECT).",
+    );
+  }
+  for (const name of ["tasks", "start"] as const) {
+    if (typeof options[name] !== "function") {
+      throw new TestingError(
+        "testing/invalid-argument",
+        `crashEverywhere(options): ${name} must be a function.`,
+      );
+    }
+  }
+  check.callback(options.effects, "effects");
+  check.callback(options.streams, "streams");
+  const maxWakes = check.count(options.maxWakes, "maxWakes", 1_000);
+  const runningMs = check.ms(options.runningMs, "runningMs", 2_000);
+  const positions = options.positions ?? (["before", "after"] as const);
+  const started = Date.now();
+  const driver = new RunDriver(options, maxWakes, runningMs);
+
+  // ── The uninterrupted run: its boundaries and what it settles to ──
+  const fresh = () =>
+    options.namespace.getByName(`crash-everywhere-${crypto.randomUUID()}`) as DurableObjectStub;
+  const first = fresh();
+  const firstRun = await driver.start(first);
+  const baseline = await driver.settle(first, firstRun);
+  if (baseline === null) {
+    throw new TestingError(
+      "testing/unsettled",
+      `crashEverywhere: the uninterrupted run "${firstRun}" did not settle within ${maxWakes} wakes; pass events for the events it waits for.`,
+    );
+  }
+  const boundaries = await runInDurableObject(first, (_instance, state) =>
+    new ProbeStore(state.storage).boundaries(firstRun),
+  );
+  const runsOf = new Map(baseline.bodies.map((b) => [b.step, b.runs]));
+
+  // ── One crash per boundary and side ──
+  const cases: TestingCrashCase[] = [];
+  const problems: TestingCrashProblem[] = [];
+  for (const boundary of boundaries) {
+    for (const position of positions) {
+      if (boundary.kind === "settle" && position === "after") continue;
+      let stub = fresh();
+      await runInDurableObject(stub, (_instance, state) =>
+        new ProbeStore(state.storage).arm({
+          label: boundary.label,
+          position,
+          async: boundary.async,
+        }),
+      );
+      const runId = await driver.start(stub);
+      const reached = await driver.untilCrash(stub, runId);
+      if (reached) {
+        await abortAllDurableObjects();
+        // A stub connected to an aborted object stays broken: reach the object anew.
+        stub = options.namespace.get(stub.id) as DurableObjectStub;
+      }
+      const outcome = await driver.settle(stub, runId, reached);
+      const where = { boundary: boundary.label, index: boundary.index, position };
+      const found: TestingCrashProblem[] = [];
+      const reran = outcome
+        ? outcome.bodies.filter((b) => b.runs > (runsOf.get(b.step) ?? 0)).map((b) => b.step)
+        : [];
+      const crash = `a crash ${position} ${boundary.label}`;
+      if (!reached) {
+        found.push({
+          ...where,
+          kind: "unreached",
+          steps: [],
+          message: `The run settled without passing ${boundary.label} again: the handler does not take the same path on every run (make what decides its steps deterministic).`,
+        });
+      }
+      if (outcome === null) {
+        found.push({
+          ...where,
+          kind: "result",
+          steps: reran,
+          message: `After ${crash} the run did not settle within ${maxWakes} wakes.`,
+        });
+      } else {
+        if (stable(settledView(outcome.snapshot)) !== stable(settledView(baseline.snapshot))) {
+          found.push({
+            ...where,
+            kind: "result",
+            steps: reran,
+            message: `After ${crash} the run settled as ${stable(settledView(outcome.snapshot))}, not as the uninterrupted run did (${stable(settledView(baseline.snapshot))}).`,
+          });
+        }
+        const again = outcome.bodies.filter((b) => b.runsAfterRecorded > 0).map((b) => b.step);
+        if (again.length > 0) {
+          found.push({
+            ...where,
+            kind: "ran-after-recorded",
+            steps: again,
+            message: `After ${crash} the body of ${names(again)} ran again although its result had been recorded.`,
+          });
+        }
+        if (outcome.effects !== baseline.effects) {
+          found.push({
+            ...where,
+            kind: "effects",
+            steps: reran,
+            message: `After ${crash} the run's effects are ${outcome.effects}, not ${baseline.effects}${reran.length > 0 ? `: ${names(reran)} ran again without being idempotent (use the step's idempotencyKey)` : ""}.`,
+          });
+        }
+        for (const id of Object.keys({ ...baseline.streams, ...outcome.streams })) {
+          const want = stable(baseline.streams?.[id] ?? []);
+          const got = stable(outcome.streams?.[id] ?? []);
+          if (want !== got) {
+            found.push({
+              ...where,
+              kind: "stream",
+              steps: reran,
+              message: `After ${crash} stream "${id}" holds ${got}, not ${want} (each chunk once, in order)${reran.length > 0 ? `: ${names(reran)} ran again` : ""}.`,
+            });
+          }
+        }
+      }
+      problems.push(...found);
+      cases.push({ ...where, reran, ok: found.length === 0 });
+    }
+  }
+  return {
+    ok: problems.length === 0,
+    boundaries,
+    baseline: baseline.snapshot,
+    cases,
+    problems,
+    ms: Date.now() - started,
+  };
+}
+
+const names = (steps: readonly string[]) => steps.map((s) => `step "${s}"`).join(", ");
+
+/** What "settles the same" compares: the state and the result or error code. */
+function settledView(snapshot: TaskRunSnapshot): unknown {
+  if (snapshot.state === "completed") return { state: "completed", result: snapshot.result };
+  if (snapshot.state === "failed") {
+    return { state: "failed", code: snapshot.error.code ?? null, message: snapshot.error.message };
+  }
+  return { state: snapshot.state };
+}
+
+/** JSON with object keys sorted, so equal values compare equal as text. */
+function stable(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (v instanceof Map) return { $map: [...v.entries()] };
+    if (v instanceof Set) return { $set: [...v.values()] };
+    if (typeof v === "bigint") return { $bigint: v.toString() };
+    if (v === undefined) return { $undefined: true };
+    if (v !== null && typeof v === "object" && !Array.isArray(v)) {
+      return Object.fromEntries(
+        Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)),
+      );
+    }
+    return v;
+  });
+}
+
+const SETTLED = new Set(["completed", "failed", "cancelled"]);
+
+/** `runInDurableObject` over an object whose class the caller names (`Instance`). */
+function inObject<Instance, R>(
+  stub: DurableObjectStub,
+  fn: (instance: Instance, state: DurableObjectState) => R | Promise<R>,
+): Promise<R> {
+  return runInDurableObject(stub, (instance: DurableObject, state) =>
+    fn(instance as unknown as Instance, state),
+  );
+}
+
+/** Starts, drives and reads runs in objects under test, on the probe's clock. */
+class RunDriver<Instance extends Rpc.DurableObjectBranded | undefined> {
+  readonly #options: TestingCrashOptions<Instance>;
+  readonly #maxWakes: number;
+  readonly #runningMs: number;
+
+  constructor(options: TestingCrashOptions<Instance>, maxWakes: number, runningMs: number) {
+    this.#options = options;
+    this.#maxWakes = maxWakes;
+    this.#runningMs = runningMs;
+  }
+
+  async start(stub: DurableObjectStub): Promise<string> {
+    const started = await inObject(stub, (instance: Instance) => this.#options.start(instance));
+    const runId = typeof started === "string" ? started : started?.runId;
+    if (typeof runId !== "string") {
+      throw new TestingError(
+        "testing/not-found",
+        "crashEverywhere: start(instance) must return the run id (or tasks.run's receipt).",
+      );
+    }
+    return runId;
+  }
+
+  /** Drives the run until the armed crash fires (true) or the run settles without it (false). */
+  async untilCrash(stub: DurableObjectStub, runId: string): Promise<boolean> {
+    return (await this.#drive(stub, runId, true)) === "crashed";
+  }
+
+  /**
+   * Drives the run until it settles; its snapshot and what the checks read, or null. After a reset
+   * (`recover`) the clock first moves to the object's alarm: the claim deadline of the attempt the
+   * reset killed.
+   */
+  async settle(stub: DurableObjectStub, runId: string, recover = false): Promise<Settled | null> {
+    if (recover) await this.#nextAlarm(stub);
+    if ((await this.#drive(stub, runId, false)) !== "settled") return null;
+    const { effects, streams } = this.#options;
+    return inObject(stub, async (instance: Instance, state) => ({
+      snapshot: this.#options.tasks(instance).get(runId) as TaskRunSnapshot,
+      bodies: new ProbeStore(state.storage).bodies(runId),
+      effects: effects === undefined ? undefined : stable(await effects(instance, runId)),
+      streams: streams === undefined ? undefined : await streams(instance, runId),
+    }));
+  }
+
+  async #drive(
+    stub: DurableObjectStub,
+    runId: string,
+    untilCrash: boolean,
+  ): Promise<"crashed" | "settled" | "stuck"> {
+    const { events = {}, tasks } = this.#options;
+    let runningSince = Date.now();
+    for (let wakes = 0; wakes < this.#maxWakes; ) {
+      const seen = await inObject(stub, async (instance: Instance, state) => {
+        if (untilCrash && new ProbeStore(state.storage).hit()) return { crashed: true } as const;
+        const snapshot = tasks(instance).get(runId);
+        if (snapshot === null) {
+          throw new TestingError(
+            "testing/not-found",
+            `crashEverywhere: no run "${runId}" in the object.`,
+          );
+        }
+        if (
+          snapshot.state === "waiting" &&
+          snapshot.reason === "event" &&
+          snapshot.eventType !== undefined &&
+          Object.hasOwn(events, snapshot.eventType)
+        ) {
+          await tasks(instance).sendEvent(runId, snapshot.eventType, events[snapshot.eventType]);
+          return { state: "delivered" } as const;
+        }
+        return {
+          state: snapshot.state,
+          wakeAt: snapshot.state === "waiting" ? snapshot.wakeAt : 0,
+        };
+      });
+      if ("crashed" in seen) return "crashed";
+      if (SETTLED.has(seen.state)) return "settled";
+      if (seen.state === "delivered") {
+        wakes++;
+        runningSince = Date.now();
+        continue;
+      }
+      if (seen.state === "waiting" && seen.wakeAt === null) return "stuck";
+      // A live attempt is at work: give it a moment, then move the clock to its claim deadline
+      // (the backstop that recovers an attempt whose object was reset).
+      if (seen.state === "running" && Date.now() - runningSince < this.#runningMs) {
+        await scheduler.wait(1);
+        continue;
+      }
+      await this.#nextAlarm(stub, untilCrash);
+      wakes++;
+      runningSince = Date.now();
+    }
+    return "stuck";
+  }
+
+  /**
+   * Moves the probe's clock to the object's alarm and runs it. While a crash is armed, returns as
+   * soon as it fires: the attempt the alarm started is stopped there, and the alarm would wait for
+   * it (`Tasks.alarm()` waits up to 10 s for its attempts) until the reset cuts it.
+   */
+  async #nextAlarm(stub: DurableObjectStub, untilCrash = false): Promise<void> {
+    await runInDurableObject(stub, async (_instance, state) => {
+      const at = await state.storage.getAlarm();
+      if (at !== null) new ProbeStore(state.storage).moveTo(at);
+    });
+    let done = false;
+    // After the reset the alarm's invocation fails with the abort: that is the crash, not an error.
+    const alarm = runDurableObjectAlarm(stub).then(
+      () => {
+        done = true;
+      },
+      () => {
+        done = true;
+      },
+    );
+    if (!untilCrash) return alarm;
+    while (!done) {
+      const hit = await runInDurableObject(stub, (_instance, state) =>
+        new ProbeStore(state.storage).hit(),
+      );
+      if (hit) return;
+      await scheduler.wait(1);
+    }
+  }
+}

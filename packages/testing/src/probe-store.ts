@@ -1,0 +1,198 @@
+import { migrateSchema } from "@durablekit/compose";
+import { TestingError } from "./errors";
+
+/** The schema version of the `dk_testing_*` tables this code reads and writes. */
+export const TESTING_SCHEMA_VERSION = 1;
+
+/** What a durable boundary of a run is: the write it stands for. */
+export type TestingBoundaryKind = "do" | "sleep" | "event" | "version" | "settle";
+
+/** Where a crash lands relative to a boundary's write. */
+export type TestingCrashPosition = "before" | "after";
+
+/** One durable boundary a run passed live, in the order it first passed them. */
+export interface TestingBoundary {
+  /** 0-based, in the order the run first passed its boundaries. */
+  index: number;
+  kind: TestingBoundaryKind;
+  /** The step's (or marker's) name; `null` for the run's settle. */
+  name: string | null;
+  /** `do:<name>`, `sleep:<name>`, `event:<name>`, `version:<name>` or `settle`. */
+  label: string;
+  /** For a `do` step: its callback returned a promise (its body can be cut before its result is written). */
+  async: boolean;
+}
+
+/** How often a step's body ran in an object, as the probe counted it. */
+export interface TestingStepBodies {
+  step: string;
+  /** Times the body started. */
+  runs: number;
+  /** Times it started after its result had reached the handler (never, for a correct engine). */
+  runsAfterRecorded: number;
+}
+
+/** The crash a probe is armed for. */
+export interface ProbeArm {
+  label: string;
+  position: TestingCrashPosition;
+  async: boolean;
+}
+
+const MIGRATIONS: ReadonlyArray<readonly string[]> = [
+  [
+    // One row per setting: the clock's offset, the armed crash, whether it fired.
+    "CREATE TABLE dk_testing_settings (name TEXT NOT NULL PRIMARY KEY, value) WITHOUT ROWID",
+    `CREATE TABLE dk_testing_boundaries (
+      run_id TEXT NOT NULL, label TEXT NOT NULL, seq INTEGER NOT NULL,
+      kind TEXT NOT NULL, name TEXT, async INTEGER NOT NULL,
+      PRIMARY KEY (run_id, label)
+    ) WITHOUT ROWID`,
+    `CREATE TABLE dk_testing_bodies (
+      run_id TEXT NOT NULL, step TEXT NOT NULL, runs INTEGER NOT NULL,
+      runs_after_recorded INTEGER NOT NULL, recorded INTEGER NOT NULL,
+      PRIMARY KEY (run_id, step)
+    ) WITHOUT ROWID`,
+  ],
+];
+
+/**
+ * The SQL of the `dk_testing_*` tables: the test clock, the armed crash and what the probe saw.
+ * The probe inside the object and the test's helpers (through `runInDurableObject`) each open one
+ * over the same storage; nothing is cached, so both always see the rows.
+ */
+export class ProbeStore {
+  readonly #sql: SqlStorage;
+
+  constructor(storage: DurableObjectStorage) {
+    migrateSchema(storage, {
+      table: "testing",
+      steps: MIGRATIONS,
+      tooNew: (found, supported) =>
+        new TestingError(
+          "testing/schema-too-new",
+          `The dk_testing_* tables are at schema version ${found}, newer than this @durablekit/testing (${supported}). Use the newer package version.`,
+        ),
+    });
+    this.#sql = storage.sql;
+  }
+
+  // ── Settings ──
+
+  #get(name: string): SqlStorageValue | undefined {
+    return this.#sql
+      .exec<{ value: SqlStorageValue }>(
+        "SELECT value FROM dk_testing_settings WHERE name = ?",
+        name,
+      )
+      .toArray()[0]?.value;
+  }
+
+  #set(name: string, value: SqlStorageValue): void {
+    this.#sql.exec(
+      "INSERT INTO dk_testing_settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+      name,
+      value,
+    );
+  }
+
+  /** How far the test clock is ahead of `Date.now()`, in milliseconds. */
+  offset(): number {
+    return (this.#get("clock_offset") as number | undefined) ?? 0;
+  }
+
+  /** Moves the test clock to `at` (never backwards: a clock that runs back breaks every deadline). */
+  moveTo(at: number): void {
+    const offset = Math.max(this.offset(), Math.ceil(at - Date.now()));
+    this.#set("clock_offset", offset);
+  }
+
+  now(): number {
+    return Date.now() + this.offset();
+  }
+
+  arm(arm: ProbeArm): void {
+    this.#set("crash", JSON.stringify(arm));
+    this.#set("crash_hit", 0);
+  }
+
+  armed(): ProbeArm | null {
+    const text = this.#get("crash");
+    if (typeof text !== "string" || this.#get("crash_hit") === 1) return null;
+    return JSON.parse(text) as ProbeArm;
+  }
+
+  markHit(): void {
+    this.#set("crash_hit", 1);
+  }
+
+  hit(): boolean {
+    return this.#get("crash_hit") === 1;
+  }
+
+  // ── What the probe saw ──
+
+  /** Records a boundary the first time a run passes it. */
+  boundary(runId: string, kind: TestingBoundaryKind, name: string | null, async: boolean): void {
+    const label = name === null ? kind : `${kind}:${name}`;
+    this.#sql.exec(
+      `INSERT INTO dk_testing_boundaries (run_id, label, seq, kind, name, async)
+       SELECT ?1, ?2, (SELECT count(*) FROM dk_testing_boundaries WHERE run_id = ?1), ?3, ?4, ?5
+       ON CONFLICT (run_id, label) DO NOTHING`,
+      runId,
+      label,
+      kind,
+      name,
+      async ? 1 : 0,
+    );
+  }
+
+  boundaries(runId: string): TestingBoundary[] {
+    return this.#sql
+      .exec<{ label: string; seq: number; kind: string; name: string | null; async: number }>(
+        "SELECT label, seq, kind, name, async FROM dk_testing_boundaries WHERE run_id = ? ORDER BY seq",
+        runId,
+      )
+      .toArray()
+      .map((row) => ({
+        index: row.seq,
+        kind: row.kind as TestingBoundaryKind,
+        name: row.name,
+        label: row.label,
+        async: row.async === 1,
+      }));
+  }
+
+  /** Counts one start of a step's body (in the turn it starts, so it commits with what the body does). */
+  bodyStarted(runId: string, step: string): void {
+    this.#sql.exec(
+      `INSERT INTO dk_testing_bodies (run_id, step, runs, runs_after_recorded, recorded)
+       VALUES (?, ?, 1, 0, 0)
+       ON CONFLICT (run_id, step) DO UPDATE SET runs = runs + 1,
+         runs_after_recorded = runs_after_recorded + recorded`,
+      runId,
+      step,
+    );
+  }
+
+  /** Marks a step whose result reached the handler (written in the turn the engine wrote its row). */
+  stepRecorded(runId: string, step: string): void {
+    this.#sql.exec(
+      `INSERT INTO dk_testing_bodies (run_id, step, runs, runs_after_recorded, recorded)
+       VALUES (?, ?, 0, 0, 1)
+       ON CONFLICT (run_id, step) DO UPDATE SET recorded = 1`,
+      runId,
+      step,
+    );
+  }
+
+  bodies(runId: string): TestingStepBodies[] {
+    return this.#sql
+      .exec<{ step: string; runs: number; after: number }>(
+        "SELECT step, runs, runs_after_recorded AS after FROM dk_testing_bodies WHERE run_id = ?",
+        runId,
+      )
+      .toArray()
+      .map((row) => ({ step: row.step, runs: row.runs, runsAfterRecorded: row.after }));
+  }
+}

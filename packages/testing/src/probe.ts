@@ -1,0 +1,224 @@
+import { createOptionChecks } from "@durablekit/compose";
+import type {
+  TaskDefinitions,
+  TaskInterruptedStep,
+  TaskStep,
+  TaskStepAttemptContext,
+  TaskStepJournal,
+  TaskStepOptions,
+  TaskWaitForEventOptions,
+} from "@durablekit/tasks";
+import { TestingError } from "./errors";
+import { ProbeStore, type TestingBoundaryKind, type TestingCrashPosition } from "./probe-store";
+
+const check = createOptionChecks(
+  (message) => new TestingError("testing/invalid-argument", message),
+);
+
+/** Options of {@link TestingProbe} (none yet: the clock starts at `Date.now()`). */
+export type TestingProbeOptions = Record<string, never>;
+
+/** A promise that never settles: the attempt stops here, as an object that died would. */
+const stopHere = (): Promise<never> => new Promise<never>(() => {});
+
+type StepFn<T> = (context: TaskStepAttemptContext) => T | Promise<T>;
+
+/**
+ * The test side's hands inside a Durable Object under test: a clock the test moves, and
+ * instrumented task definitions that report their durable boundaries and stop where a crash test
+ * asks. Construct it in the object (`new TestingProbe(this.ctx)`), pass `probe.now` as the
+ * `Tasks`' (and other parts') `now` option and `probe.instrument(definitions)` as its definitions.
+ * Inert until a test arms it: the instrumented definitions then run as the originals, with a few
+ * rows of bookkeeping per step in its own `dk_testing_*` tables.
+ *
+ * Its state lives in the object's SQLite, so it survives `abortAllDurableObjects()` and
+ * `evictDurableObject()`, and the test's helpers (`advanceTime`, `crashEverywhere`) reach it
+ * through `runInDurableObject`.
+ */
+export class TestingProbe {
+  readonly #store: ProbeStore;
+
+  /**
+   * Creates (or migrates) the `dk_testing_*` tables.
+   *
+   * @throws TestingError `testing/invalid-argument` for a `ctx` that is not a SQLite-backed object's
+   *   state or options that are not an object; `testing/schema-too-new`.
+   */
+  constructor(ctx: DurableObjectState, options: TestingProbeOptions = {}) {
+    check.ctx(ctx, "new TestingProbe(ctx, options)");
+    check.options(options, "new TestingProbe(ctx, options): options");
+    this.#store = new ProbeStore(ctx.storage);
+  }
+
+  /**
+   * The test clock, epoch milliseconds: `Date.now()` plus how far tests moved it (`advanceTime`).
+   * Pass it as the `now` option of the object's parts. Bound: pass it as is.
+   */
+  readonly now = (): number => this.#store.now();
+
+  /**
+   * The same definitions, instrumented: every `step.do`, `step.sleep`, `step.sleepUntil`,
+   * `step.waitForEvent` and `step.version` reports its durable boundary the first time the run
+   * passes it live, every step body counts its runs, and where a crash test armed a crash the
+   * attempt stops (a promise that never settles) until the test resets the object.
+   */
+  instrument<Definitions extends TaskDefinitions>(definitions: Definitions): Definitions {
+    check.options(definitions, "instrument(definitions)");
+    const out: Record<string, (input: never, step: TaskStep) => unknown> = {};
+    for (const [name, handler] of Object.entries(definitions)) {
+      if (typeof handler !== "function") {
+        throw new TestingError(
+          "testing/invalid-argument",
+          `instrument(definitions): the handler of "${name}" must be a function.`,
+        );
+      }
+      out[name] = async (input: never, step: TaskStep) => {
+        const value = await handler(input, new ProbedStep(step, this.#store));
+        this.#store.boundary(step.runId, "settle", null, false);
+        await crashAt(this.#store, "settle", "before");
+        return value;
+      };
+    }
+    return out as Definitions;
+  }
+}
+
+/** Stops the attempt when the armed crash is at `label`/`position` (once per arming). */
+function crashAt(store: ProbeStore, label: string, position: TestingCrashPosition): Promise<void> {
+  const arm = store.armed();
+  if (!arm || arm.label !== label || arm.position !== position) return Promise.resolve();
+  store.markHit();
+  return stopHere();
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === "object" || typeof value === "function") &&
+    typeof (value as { then?: unknown }).then === "function"
+  );
+}
+
+/**
+ * The `TaskStep` an instrumented handler receives: the engine's step, with the probe's bookkeeping
+ * and crash points around each call. Every call goes to the engine's step in the same tick it
+ * would without the probe, so journal hits, fencing and durability are the engine's own.
+ */
+class ProbedStep implements TaskStep {
+  readonly #step: TaskStep;
+  readonly #store: ProbeStore;
+
+  constructor(step: TaskStep, store: ProbeStore) {
+    this.#step = step;
+    this.#store = store;
+  }
+
+  get runId(): string {
+    return this.#step.runId;
+  }
+
+  get attempt(): number {
+    return this.#step.attempt;
+  }
+
+  get interrupted(): TaskInterruptedStep | null {
+    return this.#step.interrupted;
+  }
+
+  do<T>(name: string, fn: StepFn<T>): Promise<Awaited<T>>;
+  do<T>(name: string, options: TaskStepOptions, fn: StepFn<T>): Promise<Awaited<T>>;
+  async do<T>(
+    name: string,
+    optionsOrFn: TaskStepOptions | StepFn<T>,
+    maybeFn?: StepFn<T>,
+  ): Promise<Awaited<T>> {
+    const options = typeof optionsOrFn === "function" ? undefined : optionsOrFn;
+    const fn = typeof optionsOrFn === "function" ? optionsOrFn : maybeFn;
+    if (typeof fn !== "function") {
+      return options === undefined
+        ? this.#step.do(name, fn as unknown as StepFn<T>)
+        : this.#step.do(name, options, fn as unknown as StepFn<T>);
+    }
+    const store = this.#store;
+    const runId = this.#step.runId;
+    const label = `do:${name}`;
+    const arm = store.armed();
+    // A body that returns synchronously writes its result in the turn it runs: the only crash
+    // "before" it is one before the step starts.
+    if (arm?.label === label && arm.position === "before" && !arm.async) {
+      await crashAt(store, label, "before");
+    }
+    let live = false;
+    const body = (context: TaskStepAttemptContext): T | Promise<T> => {
+      live = true;
+      store.bodyStarted(runId, name);
+      const result = fn(context);
+      store.boundary(runId, "do", name, isThenable(result));
+      if (!isThenable(result)) return result;
+      // The body's effects are done; its result is not written yet.
+      return Promise.resolve(result).then(async (value) => {
+        await crashAt(store, label, "before");
+        return value as T;
+      });
+    };
+    const value =
+      options === undefined
+        ? await this.#step.do(name, body)
+        : await this.#step.do(name, options, body);
+    store.stepRecorded(runId, name);
+    if (live) await crashAt(store, label, "after");
+    return value;
+  }
+
+  sleep(name: string, ms: number): Promise<void> {
+    return this.#wait("sleep", name, () => this.#step.sleep(name, ms));
+  }
+
+  sleepUntil(name: string, when: number | Date): Promise<void> {
+    return this.#wait("sleep", name, () => this.#step.sleepUntil(name, when));
+  }
+
+  waitForEvent<T = unknown>(name: string, options: TaskWaitForEventOptions): Promise<T> {
+    return this.#wait("event", name, () => this.#step.waitForEvent<T>(name, options));
+  }
+
+  async version(name: string, latest: number): Promise<number> {
+    const label = `version:${name}`;
+    await crashAt(this.#store, label, "before");
+    const version = await this.#step.version(name, latest);
+    this.#store.boundary(this.#step.runId, "version", name, false);
+    await crashAt(this.#store, label, "after");
+    return version;
+  }
+
+  /** A sleep or an event wait: a boundary whether it passes or parks the run. */
+  async #wait<T>(kind: TestingBoundaryKind, name: string, call: () => Promise<T>): Promise<T> {
+    const label = `${kind}:${name}`;
+    await crashAt(this.#store, label, "before");
+    let value: T;
+    try {
+      value = await call();
+    } catch (error) {
+      // A park ends the attempt: the crash "after" it is a reset of the parked run.
+      this.#store.boundary(this.#step.runId, kind, name, false);
+      const arm = this.#store.armed();
+      if (arm?.label === label && arm.position === "after") this.#store.markHit();
+      throw error;
+    }
+    this.#store.boundary(this.#step.runId, kind, name, false);
+    await crashAt(this.#store, label, "after");
+    return value;
+  }
+
+  journal(name: string): TaskStepJournal {
+    return this.#step.journal(name);
+  }
+
+  status(message: string): Promise<void> {
+    return this.#step.status(message);
+  }
+
+  idempotencyKey(name: string): string {
+    return this.#step.idempotencyKey(name);
+  }
+}

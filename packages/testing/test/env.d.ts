@@ -1,0 +1,10 @@
+// Types for `cloudflare:workers`' `env` inside the workerd tests.
+declare namespace Cloudflare {
+  interface Env {
+    FIXTURE: DurableObjectNamespace<import("./fixtures/worker").Fixture>;
+  }
+  interface GlobalProps {
+    mainModule: typeof import("./fixtures/worker");
+    durableNamespaces: "Fixture";
+  }
+}

@@ -1,0 +1,169 @@
+import { env, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import {
+  advanceTime,
+  isTestingError,
+  recordRun,
+  replayAgainst,
+  type TestingRecording,
+} from "../src/index";
+import { Fixture } from "./fixtures/worker";
+import committed from "./recordings/demo-count.json";
+
+const fresh = () => env.FIXTURE.getByName(`replay-${crypto.randomUUID()}`);
+/** The current code of the definitions (the handlers, uninstrumented). */
+const definitions = Fixture.prototype.definitions.call({
+  ctx: { storage: { sql: null } },
+  streams: null,
+  probe: { now: Date.now },
+} as never);
+
+async function recorded(definition: string, input: unknown): Promise<TestingRecording> {
+  const stub = fresh();
+  const { runId } = await runInDurableObject(stub, (o) =>
+    o.tasks.run(definition as "demo.count@v1", input as never),
+  );
+  await advanceTime(stub, 60_000);
+  return runInDurableObject(stub, (o) => recordRun(o.tasks, runId));
+}
+
+describe("recordRun and replayAgainst", () => {
+  it("records a run of demo.count@v1 as JSON, and the committed recording matches it", async () => {
+    const recording = await recorded("demo.count@v1", { steps: 3 });
+    expect(recording).toMatchObject({
+      format: "durablekit.task-run",
+      version: 1,
+      definition: "demo.count@v1",
+      state: "completed",
+      input: expect.any(String),
+      steps: [
+        { name: "step-0", kind: "do", state: "completed", result: `{"json":0}` },
+        { name: "step-1", kind: "do", state: "completed", result: `{"json":1}` },
+        { name: "step-2", kind: "do", state: "completed", result: `{"json":2}` },
+      ],
+    });
+    await expect(
+      `${JSON.stringify({ ...recording, runId: "r-1" }, null, 2)}\n`,
+    ).toMatchFileSnapshot("./recordings/demo-count.json");
+  });
+
+  it("replays a recorded run of demo.count@v1 clean against its definition", async () => {
+    const recording = committed as TestingRecording;
+    expect(await replayAgainst(definitions["demo.count@v1"], recording)).toEqual({
+      ok: true,
+      outcome: "settled",
+      replayed: 3,
+    });
+  });
+});
+
+describe("replayAgainst a changed definition", () => {
+  const recording = committed as TestingRecording;
+
+  it("reports a renamed step as the divergence, at that step, without running anything", async () => {
+    let ran = 0;
+    const report = await replayAgainst(async (input: { steps: number }, step) => {
+      for (let i = 0; i < input.steps; i++) {
+        await step.do(`count-${i}`, () => {
+          ran++;
+          return i;
+        });
+      }
+      return { counted: input.steps };
+    }, recording);
+    expect(report).toMatchObject({
+      ok: false,
+      replayed: 0,
+      divergence: { kind: "new-step", step: "count-0", expected: "step-0", code: null },
+    });
+    expect(ran).toBe(0);
+    // The fixture's renamed definition is the same deploy.
+    expect(await replayAgainst(definitions["count.renamed@v1"], recording)).toMatchObject({
+      ok: false,
+      divergence: { kind: "new-step", step: "count-0" },
+    });
+  });
+
+  it("replays clean behind a version marker, and a new run takes the new branch", async () => {
+    const versioned = definitions["count.versioned@v1"];
+    expect(await replayAgainst(versioned, recording)).toEqual({
+      ok: true,
+      outcome: "settled",
+      replayed: 3,
+    });
+    // A new run of the versioned code takes the new branch, and its own recording replays clean.
+    const fresh = await recorded("count.versioned@v1", { steps: 3 });
+    expect(fresh.steps.map((s) => [s.kind, s.name])).toEqual([
+      ["version", "rename-steps"],
+      ["do", "count-0"],
+      ["do", "count-1"],
+      ["do", "count-2"],
+    ]);
+    expect(fresh.steps[0]?.result).toBe(`{"json":1}`);
+    expect(await replayAgainst(versioned, fresh)).toMatchObject({ ok: true, outcome: "settled" });
+    // The old code cannot replay the new run: its first step is not where the new run's is.
+    expect(await replayAgainst(definitions["demo.count@v1"], fresh)).toMatchObject({
+      ok: false,
+      divergence: { kind: "new-step", step: "step-0" },
+    });
+  });
+
+  it("reports a step of another kind with the engine's own code and message", async () => {
+    const report = await replayAgainst(async (_input: unknown, step) => {
+      await step.do("step-0", () => 0);
+      await step.sleep("step-1", 1_000);
+    }, recording);
+    expect(report).toMatchObject({
+      ok: false,
+      replayed: 2,
+      divergence: { kind: "diverged", step: "step-1", code: "tasks/diverged" },
+    });
+    if (!report.ok) {
+      expect(report.divergence.message).toBe(
+        'Replay diverged from the journal at step "step-1": journaled as a do step, replayed as sleep. Do not change the steps of a definition that has runs in flight; register the new code under a new versioned name (e.g. "name@v2").',
+      );
+    }
+  });
+
+  it("reports a recorded step the new code never reaches, and a different result", async () => {
+    const two = await replayAgainst(async (_input: unknown, step) => {
+      await step.do("step-0", () => 0);
+      await step.do("step-1", () => 1);
+      return { counted: 3 };
+    }, recording);
+    expect(two).toMatchObject({ ok: false, divergence: { kind: "unreached", step: "step-2" } });
+
+    const other = await replayAgainst(async (input: { steps: number }, step) => {
+      for (let i = 0; i < input.steps; i++) await step.do(`step-${i}`, () => i);
+      return { counted: input.steps, extra: true };
+    }, recording);
+    expect(other).toMatchObject({ ok: false, divergence: { kind: "result", step: null } });
+  });
+
+  it("stops at the frontier of a run recorded in flight", async () => {
+    const stub = fresh();
+    const { runId } = await runInDurableObject(stub, (o) =>
+      o.tasks.run("ledger.safe@v1", { amount: 5 }),
+    );
+    // Its charge awaits I/O; then it parks on a one-minute sleep.
+    while ((await runInDurableObject(stub, (o) => o.tasks.get(runId)?.state)) !== "waiting") {
+      await scheduler.wait(2);
+    }
+    const parked = await runInDurableObject(stub, (o) => recordRun(o.tasks, runId));
+    expect(parked.state).toBe("waiting");
+    expect(await replayAgainst(definitions["ledger.safe@v1"], parked)).toEqual({
+      ok: true,
+      outcome: "frontier",
+      replayed: 3,
+    });
+  });
+
+  it("refuses what is not a recording, and an unknown run", async () => {
+    await expect(replayAgainst(definitions["demo.count@v1"], {} as never)).rejects.toSatisfy(
+      (error) => isTestingError(error, "testing/invalid-argument"),
+    );
+    await expect(
+      runInDurableObject(fresh(), (o) => recordRun(o.tasks, "no-such-run")),
+    ).rejects.toSatisfy((error) => isTestingError(error, "testing/not-found"));
+  });
+});
