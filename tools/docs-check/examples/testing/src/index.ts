@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { Alarms } from "@durablekit/compose";
 import { Streams } from "@durablekit/streams";
 import { type TaskDefinitions, type TaskStep, Tasks } from "@durablekit/tasks";
+import { TestingProbe } from "@durablekit/testing";
 
 export interface OrderInput {
   orderId: string;
@@ -10,8 +11,14 @@ export interface OrderInput {
 }
 
 export class Orders extends DurableObject<Env> {
-  readonly streams = new Streams(this.ctx);
-  readonly tasks = new Tasks(this.ctx, { definitions: this.#definitions() });
+  // The test clock and instrumented definitions of @durablekit/testing: inert until a test uses them.
+  readonly probe = new TestingProbe(this.ctx);
+  readonly streams = new Streams(this.ctx, { now: this.probe.now });
+  readonly tasks = new Tasks(this.ctx, {
+    definitions: this.probe.instrument(this.definitions()),
+    now: this.probe.now,
+    claimTimeoutMs: 1_000,
+  });
   readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams] });
 
   override alarm() {
@@ -26,7 +33,7 @@ export class Orders extends DurableObject<Env> {
     return this.tasks.sendEvent(orderId, "approve", { by });
   }
 
-  #definitions() {
+  definitions() {
     return {
       "order@v1": async (input: OrderInput, step: TaskStep) => {
         const total = await step.do("price", () => 42);
