@@ -34,7 +34,8 @@ export interface TestingCrashOptions<Instance extends Rpc.DurableObjectBranded |
   /**
    * The chunks of the streams the run writes, by stream id (e.g.
    * `{ [id]: instance.streams.readPage(id).chunks.map((c) => c.chunk) }`). After every crash each
-   * stream must hold the uninterrupted run's chunks, each once, in order.
+   * stream must hold the uninterrupted run's chunks, each once, in order. Streams are matched by
+   * key across runs: every run has a fresh object, so fixed stream ids (and run ids) work.
    */
   streams?: (instance: Instance, runId: string) => Record<string, readonly unknown[]>;
   /** Event payloads by type: sent when the run waits for an event of that type. */

@@ -73,6 +73,19 @@ describe("crashEverywhere", () => {
     expect(report.cases).toHaveLength(11);
   });
 
+  it("passes demo.approval@v1 everywhere, its approval delivered as an event", async () => {
+    const report = await crashEverywhere({
+      namespace: env.FIXTURE,
+      tasks: (o) => o.tasks,
+      start: (o) => o.tasks.run("demo.approval@v1", { timeoutMs: 86_400_000 }),
+      events: { approve: { by: "ada" } },
+    });
+    expect(report.problems).toEqual([]);
+    expect(report.baseline).toMatchObject({ state: "completed", result: { by: "ada" } });
+    expect(report.boundaries.map((b) => b.label)).toEqual(["event:approve", "settle"]);
+    expect(report.cases).toHaveLength(3);
+  });
+
   it("reports a stream that holds a chunk twice after a step appended without its producer seq", async () => {
     let n = 0;
     const report = await crashEverywhere({

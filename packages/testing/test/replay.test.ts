@@ -7,16 +7,15 @@ import {
   replayAgainst,
   type TestingRecording,
 } from "../src/index";
-import { Fixture } from "./fixtures/worker";
+import type { Fixture } from "./fixtures/worker";
 import committed from "./recordings/demo-count.json";
 
 const fresh = () => env.FIXTURE.getByName(`replay-${crypto.randomUUID()}`);
-/** The current code of the definitions (the handlers, uninstrumented). */
-const definitions = Fixture.prototype.definitions.call({
-  ctx: { storage: { sql: null } },
-  streams: null,
-  probe: { now: Date.now },
-} as never);
+type Definition = keyof ReturnType<Fixture["definitions"]>;
+
+/** Replays a recording against the current code of a fixture definition (its handler, uninstrumented). */
+const replayCurrent = (name: Definition, recording: TestingRecording) =>
+  runInDurableObject(fresh(), (o) => replayAgainst(o.definitions()[name], recording));
 
 async function recorded(definition: string, input: unknown): Promise<TestingRecording> {
   const stub = fresh();
@@ -49,7 +48,7 @@ describe("recordRun and replayAgainst", () => {
 
   it("replays a recorded run of demo.count@v1 clean against its definition", async () => {
     const recording = committed as TestingRecording;
-    expect(await replayAgainst(definitions["demo.count@v1"], recording)).toEqual({
+    expect(await replayCurrent("demo.count@v1", recording)).toEqual({
       ok: true,
       outcome: "settled",
       replayed: 3,
@@ -78,31 +77,33 @@ describe("replayAgainst a changed definition", () => {
     });
     expect(ran).toBe(0);
     // The fixture's renamed definition is the same deploy.
-    expect(await replayAgainst(definitions["count.renamed@v1"], recording)).toMatchObject({
+    expect(await replayCurrent("count.renamed@v1", recording)).toMatchObject({
       ok: false,
       divergence: { kind: "new-step", step: "count-0" },
     });
   });
 
   it("replays clean behind a version marker, and a new run takes the new branch", async () => {
-    const versioned = definitions["count.versioned@v1"];
-    expect(await replayAgainst(versioned, recording)).toEqual({
+    expect(await replayCurrent("count.versioned@v1", recording)).toEqual({
       ok: true,
       outcome: "settled",
       replayed: 3,
     });
     // A new run of the versioned code takes the new branch, and its own recording replays clean.
-    const fresh = await recorded("count.versioned@v1", { steps: 3 });
-    expect(fresh.steps.map((s) => [s.kind, s.name])).toEqual([
+    const newRun = await recorded("count.versioned@v1", { steps: 3 });
+    expect(newRun.steps.map((s) => [s.kind, s.name])).toEqual([
       ["version", "rename-steps"],
       ["do", "count-0"],
       ["do", "count-1"],
       ["do", "count-2"],
     ]);
-    expect(fresh.steps[0]?.result).toBe(`{"json":1}`);
-    expect(await replayAgainst(versioned, fresh)).toMatchObject({ ok: true, outcome: "settled" });
+    expect(newRun.steps[0]?.result).toBe(`{"json":1}`);
+    expect(await replayCurrent("count.versioned@v1", newRun)).toMatchObject({
+      ok: true,
+      outcome: "settled",
+    });
     // The old code cannot replay the new run: its first step is not where the new run's is.
-    expect(await replayAgainst(definitions["demo.count@v1"], fresh)).toMatchObject({
+    expect(await replayCurrent("demo.count@v1", newRun)).toMatchObject({
       ok: false,
       divergence: { kind: "new-step", step: "step-0" },
     });
@@ -122,6 +123,31 @@ describe("replayAgainst a changed definition", () => {
       expect(report.divergence.message).toBe(
         'Replay diverged from the journal at step "step-1": journaled as a do step, replayed as sleep. Do not change the steps of a definition that has runs in flight; register the new code under a new versioned name (e.g. "name@v2").',
       );
+    }
+  });
+
+  it("reports the divergence the engine then meets, with its code and message, before the deploy", async () => {
+    const stub = fresh();
+    const { runId } = await runInDurableObject(stub, (o) => o.tasks.run("shape@v1"));
+    await advanceTime(stub, 1_000);
+    const inFlight = await runInDurableObject(stub, (o) => recordRun(o.tasks, runId));
+    expect(inFlight.state).toBe("waiting");
+
+    // The new code, checked against the recording before it is deployed …
+    const report = await runInDurableObject(stub, async (o) => {
+      o.deploy(2);
+      return replayAgainst(o.definitions()["shape@v1"], inFlight);
+    });
+    expect(report).toMatchObject({
+      ok: false,
+      divergence: { kind: "diverged", step: "hold", code: "tasks/diverged" },
+    });
+    // … and what the engine does with the run once it is deployed: the same code and message.
+    await advanceTime(stub, 86_400_000);
+    const run = await runInDurableObject(stub, (o) => o.tasks.get(runId));
+    expect(run).toMatchObject({ state: "failed", error: { code: "tasks/diverged" } });
+    if (run?.state === "failed" && !report.ok) {
+      expect(run.error.message).toBe(report.divergence.message);
     }
   });
 
@@ -151,7 +177,7 @@ describe("replayAgainst a changed definition", () => {
     }
     const parked = await runInDurableObject(stub, (o) => recordRun(o.tasks, runId));
     expect(parked.state).toBe("waiting");
-    expect(await replayAgainst(definitions["ledger.safe@v1"], parked)).toEqual({
+    expect(await replayCurrent("ledger.safe@v1", parked)).toEqual({
       ok: true,
       outcome: "frontier",
       replayed: 3,
@@ -159,8 +185,8 @@ describe("replayAgainst a changed definition", () => {
   });
 
   it("refuses what is not a recording, and an unknown run", async () => {
-    await expect(replayAgainst(definitions["demo.count@v1"], {} as never)).rejects.toSatisfy(
-      (error) => isTestingError(error, "testing/invalid-argument"),
+    await expect(replayCurrent("demo.count@v1", {} as never)).rejects.toSatisfy((error) =>
+      isTestingError(error, "testing/invalid-argument"),
     );
     await expect(
       runInDurableObject(fresh(), (o) => recordRun(o.tasks, "no-such-run")),
