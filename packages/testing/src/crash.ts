@@ -182,65 +182,10 @@ export async function crashEverywhere<Instance extends Rpc.DurableObjectBranded 
       }
       const outcome = await driver.settle(stub, runId, reached);
       const where = { boundary: boundary.label, index: boundary.index, position };
-      const found: TestingCrashProblem[] = [];
       const reran = outcome
         ? outcome.bodies.filter((b) => b.runs > (runsOf.get(b.step) ?? 0)).map((b) => b.step)
         : [];
-      const crash = `a crash ${position} ${boundary.label}`;
-      if (!reached) {
-        found.push({
-          ...where,
-          kind: "unreached",
-          steps: [],
-          message: `The run settled without passing ${boundary.label} again: the handler does not take the same path on every run (make what decides its steps deterministic).`,
-        });
-      }
-      if (outcome === null) {
-        found.push({
-          ...where,
-          kind: "result",
-          steps: reran,
-          message: `After ${crash} the run did not settle within ${maxWakes} wakes.`,
-        });
-      } else {
-        if (stable(settledView(outcome.snapshot)) !== stable(settledView(baseline.snapshot))) {
-          found.push({
-            ...where,
-            kind: "result",
-            steps: reran,
-            message: `After ${crash} the run settled as ${stable(settledView(outcome.snapshot))}, not as the uninterrupted run did (${stable(settledView(baseline.snapshot))}).`,
-          });
-        }
-        const again = outcome.bodies.filter((b) => b.runsAfterRecorded > 0).map((b) => b.step);
-        if (again.length > 0) {
-          found.push({
-            ...where,
-            kind: "ran-after-recorded",
-            steps: again,
-            message: `After ${crash} the body of ${names(again)} ran again although its result had been recorded.`,
-          });
-        }
-        if (outcome.effects !== baseline.effects) {
-          found.push({
-            ...where,
-            kind: "effects",
-            steps: reran,
-            message: `After ${crash} the run's effects are ${outcome.effects}, not ${baseline.effects}${reran.length > 0 ? `: ${names(reran)} ran again without being idempotent (use the step's idempotencyKey)` : ""}.`,
-          });
-        }
-        for (const id of Object.keys({ ...baseline.streams, ...outcome.streams })) {
-          const want = stable(baseline.streams?.[id] ?? []);
-          const got = stable(outcome.streams?.[id] ?? []);
-          if (want !== got) {
-            found.push({
-              ...where,
-              kind: "stream",
-              steps: reran,
-              message: `After ${crash} stream "${id}" holds ${got}, not ${want} (each chunk once, in order)${reran.length > 0 ? `: ${names(reran)} ran again` : ""}.`,
-            });
-          }
-        }
-      }
+      const found = checkCrash(where, reached, baseline, outcome, reran, maxWakes);
       problems.push(...found);
       cases.push({ ...where, reran, ok: found.length === 0 });
     }
@@ -253,6 +198,76 @@ export async function crashEverywhere<Instance extends Rpc.DurableObjectBranded 
     problems,
     ms: Date.now() - started,
   };
+}
+
+/** The checks after one crash: what differs from the uninterrupted run, as problems. */
+function checkCrash(
+  where: Pick<TestingCrashProblem, "boundary" | "index" | "position">,
+  reached: boolean,
+  baseline: Settled,
+  outcome: Settled | null,
+  reran: string[],
+  maxWakes: number,
+): TestingCrashProblem[] {
+  const found: TestingCrashProblem[] = [];
+  const crash = `a crash ${where.position} ${where.boundary}`;
+  if (!reached) {
+    found.push({
+      ...where,
+      kind: "unreached",
+      steps: [],
+      message: `The run settled without passing ${where.boundary} again: the handler does not take the same path on every run (make what decides its steps deterministic).`,
+    });
+  }
+  if (outcome === null) {
+    found.push({
+      ...where,
+      kind: "result",
+      steps: reran,
+      message: `After ${crash} the run did not settle within ${maxWakes} wakes.`,
+    });
+    return found;
+  }
+  const want = stable(settledView(baseline.snapshot));
+  const got = stable(settledView(outcome.snapshot));
+  if (got !== want) {
+    found.push({
+      ...where,
+      kind: "result",
+      steps: reran,
+      message: `After ${crash} the run settled as ${got}, not as the uninterrupted run did (${want}).`,
+    });
+  }
+  const again = outcome.bodies.filter((b) => b.runsAfterRecorded > 0).map((b) => b.step);
+  if (again.length > 0) {
+    found.push({
+      ...where,
+      kind: "ran-after-recorded",
+      steps: again,
+      message: `After ${crash} the body of ${names(again)} ran again although its result had been recorded.`,
+    });
+  }
+  if (outcome.effects !== baseline.effects) {
+    found.push({
+      ...where,
+      kind: "effects",
+      steps: reran,
+      message: `After ${crash} the run's effects are ${outcome.effects}, not ${baseline.effects}${reran.length > 0 ? `: ${names(reran)} ran again without being idempotent (use the step's idempotencyKey)` : ""}.`,
+    });
+  }
+  for (const id of Object.keys({ ...baseline.streams, ...outcome.streams })) {
+    const chunksWanted = stable(baseline.streams?.[id] ?? []);
+    const chunksGot = stable(outcome.streams?.[id] ?? []);
+    if (chunksGot !== chunksWanted) {
+      found.push({
+        ...where,
+        kind: "stream",
+        steps: reran,
+        message: `After ${crash} stream "${id}" holds ${chunksGot}, not ${chunksWanted} (each chunk once, in order)${reran.length > 0 ? `: ${names(reran)} ran again` : ""}.`,
+      });
+    }
+  }
+  return found;
 }
 
 const names = (steps: readonly string[]) => steps.map((s) => `step "${s}"`).join(", ");
