@@ -3,9 +3,9 @@ import { Alarms } from "@durablekit/compose";
 import { encode } from "@durablekit/handle-journal";
 import {
   type BridgeAccess,
+  type BridgeExecution,
+  type BridgeExecutionRecord,
   type BridgeInterruptPolicy,
-  type Execution,
-  type ExecutionRecord,
   Executor,
   isBridgeError,
 } from "@durablekit/rpc-bridge";
@@ -22,13 +22,13 @@ export const PROGRAMS_NAME = "default";
  * JSON), so BigInt, Map, Set, bytes, Error, RegExp, `undefined` and Dates cross HTTP exactly:
  * `decode(JSON.stringify({ json: result, meta: resultMeta }))` gives the value back.
  */
-export type HttpExecution<E extends Execution = Execution> = Omit<E, "result"> & {
+export type HttpExecution<E extends BridgeExecution = BridgeExecution> = Omit<E, "result"> & {
   result?: unknown;
   resultMeta?: unknown;
 };
 
 /** An execution (or record) in its HTTP form: the result in the codec's JSON form, never lossy. */
-export function httpForm<E extends Execution>(execution: E): HttpExecution<E> {
+export function httpForm<E extends BridgeExecution>(execution: E): HttpExecution<E> {
   const { result, ...rest } = execution;
   if (!("result" in execution)) return rest;
   const { json, meta } = JSON.parse(encode(result)) as { json: unknown; meta?: unknown };
@@ -46,8 +46,12 @@ export type ProgramCall<T> =
   | { ok: true; value: T }
   | { ok: false; status: number; code: string; message: string };
 
-/** The HTTP status of a bridge refusal: an unknown execution 404, one in the wrong state 409, else 400. */
-const REFUSAL_STATUS: Record<string, number> = {
+/**
+ * The HTTP status of a bridge refusal of a resume: an unknown execution 404, one in the wrong state
+ * 409, else 400. A run refused before running is always a 400 (its `bridge/not-found` names a
+ * module the program imports, not the resource of the request).
+ */
+const RESUME_REFUSAL_STATUS: Record<string, number> = {
   "bridge/not-found": 404,
   "bridge/conflict": 409,
 };
@@ -92,7 +96,7 @@ export class Programs extends DurableObject<Env> {
       if (isBridgeError(error, "bridge/conflict") && options.id !== undefined) {
         return { ok: true, value: httpForm(await this.#join(options.id)) };
       }
-      return refusal(error);
+      return refusal(error, {});
     }
   }
 
@@ -106,7 +110,7 @@ export class Programs extends DurableObject<Env> {
     try {
       return { ok: true, value: httpForm(await this.executor.resume(id, value)) };
     } catch (error) {
-      return refusal(error);
+      return refusal(error, RESUME_REFUSAL_STATUS);
     }
   }
 
@@ -114,10 +118,10 @@ export class Programs extends DurableObject<Env> {
    * Waits for execution `id` to end and answers it. One left running by a previous instance of this
    * object (the server died under it) is settled now by recovery, as the alarm would.
    */
-  async #join(id: string): Promise<Execution> {
+  async #join(id: string): Promise<BridgeExecution> {
     const deadline = Date.now() + JOIN_WAIT_MS;
     for (;;) {
-      const record = this.executor.get(id) as ExecutionRecord;
+      const record = this.executor.get(id) as BridgeExecutionRecord;
       // Past the deadline the caller gets the running record and may read it later.
       if (record.state !== "running" || Date.now() > deadline) {
         const { executionId, state, result, error, interrupt } = record;
@@ -138,7 +142,7 @@ export class Programs extends DurableObject<Env> {
   }
 
   /** An execution's record in its HTTP form, or null. */
-  execution(executionId: string): HttpExecution<ExecutionRecord> | null {
+  execution(executionId: string): HttpExecution<BridgeExecutionRecord> | null {
     const record = this.executor.get(executionId);
     return record === null ? null : httpForm(record);
   }
@@ -150,14 +154,14 @@ export class Programs extends DurableObject<Env> {
 }
 
 /**
- * A bridge refusal as a coded 4xx outcome (`REFUSAL_STATUS`); anything else is rethrown.
+ * A bridge refusal as a coded 4xx outcome (`statuses` by code, else 400); anything else is rethrown.
  * @throws what it was given, when it is not a BridgeError.
  */
-function refusal(error: unknown): ProgramCall<never> {
+function refusal(error: unknown, statuses: Record<string, number>): ProgramCall<never> {
   if (!isBridgeError(error)) throw error;
   return {
     ok: false,
-    status: REFUSAL_STATUS[error.code] ?? 400,
+    status: statuses[error.code] ?? 400,
     code: error.code,
     message: error.message,
   };

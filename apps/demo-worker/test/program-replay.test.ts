@@ -273,7 +273,7 @@ describe("demo.program@v1: a program run inside a task", () => {
       state: "failed",
       error: { code: "tasks/non-retryable" },
     });
-    expect((failed.error as { message: string }).message).toContain("bridge/module-not-found");
+    expect((failed.error as { message: string }).message).toContain("bridge/not-found");
   });
 });
 

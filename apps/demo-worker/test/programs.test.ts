@@ -103,11 +103,7 @@ describe("POST /programs and GET /programs/:id", () => {
       [{ code: 42 }, 400, "demo/bad-request"],
       [{ code: "export default () => 1;", onInterrupt: "sometimes" }, 400, "demo/bad-request"],
       [{ code: "export default () => 1;", access: "all" }, 400, "demo/bad-request"],
-      [
-        { code: `import x from "codemode:nope"; export default () => x;` },
-        400,
-        "bridge/module-not-found",
-      ],
+      [{ code: `import x from "codemode:nope"; export default () => x;` }, 400, "bridge/not-found"],
       [{ code: "export const x = 1;" }, 400, "bridge/invalid-program"],
     ];
     for (const [body, status, code] of cases) {

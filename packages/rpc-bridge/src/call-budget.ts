@@ -27,7 +27,7 @@ export class CallBudget {
    * or signal records, callbacks or streams); answers the request's size. Streams, callbacks and
    * signals are not counted.
    * @throws BridgeError `bridge/limit-calls`, `bridge/limit-concurrency`,
-   * `bridge/limit-request-bytes`, `bridge/limit-total-bytes`, `bridge/unserializable`.
+   * `bridge/too-large` (`limit` `maxRequestBytes` or `maxTotalBytes`), `bridge/unserializable`.
    */
   check(call: CallState, special: boolean): number {
     const limits = this.limits;
@@ -47,13 +47,13 @@ export class CallBudget {
       special ? measurable(call.args) : call.args,
       limits.maxRequestBytes,
       "args",
-      "bridge/limit-request-bytes",
       "maxRequestBytes",
     );
     if (this.bytes + size > limits.maxTotalBytes) {
       throw new BridgeError(
-        "bridge/limit-total-bytes",
+        "bridge/too-large",
         `The run's calls would exceed ${limits.maxTotalBytes} bytes in all (maxTotalBytes); ${labelOf(call.handle, call.method)} did not run.`,
+        { limit: "maxTotalBytes" },
       );
     }
     return size;
@@ -78,7 +78,7 @@ export class CallBudget {
    * fits `maxRequestBytes` and what is left of `maxTotalBytes`, and that fewer than `maxCalls`
    * calls of the run were refused after getting a key (`refused`, replayed ones included): past
    * either, the call is refused without a key, so nothing of it is journaled.
-   * @throws BridgeError `bridge/limit-request-bytes`, `bridge/limit-total-bytes`,
+   * @throws BridgeError `bridge/too-large` (`limit` `maxRequestBytes` or `maxTotalBytes`),
    *   `bridge/limit-calls`.
    */
   checkWindow(bytes: number, refused: number): void {
@@ -91,14 +91,16 @@ export class CallBudget {
     }
     if (bytes > limits.maxRequestBytes) {
       throw new BridgeError(
-        "bridge/limit-request-bytes",
+        "bridge/too-large",
         `The call's event window takes ${bytes} bytes, more than ${limits.maxRequestBytes} (maxRequestBytes); the call was not sent on.`,
+        { limit: "maxRequestBytes" },
       );
     }
     if (this.bytes + bytes > limits.maxTotalBytes) {
       throw new BridgeError(
-        "bridge/limit-total-bytes",
+        "bridge/too-large",
         `The call's event window would take the run over ${limits.maxTotalBytes} bytes in all (maxTotalBytes).`,
+        { limit: "maxTotalBytes" },
       );
     }
   }
@@ -121,13 +123,14 @@ export class CallBudget {
 
   /**
    * Counts a response's bytes toward `maxTotalBytes`.
-   * @throws BridgeError `bridge/limit-total-bytes` (nothing is counted then).
+   * @throws BridgeError `bridge/too-large` with `limit` `maxTotalBytes` (nothing is counted then).
    */
   chargeResponse(size: number, label: () => string): void {
     if (this.bytes + size > this.limits.maxTotalBytes) {
       throw new BridgeError(
-        "bridge/limit-total-bytes",
+        "bridge/too-large",
         `The result of ${label()} would take the run over ${this.limits.maxTotalBytes} bytes in all (maxTotalBytes).`,
+        { limit: "maxTotalBytes" },
       );
     }
     this.bytes += size;

@@ -1,4 +1,4 @@
-import type { ErrorRecord } from "@durablekit/handle-journal";
+import type { JournalErrorRecord } from "@durablekit/handle-journal";
 import type { CallBudget } from "./call-budget";
 import type { CallState } from "./call-state";
 import type { HandleTable, TargetHandle } from "./handle-table";
@@ -99,7 +99,7 @@ export interface CallJournal {
    * A call refused after it got its key: the record it is answered (and recorded) with, bounded,
    * or null when refusals are not recorded (the run then answers it as refused before keying).
    */
-  refuse(call: CallState, error: unknown): ErrorRecord | null;
+  refuse(call: CallState, error: unknown): JournalErrorRecord | null;
   /** The call is admitted (`size`: its request's bytes) and about to run; an answer when it must not run. */
   admitted(call: CallState, size: number): Answer | null;
   /**
@@ -116,7 +116,7 @@ export interface CallJournal {
   /** A call answered `answer` (or was refused): what it noted is recorded, then the answer is returned. */
   settle(call: CallState, answer: Answer): Answer;
   /** A call failed with `record` (`bytes` charged for it): recorded, then `answer` is returned. */
-  settleError(call: CallState, record: ErrorRecord, bytes: number, answer: Answer): Answer;
+  settleError(call: CallState, record: JournalErrorRecord, bytes: number, answer: Answer): Answer;
   /** True once the call released the run (`ctx.interrupt()` recorded): its own answer is dropped. */
   interrupted(call: CallState): boolean;
   /**
@@ -131,9 +131,9 @@ export interface CallJournal {
   /** The answers the isolate may give itself (`ReplayOptions.answers`). */
   prefetch(): PrefetchedAnswers;
   /** Checks the isolate's report of calls it answered itself: the record of the first mismatch, or undefined. */
-  checkAnswered(report: unknown): ErrorRecord | undefined;
+  checkAnswered(report: unknown): JournalErrorRecord | undefined;
   /** The program ended: the record of a journal it did not use up, or undefined. */
-  checkEnded(): ErrorRecord | undefined;
+  checkEnded(): JournalErrorRecord | undefined;
   /** The attempt ended: held calls are answered HALT, pending interrupts rejected. */
   end(): void;
 }
@@ -160,7 +160,8 @@ export const LIVE: CallJournal = Object.freeze({
   checkOutgoing(): void {},
   noteAnswer(): void {},
   settle: (_call: CallState, answer: Answer) => answer,
-  settleError: (_call: CallState, _record: ErrorRecord, _bytes: number, answer: Answer) => answer,
+  settleError: (_call: CallState, _record: JournalErrorRecord, _bytes: number, answer: Answer) =>
+    answer,
   interrupted: () => false,
   interrupt: () => null,
   finished(): void {},

@@ -45,7 +45,7 @@ export interface BridgeCallContext {
    * In a `"fail"` run the run fails with `bridge/interrupted`; in a `"restart"` run it starts again
    * from the top; either way the promise rejects with that error, and a string `payload` is the
    * reason the error message gives.
-   * @throws BridgeError (as a rejection, replay runs) `bridge/limit-interrupt-bytes` when `payload`
+   * @throws BridgeError (as a rejection, replay runs) `bridge/too-large` (`limit` `maxInterruptBytes`) when `payload`
    *   encodes to more than `maxInterruptBytes`, `bridge/unserializable` when it is not data: the
    *   run is not released and goes on.
    */

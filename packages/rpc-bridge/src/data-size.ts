@@ -1,5 +1,5 @@
 import { CodecError, encode, encodedSize, handle } from "@durablekit/handle-journal";
-import { BridgeError, type BridgeErrorCode } from "./errors";
+import { type BridgeByteLimit, BridgeError } from "./errors";
 import { isPlainObject, MAX_DEPTH, setOwn, tagOf } from "./wire";
 
 /**
@@ -111,15 +111,14 @@ function codecFailure(
   error: unknown,
   maxBytes: number,
   path: string,
-  limitCode: BridgeErrorCode,
-  limitName: string,
+  limit: BridgeByteLimit,
 ): unknown {
   if (!(error instanceof CodecError)) return error;
   if (error.code === "journal/too-large") {
     return new BridgeError(
-      limitCode,
-      `The ${path} encode to more than ${maxBytes} bytes (${limitName}); send less data per call, or a ReadableStream for bulk bytes.`,
-      { cause: error, path: error.path },
+      "bridge/too-large",
+      `The ${path} encode to more than ${maxBytes} bytes (${limit}); send less data per call, or a ReadableStream for bulk bytes.`,
+      { cause: error, path: error.path, limit },
     );
   }
   return new BridgeError(
@@ -133,22 +132,21 @@ function codecFailure(
  * The encoded size of `value` in bytes (the handle-journal codec's), refused above `maxBytes`.
  * Plain JSON is sized from its JSON text in one walk; everything else, and anything over the
  * limit, goes through the codec, which reports the refusal.
- * @throws BridgeError `limitCode` when larger; `bridge/unserializable` (with `path`) when the codec
+ * @throws BridgeError `bridge/too-large` (its `limit` is `limit`) when larger; `bridge/unserializable` (with `path`) when the codec
  * cannot carry a part of it.
  */
 export function dataSize(
   value: unknown,
   maxBytes: number,
   path: string,
-  limitCode: BridgeErrorCode,
-  limitName: string,
+  limit: BridgeByteLimit,
 ): number {
   const plain = plainJsonBytes(value, 0, maxBytes);
   if (plain >= 0 && plain + ENVELOPE_BYTES <= maxBytes) return plain + ENVELOPE_BYTES;
   try {
     return encodedSize(value, { maxValueBytes: maxBytes, path });
   } catch (error) {
-    throw codecFailure(error, maxBytes, path, limitCode, limitName);
+    throw codecFailure(error, maxBytes, path, limit);
   }
 }
 
@@ -159,27 +157,11 @@ export function encodeChecked(
   value: unknown,
   maxBytes: number,
   path: string,
-  limitCode: BridgeErrorCode,
-  limitName: string,
+  limit: BridgeByteLimit,
 ): string {
   try {
     return encode(value, { maxValueBytes: maxBytes, path });
   } catch (error) {
-    throw codecFailure(error, maxBytes, path, limitCode, limitName);
-  }
-}
-
-/** True when an array or plain object in `value` contains itself (walked to {@link MAX_DEPTH}). */
-export function isCyclic(value: unknown, ancestors: object[] = []): boolean {
-  if (typeof value !== "object" || value === null) return false;
-  if (ancestors.includes(value)) return true;
-  if (ancestors.length > MAX_DEPTH) return false;
-  if (!Array.isArray(value) && !isPlainObject(value)) return false;
-  ancestors.push(value);
-  try {
-    for (const item of Object.values(value)) if (isCyclic(item, ancestors)) return true;
-    return false;
-  } finally {
-    ancestors.pop();
+    throw codecFailure(error, maxBytes, path, limit);
   }
 }

@@ -1,5 +1,6 @@
-import { DurableKitError, isErrorOf } from "@durablekit/compose";
-import { type ErrorRecord, isJournalError, toErrorRecord } from "@durablekit/handle-journal";
+import { DurableKitError, type ErrorCodeOf } from "@durablekit/compose";
+import { isJournalError, type JournalErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
+import { DEPRECATED_BRIDGE_CODES, type DeprecatedBridgeErrorCode } from "./deprecated";
 
 /**
  * Stable codes of every error this package throws or delivers to program code. A code never
@@ -8,8 +9,9 @@ import { type ErrorRecord, isJournalError, toErrorRecord } from "@durablekit/han
  * Refusals of one call (the call did not run):
  * - `bridge/limit-calls`: the run already made `maxCalls` calls.
  * - `bridge/limit-concurrency`: `maxConcurrentCalls` calls are already in flight (retryable).
- * - `bridge/limit-request-bytes`: the call's arguments encode to more than `maxRequestBytes`.
- * - `bridge/limit-total-bytes`: the run's requests and responses together exceed `maxTotalBytes`.
+ * - `bridge/too-large` (`limit` `"maxRequestBytes"`): the call's arguments encode to more than
+ *   `maxRequestBytes`; (`limit` `"maxTotalBytes"`): the run's requests and responses together
+ *   would exceed `maxTotalBytes`.
  * - `bridge/limit-handles`: the run already holds `maxHandles` objects.
  * - `bridge/access-denied`: the run has `access: "read"` and the function or method is not read-only.
  * - `bridge/unknown-method`: the object or module has no such function or method.
@@ -20,22 +22,25 @@ import { type ErrorRecord, isJournalError, toErrorRecord } from "@durablekit/han
  *   journal (a function, callback or ReadableStream, unless the host function is marked
  *   unsafeToRepeat; an object without `[handle.serialize]` or a kind its module can revive).
  *
- * - `bridge/limit-interrupt-bytes` (thrown to host code by `ctx.interrupt(payload)`): the payload
- *   encodes to more than `maxInterruptBytes`; the run was not released and goes on.
+ * - `bridge/too-large` with `limit` `"maxInterruptBytes"` (thrown to host code by
+ *   `ctx.interrupt(payload)`): the payload encodes to more than `maxInterruptBytes`; the run was
+ *   not released and goes on.
  *
  * Failures of one call (the call ran):
- * - `bridge/limit-response-bytes`: the result encodes to more than `maxResponseBytes`.
+ * - `bridge/too-large` with `limit` `"maxResponseBytes"` (or `"maxTotalBytes"`): the result
+ *   encodes to more than `maxResponseBytes` (or than what is left of `maxTotalBytes`).
  * - `bridge/call-timeout`: the call passed its deadline (retryable).
  * - `bridge/callback-expired`: host code used a callback after the call it was passed to returned.
  *
  * Refusals of a program or configuration (nothing ran):
- * - `bridge/module-not-found`: the program imports a module that is not configured.
+ * - `bridge/not-found`: the program imports a module that is not configured (`execute`).
  * - `bridge/module-private`: the program imports a private module.
  * - `bridge/invalid-program`: the source does not parse, has no default export, uses a computed
  *   `import()`, or is larger than `maxSourceBytes`.
  * - `bridge/invalid-module`: a configured module is malformed (bad specifier, export name, import).
  * - `bridge/invalid-argument`: an argument or option is malformed or outside its documented range.
- * - `bridge/limit-input-bytes`: the input encodes to more than `maxInputBytes`.
+ * - `bridge/too-large` with `limit` `"maxInputBytes"`: the input (or a resume's value) encodes
+ *   to more than `maxInputBytes`.
  * - `bridge/conflict`: an execution with that id already exists; `resume` of an execution that is
  *   not interrupted (running, ended, or already resumed).
  * - `bridge/not-found`: `resume` of an execution id that does not exist.
@@ -47,7 +52,7 @@ import { type ErrorRecord, isJournalError, toErrorRecord } from "@durablekit/han
  * - `bridge/interrupted`: the run was interrupted (`ctx.interrupt()` or a restart) with `onInterrupt: "fail"`.
  * - `bridge/unsafe-to-repeat`: a restart would run again a call marked `unsafeToRepeat`, or a
  *   replay reached such a call whose outcome was not recorded.
- * - `bridge/replay-diverged`: a replay met another call than the journal recorded at a key (module,
+ * - `bridge/diverged`: a replay met another call than the journal recorded at a key (module,
  *   method or arguments), the program ended with recorded calls left, or the isolate saw events
  *   in another order than recorded.
  * - `bridge/replay-nondeterministic` (thrown to program code, in the isolate): a replay run asked
@@ -57,7 +62,8 @@ import { type ErrorRecord, isJournalError, toErrorRecord } from "@durablekit/han
  * - `bridge/fingerprint-changed`: recovery of a replay run found the program, its source modules,
  *   the compatibility date or flags, the wire or journal format changed since it was recorded.
  * - `bridge/too-many-attempts`: a `"restart"` run was interrupted more than `maxAttempts` times.
- * - `bridge/limit-result-bytes`: the program's result encodes to more than `maxResultBytes`, or is not data.
+ * - `bridge/too-large` with `limit` `"maxResultBytes"`: the program's result encodes to more
+ *   than `maxResultBytes`. A result that is not data ends the run `bridge/unserializable`.
  * - `bridge/unhandled-rejection`: the program left a rejected promise nobody handled.
  * - `bridge/isolate-failed`: the isolate itself failed (CPU limit, crash, broken connection, or the
  *   runtime cancelling it as hung: awaiting an event nothing can deliver). Not retryable: the same
@@ -75,44 +81,52 @@ import { type ErrorRecord, isJournalError, toErrorRecord } from "@durablekit/han
  * `bridge/…` code the program set moves to `programCode`. A `bridge/` code on an execution's error
  * always means the bridge ended the run.
  */
-export type BridgeErrorCode =
-  | "bridge/limit-calls"
-  | "bridge/limit-concurrency"
-  | "bridge/limit-request-bytes"
-  | "bridge/limit-response-bytes"
-  | "bridge/limit-total-bytes"
-  | "bridge/limit-handles"
-  | "bridge/limit-input-bytes"
-  | "bridge/limit-result-bytes"
-  | "bridge/limit-interrupt-bytes"
-  | "bridge/access-denied"
-  | "bridge/unknown-method"
-  | "bridge/handle-disposed"
-  | "bridge/unserializable"
-  | "bridge/run-ended"
-  | "bridge/call-timeout"
-  | "bridge/callback-expired"
-  | "bridge/module-not-found"
-  | "bridge/module-private"
-  | "bridge/invalid-program"
-  | "bridge/invalid-module"
-  | "bridge/invalid-argument"
-  | "bridge/not-replayable"
-  | "bridge/conflict"
-  | "bridge/not-found"
-  | "bridge/schema-too-new"
-  | "bridge/run-timeout"
-  | "bridge/cancelled"
-  | "bridge/interrupted"
-  | "bridge/unsafe-to-repeat"
-  | "bridge/replay-diverged"
-  | "bridge/replay-nondeterministic"
-  | "bridge/fingerprint-changed"
-  | "bridge/too-many-attempts"
-  | "bridge/unhandled-rejection"
-  | "bridge/isolate-failed"
-  | "bridge/storage"
-  | "bridge/journal-corrupt";
+export type BridgeErrorCode = ErrorCodeOf<
+  "bridge",
+  | "too-large"
+  | "unserializable"
+  | "invalid-argument"
+  | "not-found"
+  | "conflict"
+  | "diverged"
+  | "schema-too-new"
+  | "storage",
+  | "limit-calls"
+  | "limit-concurrency"
+  | "limit-handles"
+  | "access-denied"
+  | "unknown-method"
+  | "handle-disposed"
+  | "run-ended"
+  | "call-timeout"
+  | "callback-expired"
+  | "module-private"
+  | "invalid-program"
+  | "invalid-module"
+  | "not-replayable"
+  | "run-timeout"
+  | "cancelled"
+  | "interrupted"
+  | "unsafe-to-repeat"
+  | "replay-nondeterministic"
+  | "fingerprint-changed"
+  | "too-many-attempts"
+  | "unhandled-rejection"
+  | "isolate-failed"
+  | "journal-corrupt"
+>;
+
+/**
+ * The byte limit a `bridge/too-large` error names in its `limit`: which of {@link BridgeLimits}'
+ * (or the executor's) `max…Bytes` options the value was over.
+ */
+export type BridgeByteLimit =
+  | "maxRequestBytes"
+  | "maxResponseBytes"
+  | "maxTotalBytes"
+  | "maxInputBytes"
+  | "maxResultBytes"
+  | "maxInterruptBytes";
 
 const RETRYABLE: ReadonlySet<BridgeErrorCode> = new Set<BridgeErrorCode>([
   "bridge/limit-concurrency",
@@ -127,6 +141,8 @@ export interface BridgeErrorOptions {
   cause?: unknown;
   /** Where the offending value sits, e.g. `args[0].when`, for `bridge/unserializable` and limits. */
   path?: string;
+  /** For `bridge/too-large`: the option the value was over. */
+  limit?: BridgeByteLimit;
 }
 
 /**
@@ -138,23 +154,45 @@ export interface BridgeErrorOptions {
 export class BridgeError extends DurableKitError<BridgeErrorCode> {
   /** Where the offending value sits, when a value was refused. */
   readonly path?: string;
+  /** For `bridge/too-large`: the `max…Bytes` option the value was over. */
+  readonly limit?: BridgeByteLimit;
 
   constructor(code: BridgeErrorCode, message: string, options?: BridgeErrorOptions) {
     super(code, message, { cause: options?.cause, retryable: RETRYABLE.has(code) });
     this.name = "BridgeError";
     if (options?.path !== undefined) this.path = options.path;
+    if (options?.limit !== undefined) this.limit = options.limit;
   }
 }
 
-/** True when `value` is a {@link BridgeError}, optionally with the given code. */
-export function isBridgeError(value: unknown, code?: BridgeErrorCode): value is BridgeError {
-  return isErrorOf(BridgeError, value, code);
+/**
+ * True when `value` is a {@link BridgeError}, optionally with the given code. A code renamed in
+ * 0.x (`bridge/limit-total-bytes`, `bridge/replay-diverged`, …) is still accepted until 1.0 and
+ * matches what it became: `bridge/limit-total-bytes` matches a `bridge/too-large` error whose
+ * `limit` is `"maxTotalBytes"`.
+ */
+export function isBridgeError(
+  value: unknown,
+  code?: BridgeErrorCode | DeprecatedBridgeErrorCode,
+): value is BridgeError {
+  if (!(value instanceof BridgeError)) return false;
+  if (code === undefined) return true;
+  const renamed: { code: BridgeErrorCode; limit?: BridgeByteLimit } | undefined = Object.hasOwn(
+    DEPRECATED_BRIDGE_CODES,
+    code,
+  )
+    ? DEPRECATED_BRIDGE_CODES[code as DeprecatedBridgeErrorCode]
+    : undefined;
+  if (renamed === undefined) return value.code === code;
+  return (
+    value.code === renamed.code && (renamed.limit === undefined || value.limit === renamed.limit)
+  );
 }
 
 /**
  * The bridge's error for a failure that came from the journal underneath, with that failure as its
  * `cause`. handle-journal's codes map to the bridge's: `journal/no-reviver` →
- * `bridge/not-replayable`, `journal/diverged` → `bridge/replay-diverged`,
+ * `bridge/not-replayable`, `journal/diverged` → `bridge/diverged`,
  * `journal/unsafe-to-repeat` → `bridge/unsafe-to-repeat`, `journal/conflict` → `bridge/conflict`,
  * `journal/corrupt` → `bridge/journal-corrupt`, `journal/schema-too-new` →
  * `bridge/schema-too-new`; every other code, and anything else a `JournalPort` throws, →
@@ -177,7 +215,7 @@ export function fromJournalFailure(error: unknown): BridgeError {
     );
   }
   if (isJournalError(error, "journal/diverged")) {
-    return new BridgeError("bridge/replay-diverged", detail, options);
+    return new BridgeError("bridge/diverged", detail, options);
   }
   if (isJournalError(error, "journal/unsafe-to-repeat")) {
     return new BridgeError("bridge/unsafe-to-repeat", detail, options);
@@ -207,7 +245,7 @@ export function fromJournalFailure(error: unknown): BridgeError {
 }
 
 /** The error record (handle-journal's shape) of a new {@link BridgeError}: how the bridge reports its own failures. */
-export function bridgeErrorRecord(code: BridgeErrorCode, message: string): ErrorRecord {
+export function bridgeErrorRecord(code: BridgeErrorCode, message: string): JournalErrorRecord {
   return toErrorRecord(new BridgeError(code, message));
 }
 
@@ -232,17 +270,18 @@ function keptString(value: unknown): string | undefined {
 
 /** An error record bounded by a byte limit, and the bytes it weighs. */
 export interface BoundedErrorRecord {
-  record: ErrorRecord;
+  record: JournalErrorRecord;
   bytes: number;
 }
 
 /**
  * Measures an error record (UTF-8 bytes of its JSON) and, when it weighs more than `maxBytes`,
- * replaces it by one keeping only `name`, `code`, `retryable` and the first 256 characters of the
- * message, with `truncated: true` and a note in the message saying how large it was. Never throws.
+ * replaces it by one keeping only `name`, `code`, `retryable`, a `bridge/too-large` error's `limit`
+ * and the first 256 characters of the message, with `truncated: true` and a note in the message
+ * saying how large it was. Never throws.
  */
 export function boundErrorRecord(
-  record: ErrorRecord,
+  record: JournalErrorRecord,
   maxBytes: number,
   limitName: string,
 ): BoundedErrorRecord {
@@ -262,7 +301,9 @@ export function boundErrorRecord(
   const code = keptString(body.code);
   if (code !== undefined) small.code = code;
   if (typeof body.retryable === "boolean") small.retryable = body.retryable;
+  const limit = keptString(body.limit);
+  if (limit !== undefined) small.limit = limit;
   small.truncated = true;
-  const bounded = { $error: small } as ErrorRecord;
+  const bounded = { $error: small } as JournalErrorRecord;
   return { record: bounded, bytes: new TextEncoder().encode(JSON.stringify(bounded)).byteLength };
 }

@@ -1,4 +1,4 @@
-import type { ExecutionState } from "./execution";
+import type { BridgeExecutionState } from "./execution";
 
 /** How a bridge call ended: it ran (`ok` or `error`) or was refused before running (`refused`). */
 export type BridgeCallOutcome = "ok" | "error" | "refused";
@@ -23,7 +23,7 @@ export interface BridgeCallEvent {
 export interface BridgeExecutionEvent {
   type: "bridge:execution";
   executionId: string;
-  state: ExecutionState;
+  state: BridgeExecutionState;
   attempt: number;
   /** The error's code when it ended failed or cancelled. */
   code?: string;

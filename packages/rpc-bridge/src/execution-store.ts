@@ -3,12 +3,16 @@ import {
   callIdOf,
   DEFAULT_MAX_CHUNK_BYTES,
   decode,
-  type ErrorRecord,
+  type JournalErrorRecord,
   splitText,
 } from "@durablekit/handle-journal";
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 import { BridgeError } from "./errors";
-import type { ExecutionError, ExecutionRecord, ExecutionState } from "./execution";
+import type {
+  BridgeExecutionError,
+  BridgeExecutionRecord,
+  BridgeExecutionState,
+} from "./execution";
 
 /** Migration steps of the `dk_bridge_*` tables; the schema version is their count (see DESIGN.md). */
 const SCHEMA_STEPS = [
@@ -125,14 +129,14 @@ export interface RunningExecution {
 
 /** Any execution's row, as `resume` and re-attaching need it. */
 export interface StoredExecution extends RunningExecution {
-  state: ExecutionState;
+  state: BridgeExecutionState;
   interruptKey: string | null;
 }
 
 function stored(row: Row): StoredExecution {
   return {
     id: row.id,
-    state: row.state as ExecutionState,
+    state: row.state as BridgeExecutionState,
     onInterrupt: row.on_interrupt as BridgeInterruptPolicy,
     access: row.access as BridgeAccess,
     source: row.source,
@@ -375,8 +379,8 @@ export class ExecutionStore {
   /** Ends a running execution; a second end of the same execution changes nothing. */
   finish(
     id: string,
-    state: Exclude<ExecutionState, "running">,
-    outcome: { resultText?: string; error?: ErrorRecord; calls: number; now: number },
+    state: Exclude<BridgeExecutionState, "running">,
+    outcome: { resultText?: string; error?: JournalErrorRecord; calls: number; now: number },
   ): void {
     const long = this.#longTexts({
       result: outcome.resultText ?? null,
@@ -407,15 +411,15 @@ export class ExecutionStore {
   }
 
   /** One execution's record, or null. */
-  get(id: string): ExecutionRecord | null {
+  get(id: string): BridgeExecutionRecord | null {
     const found = this.#sql
       .exec<Row>("SELECT * FROM dk_bridge_executions WHERE id = ?", id)
       .toArray()[0];
     if (!found) return null;
     const row = this.#whole(found);
-    const record: ExecutionRecord = {
+    const record: BridgeExecutionRecord = {
       executionId: row.id,
-      state: row.state as ExecutionState,
+      state: row.state as BridgeExecutionState,
       onInterrupt: row.on_interrupt as BridgeInterruptPolicy,
       access: row.access as BridgeAccess,
       attempt: row.attempt,
@@ -425,7 +429,7 @@ export class ExecutionStore {
     };
     if (row.finished_at !== null) record.finishedAt = row.finished_at;
     if (row.result !== null) record.result = decode(row.result);
-    if (row.error !== null) record.error = JSON.parse(row.error) as ExecutionError;
+    if (row.error !== null) record.error = JSON.parse(row.error) as BridgeExecutionError;
     if (row.unsafe_call !== null) record.unsafeCall = row.unsafe_call;
     if (row.interrupt_key !== null) {
       record.interrupt = {

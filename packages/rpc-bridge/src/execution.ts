@@ -5,13 +5,13 @@ import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
  * `interrupted`: a replay run released by `ctx.interrupt()`, waiting for `resume` (it survives
  * evictions and restarts; nothing recovers it but `resume`).
  */
-export type ExecutionState = "running" | "interrupted" | "completed" | "failed" | "cancelled";
+export type BridgeExecutionState = "running" | "interrupted" | "completed" | "failed" | "cancelled";
 
 /**
  * An error an execution ended with, as handle-journal's error record body: `name`, `message`,
  * `code` when it had one, and the error's other own JSON properties (`retryable`, `path`, …).
  */
-export interface ExecutionError {
+export interface BridgeExecutionError {
   name: string;
   message: string;
   code?: string;
@@ -19,19 +19,19 @@ export interface ExecutionError {
 }
 
 /** What `execute` answers: the execution's id and how it ended. */
-export interface Execution {
+export interface BridgeExecution {
   executionId: string;
-  state: ExecutionState;
+  state: BridgeExecutionState;
   /** The program's return value, when `completed`. */
   result?: unknown;
   /** Why it failed or was cancelled. */
-  error?: ExecutionError;
+  error?: BridgeExecutionError;
   /** Where an `interrupted` replay run was released: the call's key and callId, and the payload it gave `ctx.interrupt`. */
-  interrupt?: ExecutionInterrupt;
+  interrupt?: BridgeExecutionInterrupt;
 }
 
 /** The `ctx.interrupt(payload)` an interrupted execution waits at. */
-export interface ExecutionInterrupt {
+export interface BridgeExecutionInterrupt {
   /** The key of the call that interrupted. */
   key: string;
   /** Its callId (`"<executionId>:<key>"`). */
@@ -41,7 +41,7 @@ export interface ExecutionInterrupt {
 }
 
 /** The stored record of an execution (see `Executor.get`). */
-export interface ExecutionRecord extends Execution {
+export interface BridgeExecutionRecord extends BridgeExecution {
   onInterrupt: BridgeInterruptPolicy;
   access: BridgeAccess;
   /** 1 for the first attempt; a `"restart"` run counts up. */

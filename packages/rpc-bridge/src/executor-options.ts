@@ -1,4 +1,4 @@
-import { isWellFormedName } from "@durablekit/compose";
+import { createOptionChecks, isWellFormedName } from "@durablekit/compose";
 import type { JournalPort } from "@durablekit/handle-journal";
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 import { BridgeError } from "./errors";
@@ -48,7 +48,7 @@ export interface ExecutorOptions {
 export const MAX_ID_LENGTH = 256;
 
 /** Options of one {@link Executor.execute}. */
-export interface ExecuteOptions {
+export interface BridgeExecuteOptions {
   /**
    * The execution's id (default a random UUID); one id runs once. A non-empty string of at most 256
    * UTF-16 code units without lone surrogates.
@@ -71,7 +71,7 @@ export interface ExecuteOptions {
 }
 
 /** Options of one {@link Executor.resume}. */
-export interface ResumeOptions {
+export interface BridgeResumeOptions {
   /** The journal the execution was started with, when it was given to `execute`. */
   journal?: JournalPort;
 }
@@ -81,11 +81,7 @@ export interface ResumeOptions {
  * @throws BridgeError `bridge/invalid-argument`.
  */
 export function checkPolicy(value: unknown): BridgeInterruptPolicy {
-  if (value === "fail" || value === "restart" || value === "replay") return value;
-  throw new BridgeError(
-    "bridge/invalid-argument",
-    `onInterrupt must be "fail", "restart" or "replay"; got ${JSON.stringify(value)}.`,
-  );
+  return check.oneOf(value, "onInterrupt", ["fail", "restart", "replay"], "fail");
 }
 
 /**
@@ -114,16 +110,15 @@ export function checkJournal(value: unknown): JournalPort | undefined {
  * @throws BridgeError `bridge/invalid-argument`.
  */
 export function checkAccess(value: unknown): BridgeAccess {
-  if (value === "read" || value === "read-write") return value;
-  throw new BridgeError(
-    "bridge/invalid-argument",
-    `access must be "read" or "read-write"; got ${JSON.stringify(value)}.`,
-  );
+  return check.oneOf(value, "access", ["read", "read-write"], "read-write");
 }
 
 function invalid(message: string): BridgeError {
   return new BridgeError("bridge/invalid-argument", message);
 }
+
+/** The shared option checks (`@durablekit/compose`), failing with `bridge/invalid-argument`. */
+export const check = createOptionChecks(invalid);
 
 /**
  * The executor's options, checked (limits and modules are checked where they are resolved).
@@ -146,11 +141,8 @@ export function checkExecutorOptions(options: unknown): asserts options is Execu
     throw invalid("limits must be an object of limit overrides, e.g. { maxCalls: 100 }.");
   }
   checkJournal(o.journal);
-  for (const key of ["onEvent", "now"] as const) {
-    if (o[key] !== undefined && typeof o[key] !== "function") {
-      throw invalid(`${key} must be a function.`);
-    }
-  }
+  check.callback(o.onEvent as (() => void) | undefined, "onEvent");
+  check.callback(o.now as (() => number) | undefined, "now");
   if (o.compatibilityDate !== undefined && typeof o.compatibilityDate !== "string") {
     throw invalid('compatibilityDate must be a date string such as "2026-06-01".');
   }
@@ -169,14 +161,14 @@ export function checkExecutorOptions(options: unknown): asserts options is Execu
  * One `execute` call's options, checked.
  * @throws BridgeError `bridge/invalid-argument`.
  */
-export function checkExecuteOptions(options: unknown): asserts options is ExecuteOptions {
+export function checkExecuteOptions(options: unknown): asserts options is BridgeExecuteOptions {
   if (typeof options !== "object" || options === null) {
     throw invalid(
       "execute takes an options object as its third argument: { id?, access?, onInterrupt?, signal?, journal? }.",
     );
   }
-  const { id, signal } = options as ExecuteOptions;
-  checkJournal((options as ExecuteOptions).journal);
+  const { id, signal } = options as BridgeExecuteOptions;
+  checkJournal((options as BridgeExecuteOptions).journal);
   if (id !== undefined && !isWellFormedName(id, MAX_ID_LENGTH)) {
     throw invalid(
       `An execution id must be a non-empty string of at most ${MAX_ID_LENGTH} UTF-16 code units without lone surrogates.`,

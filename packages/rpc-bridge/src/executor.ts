@@ -1,10 +1,10 @@
 import { type AlarmPart, createEmitter, requestWake } from "@durablekit/compose";
 import {
   decode,
-  type ErrorRecord,
   encode,
   fromErrorRecord,
   type JournalEntry,
+  type JournalErrorRecord,
   type JournalPort,
   JournalStore,
   toErrorRecord,
@@ -12,7 +12,7 @@ import {
 } from "@durablekit/handle-journal";
 import { type CallJournal, LIVE } from "./call-journal";
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
-import { encodeChecked, isCyclic } from "./data-size";
+import { encodeChecked } from "./data-size";
 import { BridgeEndpoint } from "./endpoint";
 import {
   BridgeError,
@@ -22,19 +22,20 @@ import {
   fromJournalFailure,
 } from "./errors";
 import type { BridgeEvent } from "./events";
-import type { Execution, ExecutionError, ExecutionRecord } from "./execution";
+import type { BridgeExecution, BridgeExecutionError, BridgeExecutionRecord } from "./execution";
 import { ExecutionStore, type RunningExecution, type StoredExecution } from "./execution-store";
 import {
+  type BridgeExecuteOptions,
   type BridgeLoader,
+  type BridgeResumeOptions,
+  check,
   checkAccess,
   checkExecuteOptions,
   checkExecutorOptions,
   checkJournal,
   checkPolicy,
   DEFAULT_COMPATIBILITY_DATE,
-  type ExecuteOptions,
   type ExecutorOptions,
-  type ResumeOptions,
 } from "./executor-options";
 import { fingerprintChange, fingerprintOf, type ReplayFingerprint } from "./fingerprint";
 import { disposeQuietly } from "./handle-table";
@@ -68,11 +69,11 @@ interface Drive {
 }
 
 /** How an execution ends, with the codec text of its result. */
-type Settled = Omit<Execution, "executionId"> & { resultText?: string };
+type Settled = Omit<BridgeExecution, "executionId"> & { resultText?: string };
 
 /** What becomes of an execution a previous instance left running. */
 type RecoveryPlan =
-  | { action: "fail"; error: ExecutionError }
+  | { action: "fail"; error: BridgeExecutionError }
   | {
       action: "restart";
       modules: Record<string, string>;
@@ -102,12 +103,12 @@ const ALARM_GRACE_MS = 1_000;
 const ABORTED = "the execute() signal aborted";
 
 /** The error body of a new `BridgeError`, as an execution's `error`. */
-function errorBody(code: BridgeErrorCode, message: string): ExecutionError {
-  return bridgeErrorRecord(code, message).$error as ExecutionError;
+function errorBody(code: BridgeErrorCode, message: string): BridgeExecutionError {
+  return bridgeErrorRecord(code, message).$error as BridgeExecutionError;
 }
 
 /** Why a replay run whose fingerprint changed (`changed` says what) is not replayed. */
-function fingerprintError(changed: string): ExecutionError {
+function fingerprintError(changed: string): BridgeExecutionError {
   return errorBody(
     "bridge/fingerprint-changed",
     `The replay run cannot go on: since it was recorded, ${changed} changed, so replaying its journal could answer another program. Start a new execution (host-module code may change between attempts; the program, source modules, compatibility settings and formats may not).`,
@@ -115,8 +116,8 @@ function fingerprintError(changed: string): ExecutionError {
 }
 
 /** The body of any thrown value's error record, as an execution's `error`. */
-function thrownBody(error: unknown): ExecutionError {
-  return toErrorRecord(error).$error as ExecutionError;
+function thrownBody(error: unknown): BridgeExecutionError {
+  return toErrorRecord(error).$error as BridgeExecutionError;
 }
 
 function isolateFailed(what: string, error: unknown): AttemptOutcome {
@@ -129,8 +130,8 @@ function isolateFailed(what: string, error: unknown): AttemptOutcome {
  * `bridge/…` code in it was thrown by the program, not by the bridge: it moves to `programCode`, so
  * an execution's `code` starting with `bridge/` is always the bridge's own.
  */
-function normalize(record: ErrorRecord): ErrorRecord {
-  let normalized: ErrorRecord;
+function normalize(record: JournalErrorRecord): JournalErrorRecord {
+  let normalized: JournalErrorRecord;
   try {
     normalized = toErrorRecord(fromErrorRecord(record));
   } catch {
@@ -179,9 +180,7 @@ export class Executor implements AlarmPart {
    *   for a malformed module, `bridge/schema-too-new` when the tables were written by a newer version.
    */
   constructor(ctx: DurableObjectState, options: ExecutorOptions) {
-    if (typeof ctx !== "object" || ctx === null || typeof ctx.storage?.sql !== "object") {
-      throw invalid("Executor takes the Durable Object's state: new Executor(this.ctx, options).");
-    }
+    check.ctx(ctx, "new Executor(ctx, { loader, modules })");
     checkExecutorOptions(options);
     this.#ctx = ctx;
     this.#loader = options.loader;
@@ -225,12 +224,16 @@ export class Executor implements AlarmPart {
    * `ctx.interrupt()` (it then resolves `{ state: "interrupted", interrupt }`; see {@link resume})
    * and survives restarts: recovery replays it from the top, answering journaled calls from the
    * journal. With `options.journal` and an `id` that exists, it re-attaches to that execution
-   * instead of refusing (see `ExecuteOptions.journal`).
-   * @throws BridgeError `bridge/module-not-found`, `bridge/module-private`, `bridge/invalid-program`,
-   * `bridge/limit-input-bytes`, `bridge/unserializable`, `bridge/conflict` (the id exists),
+   * instead of refusing (see `BridgeExecuteOptions.journal`).
+   * @throws BridgeError `bridge/not-found` (a module the program imports), `bridge/module-private`,
+   * `bridge/invalid-program`, `bridge/too-large` (`limit` `maxInputBytes`), `bridge/unserializable`, `bridge/conflict` (the id exists),
    * `bridge/invalid-argument`.
    */
-  async execute(source: string, input?: unknown, options: ExecuteOptions = {}): Promise<Execution> {
+  async execute(
+    source: string,
+    input?: unknown,
+    options: BridgeExecuteOptions = {},
+  ): Promise<BridgeExecution> {
     checkExecuteOptions(options);
     const onInterrupt = checkPolicy(options.onInterrupt ?? this.#onInterrupt);
     const access = checkAccess(options.access ?? this.#access);
@@ -252,13 +255,7 @@ export class Executor implements AlarmPart {
       );
     }
     const modules = this.#registry.graph(source);
-    const inputText = encodeChecked(
-      input,
-      this.#limits.maxInputBytes,
-      "input",
-      "bridge/limit-input-bytes",
-      "maxInputBytes",
-    );
+    const inputText = encodeChecked(input, this.#limits.maxInputBytes, "input", "maxInputBytes");
     const id = options.id ?? crypto.randomUUID();
     if (this.#live.has(id) || this.#store.has(id)) {
       throw new BridgeError(
@@ -315,7 +312,7 @@ export class Executor implements AlarmPart {
    * interrupted again), like `execute`.
    * @throws BridgeError `bridge/not-found` (no such execution), `bridge/conflict` (not
    *   interrupted: running, ended, or already resumed; or its journal refused the value),
-   *   `bridge/limit-input-bytes` or `bridge/unserializable` (`value` is not data within
+   *   `bridge/too-large` (`limit` `maxInputBytes`) or `bridge/unserializable` (`value` is not data within
    *   `maxInputBytes`, or data a call cannot be answered with, such as an object using the
    *   bridge's reserved key), `bridge/invalid-argument`. A refused value leaves the run
    *   interrupted, to be resumed with another.
@@ -323,8 +320,8 @@ export class Executor implements AlarmPart {
   async resume(
     executionId: string,
     value?: unknown,
-    options: ResumeOptions = {},
-  ): Promise<Execution> {
+    options: BridgeResumeOptions = {},
+  ): Promise<BridgeExecution> {
     if (typeof executionId !== "string") throw invalid("resume takes an execution id (a string).");
     if (typeof options !== "object" || options === null) {
       throw invalid("resume takes an options object as its third argument: { journal? }.");
@@ -337,22 +334,16 @@ export class Executor implements AlarmPart {
     if (row.state !== "interrupted" || row.interruptKey === null || this.#live.has(executionId)) {
       throw new BridgeError(
         "bridge/conflict",
-        `Execution "${executionId}" is ${row.state}, not interrupted; only an interrupted replay run can be resumed, once per interrupt.`,
+        `BridgeExecution "${executionId}" is ${row.state}, not interrupted; only an interrupted replay run can be resumed, once per interrupt.`,
       );
     }
-    const valueText = encodeChecked(
-      value,
-      this.#limits.maxInputBytes,
-      "value",
-      "bridge/limit-input-bytes",
-      "maxInputBytes",
-    );
+    const valueText = encodeChecked(value, this.#limits.maxInputBytes, "value", "maxInputBytes");
     // The value as the replay will read it back and answer the program with: refused now, while
     // the run is still interrupted, rather than failing the replay.
     checkAnswerable(decode(valueText), "value");
     if (row.externalJournal && given === undefined) {
       throw invalid(
-        `Execution "${executionId}" journals to the journal given to execute; pass the same one: resume(id, value, { journal }).`,
+        `BridgeExecution "${executionId}" journals to the journal given to execute; pass the same one: resume(id, value, { journal }).`,
       );
     }
     const port = given ?? this.#ownJournal();
@@ -368,7 +359,10 @@ export class Executor implements AlarmPart {
     // Running first, then the entry resolved: a crash between leaves a running run whose replay
     // meets the unresolved interrupt and is released again, so a resume is never lost twice.
     if (!this.#store.resume(executionId, row.attempt + 1, -1)) {
-      throw new BridgeError("bridge/conflict", `Execution "${executionId}" was resumed already.`);
+      throw new BridgeError(
+        "bridge/conflict",
+        `BridgeExecution "${executionId}" was resumed already.`,
+      );
     }
     if (changed !== null) {
       return this.#end(executionId, row.attempt + 1, 0, {
@@ -394,7 +388,7 @@ export class Executor implements AlarmPart {
         // replay meets what the journal holds.
         throw new BridgeError(
           "bridge/conflict",
-          `Execution "${executionId}": its journal did not take the resume value (the interrupt at call ${key} is no longer pending there); the value was not used.`,
+          `BridgeExecution "${executionId}": its journal did not take the resume value (the interrupt at call ${key} is no longer pending there); the value was not used.`,
         );
       }
       // The attempt replays from the entries read above, the interrupt resolved: one read in all.
@@ -409,7 +403,7 @@ export class Executor implements AlarmPart {
    * `execute` with a journal and an id that exists: a running execution not live here is driven
    * now; an interrupted or ended one is returned as stored.
    */
-  async #reattach(row: StoredExecution, port: JournalPort): Promise<Execution> {
+  async #reattach(row: StoredExecution, port: JournalPort): Promise<BridgeExecution> {
     if (row.onInterrupt !== "replay") {
       throw new BridgeError(
         "bridge/conflict",
@@ -417,7 +411,7 @@ export class Executor implements AlarmPart {
       );
     }
     if (row.state !== "running" || this.#live.has(row.id)) {
-      const record = this.#store.get(row.id) as ExecutionRecord;
+      const record = this.#store.get(row.id) as BridgeExecutionRecord;
       const { executionId, state, result, error, interrupt } = record;
       return {
         executionId,
@@ -441,7 +435,7 @@ export class Executor implements AlarmPart {
     port: JournalPort,
     attempt: number,
     loaded: Extract<RecoveryPlan, { action: "restart" }> | readonly JournalEntry[],
-  ): Promise<Execution> {
+  ): Promise<BridgeExecution> {
     const plan = Array.isArray(loaded)
       ? undefined
       : (loaded as Extract<RecoveryPlan, { action: "restart" }>);
@@ -486,7 +480,7 @@ export class Executor implements AlarmPart {
    * The stored record of an execution, or `null` when there is none.
    * @throws BridgeError `bridge/invalid-argument` when `executionId` is not a string.
    */
-  get(executionId: string): ExecutionRecord | null {
+  get(executionId: string): BridgeExecutionRecord | null {
     if (typeof executionId !== "string") throw invalid("get takes an execution id (a string).");
     return this.#store.get(executionId);
   }
@@ -531,8 +525,8 @@ export class Executor implements AlarmPart {
    * this instance are left alone, so it is safe to call at any time. Resolves when every restarted
    * run has ended.
    */
-  async recover(): Promise<Execution[]> {
-    const pending: Array<Execution | Promise<Execution>> = [];
+  async recover(): Promise<BridgeExecution[]> {
+    const pending: Array<BridgeExecution | Promise<BridgeExecution>> = [];
     for (const row of this.#store.running()) {
       // A run whose journal is its caller's is re-attached by that caller, never recovered here.
       if (this.#live.has(row.id) || row.externalJournal) continue;
@@ -691,7 +685,7 @@ export class Executor implements AlarmPart {
 
   // ── Attempts ───────────────────────────────────────────────────────────────
 
-  async #drive(drive: Drive): Promise<Execution> {
+  async #drive(drive: Drive): Promise<BridgeExecution> {
     let unsafeCall: string | undefined;
     for (let attempt = drive.attempt; ; attempt++) {
       if (attempt > drive.attempt) this.#store.restart(drive.id, attempt);
@@ -807,7 +801,7 @@ export class Executor implements AlarmPart {
               return {
                 kind: "failed",
                 error: bridgeErrorRecord(
-                  "bridge/replay-diverged",
+                  "bridge/diverged",
                   `The replay diverged in the isolate: ${record.message}`,
                 ),
               };
@@ -873,7 +867,7 @@ export class Executor implements AlarmPart {
     unsafeCall: string | null | undefined,
     attempt: number,
     reason?: string,
-  ): ExecutionError | undefined {
+  ): BridgeExecutionError | undefined {
     if (unsafeCall !== null && unsafeCall !== undefined) {
       return errorBody(
         "bridge/unsafe-to-repeat",
@@ -892,27 +886,23 @@ export class Executor implements AlarmPart {
 
   /**
    * How an execution ends after an attempt that was not restarted: completed with its result and
-   * the result's codec text for the store (over `maxResultBytes`, or not data, it fails with
-   * `bridge/limit-result-bytes`), failed, failed as interrupted, or cancelled.
+   * the result's codec text for the store (over `maxResultBytes` it fails with `bridge/too-large`,
+   * not data with `bridge/unserializable`), failed, failed as interrupted, or cancelled.
    */
   #settle(outcome: AttemptOutcome): Settled {
     switch (outcome.kind) {
       case "completed": {
-        const code = "bridge/limit-result-bytes";
         try {
           const resultText = encodeChecked(
             outcome.value,
             this.#limits.maxResultBytes,
             "result",
-            code,
             "maxResultBytes",
           );
           return { state: "completed", result: outcome.value, resultText };
         } catch (error) {
           const body = thrownBody(error);
-          // A cyclic result stays `bridge/unserializable`; any other non-data result is over the limit of data.
-          if (body.code === "bridge/unserializable" && !isCyclic(outcome.value)) {
-            body.code = code;
+          if (body.code === "bridge/unserializable") {
             body.message = `The program's result is not data: ${body.message}`;
           }
           return { state: "failed", error: body };
@@ -925,7 +915,7 @@ export class Executor implements AlarmPart {
           this.#limits.maxResultBytes,
           "maxResultBytes",
         );
-        return { state: "failed", error: record.$error as ExecutionError };
+        return { state: "failed", error: record.$error as BridgeExecutionError };
       }
       case "interrupted":
         return {
@@ -956,7 +946,7 @@ export class Executor implements AlarmPart {
     calls: number,
     interrupt: RunInterrupt,
     disposed: number,
-  ): Execution {
+  ): BridgeExecution {
     let payloadText: string;
     try {
       payloadText = encode(interrupt.payload);
@@ -974,9 +964,15 @@ export class Executor implements AlarmPart {
     return { executionId: id, state: "interrupted", interrupt };
   }
 
-  #end(id: string, attempt: number, calls: number, settled: Settled, disposed = 0): Execution {
+  #end(
+    id: string,
+    attempt: number,
+    calls: number,
+    settled: Settled,
+    disposed = 0,
+  ): BridgeExecution {
     const { resultText, ...rest } = settled;
-    const execution: Execution = { executionId: id, ...rest };
+    const execution: BridgeExecution = { executionId: id, ...rest };
     if (execution.state !== "running") {
       // One statement; a second end of the same execution changes nothing.
       this.#store.finish(id, execution.state, {

@@ -6,8 +6,19 @@ export type {
   BridgeHostFunction,
   BridgeInterruptPolicy,
 } from "./context";
+export type {
+  DeprecatedBridgeErrorCode,
+  ExecuteOptions,
+  Execution,
+  ExecutionError,
+  ExecutionInterrupt,
+  ExecutionRecord,
+  ExecutionState,
+  ResumeOptions,
+} from "./deprecated";
 export { type BridgeDescribeOptions, describeModules } from "./describe";
 export {
+  type BridgeByteLimit,
   BridgeError,
   type BridgeErrorCode,
   type BridgeErrorOptions,
@@ -20,19 +31,19 @@ export type {
   BridgeExecutionEvent,
 } from "./events";
 export type {
-  Execution,
-  ExecutionError,
-  ExecutionInterrupt,
-  ExecutionRecord,
-  ExecutionState,
+  BridgeExecution,
+  BridgeExecutionError,
+  BridgeExecutionInterrupt,
+  BridgeExecutionRecord,
+  BridgeExecutionState,
 } from "./execution";
 export { Executor } from "./executor";
 export {
+  type BridgeExecuteOptions,
   type BridgeLoader,
+  type BridgeResumeOptions,
   DEFAULT_COMPATIBILITY_DATE,
-  type ExecuteOptions,
   type ExecutorOptions,
-  type ResumeOptions,
 } from "./executor-options";
 export { type BridgeLimits, DEFAULT_LIMITS } from "./limits";
 export {

@@ -125,7 +125,7 @@ export class IsolateAnswers {
    * checked exactly as if each had come to the host: in order, each is keyed, its arguments
    * digested here and compared with the journal entry at its key, and counted; the entry must be
    * the one the isolate used.
-   * @throws BridgeError `bridge/replay-diverged` (or `bridge/unsafe-to-repeat`) at the first call
+   * @throws BridgeError `bridge/diverged` (or `bridge/unsafe-to-repeat`) at the first call
    *   that is not the journal's entry the isolate answered it with; `bridge/invalid-argument` for
    *   a malformed report.
    */
@@ -144,7 +144,7 @@ export class IsolateAnswers {
       const sent = typeof seq === "number" ? this.#sent.get(seq) : undefined;
       if (sent === undefined || !Array.isArray(args)) {
         throw new BridgeError(
-          "bridge/replay-diverged",
+          "bridge/diverged",
           `The isolate reported a call it answered with journal entry ${String(seq)}, which the host did not send it (or without its arguments); the attempt is not trusted. Start a new execution.`,
         );
       }
@@ -154,7 +154,7 @@ export class IsolateAnswers {
       const entry = this.#journal.match(this.#owner.nameOf(call));
       if ((entry?.outcome !== "value" && entry?.outcome !== "error") || entry.seq !== seq) {
         throw new BridgeError(
-          "bridge/replay-diverged",
+          "bridge/diverged",
           `The replay diverged at call ${call.key} (${callLabel(call)}): the isolate answered it with journal entry ${seq}, which is not the entry recorded at that key. Start a new execution.`,
         );
       }

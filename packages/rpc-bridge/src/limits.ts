@@ -32,7 +32,7 @@ export interface BridgeLimits {
   maxResultBytes: number;
   /**
    * Encoded size of a `ctx.interrupt(payload)` payload: a larger one is refused to the host code
-   * with `bridge/limit-interrupt-bytes` and the run goes on. Stored split over rows when it
+   * with `bridge/too-large` (`limit` `maxInterruptBytes`) and the run goes on. Stored split over rows when it
    * outgrows one. Default 1 MiB.
    */
   maxInterruptBytes: number;

@@ -222,7 +222,7 @@ export class ModuleRegistry {
    * imports rewritten to loader file names) and every module it reaches, shims for host modules and
    * the prepared text of source modules. Nothing runs here: a program importing a private or
    * unknown module, or using a computed `import()`, is refused with an error naming it.
-   * @throws BridgeError `bridge/module-not-found`, `bridge/module-private`, `bridge/invalid-program`, `bridge/invalid-module`.
+   * @throws BridgeError `bridge/not-found`, `bridge/module-private`, `bridge/invalid-program`, `bridge/invalid-module`.
    */
   graph(program: string): Record<string, string> {
     const what = "The program";
@@ -249,7 +249,7 @@ export class ModuleRegistry {
       if (!entry) {
         const available = this.publicSpecifiers();
         throw new BridgeError(
-          "bridge/module-not-found",
+          "bridge/not-found",
           `The program imports "${spec}", which is not available to programs. ${available.length > 0 ? `It may import: ${available.join(", ")}.` : "No modules are configured."}`,
         );
       }

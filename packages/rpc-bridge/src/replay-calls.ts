@@ -1,8 +1,8 @@
 import {
   callIdOf,
-  type ErrorRecord,
   isUnsafeToRepeat,
-  type OutcomeKind,
+  type JournalErrorRecord,
+  type JournalOutcomeKind,
 } from "@durablekit/handle-journal";
 import { AnswerRefs } from "./answer-refs";
 import { type CallJournal, type CallStart, type JournalHost, NOT_REVIVED } from "./call-journal";
@@ -89,7 +89,7 @@ interface JournaledCall {
    * The journal body of the call's answer, noted when it is shaped (or refused) and recorded by
    * `settle`; null for a call marked unsafeToRepeat whose value the journal cannot keep.
    */
-  answer?: { outcome: OutcomeKind; body: string } | null;
+  answer?: { outcome: JournalOutcomeKind; body: string } | null;
 }
 
 /**
@@ -283,7 +283,7 @@ export class ReplayCalls implements CallJournal {
    * unjournaled), and their records bounded, so refused calls cannot grow the journal without
    * bound either.
    */
-  refuse(call: CallState, error: unknown): ErrorRecord {
+  refuse(call: CallState, error: unknown): JournalErrorRecord {
     this.#refused++;
     const facts = this.#calls.get(call) as JournaledCall;
     const { record } = boundErrorRecord(
@@ -394,7 +394,7 @@ export class ReplayCalls implements CallJournal {
   }
 
   /** Records a call's error (not for a call that interrupted the run), then answers it. */
-  settleError(call: CallState, record: ErrorRecord, bytes: number, answer: Answer): Answer {
+  settleError(call: CallState, record: JournalErrorRecord, bytes: number, answer: Answer): Answer {
     const facts = this.#calls.get(call);
     if (facts === undefined || facts.interrupted) return answer;
     facts.charged += bytes;
@@ -406,7 +406,7 @@ export class ReplayCalls implements CallJournal {
    * Records a live call's answer (or resolves its unsafeToRepeat marker) and answers it as a
    * `"journaled"` envelope, only once the write returned.
    */
-  #record(call: CallState, outcome: OutcomeKind, body: string, answer: Answer): Answer {
+  #record(call: CallState, outcome: JournalOutcomeKind, body: string, answer: Answer): Answer {
     const facts = this.#calls.get(call) as JournaledCall;
     let recorded: Recorded;
     try {
@@ -458,15 +458,15 @@ export class ReplayCalls implements CallJournal {
     try {
       // Bounded before anything is written: a payload over the limit releases nothing (the run
       // goes on), and what is admitted is stored split over rows where it outgrows one.
-      dataSize(payload, max, "payload", "bridge/limit-interrupt-bytes", "maxInterruptBytes");
+      dataSize(payload, max, "payload", "maxInterruptBytes");
       body = encodeBody(payload, { events: facts.events, bytes: facts.charged });
     } catch (error) {
-      if (isBridgeError(error, "bridge/limit-interrupt-bytes")) {
+      if (isBridgeError(error, "bridge/too-large")) {
         return handledRejection(
           new BridgeError(
-            "bridge/limit-interrupt-bytes",
+            "bridge/too-large",
             `The payload of ctx.interrupt() in ${callLabel(call)} encodes to more than ${max} bytes (maxInterruptBytes); the run was not released and goes on. Interrupt with less (e.g. an id of the data), or raise maxInterruptBytes.`,
-            { cause: error },
+            { cause: error, limit: "maxInterruptBytes" },
           ),
         );
       }
@@ -538,7 +538,7 @@ export class ReplayCalls implements CallJournal {
     return this.#answers.prefetch();
   }
 
-  checkAnswered(report: unknown): ErrorRecord | undefined {
+  checkAnswered(report: unknown): JournalErrorRecord | undefined {
     if (report === undefined) return undefined;
     try {
       this.#answers.check(report);
@@ -548,8 +548,8 @@ export class ReplayCalls implements CallJournal {
     }
   }
 
-  /** A program that ended with journal entries it did not reach diverged: `bridge/replay-diverged`. */
-  checkEnded(): ErrorRecord | undefined {
+  /** A program that ended with journal entries it did not reach diverged: `bridge/diverged`. */
+  checkEnded(): JournalErrorRecord | undefined {
     try {
       this.#journal.checkEnded();
       return undefined;

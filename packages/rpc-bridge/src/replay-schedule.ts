@@ -3,7 +3,7 @@ import type { EventWindow } from "./wire";
 
 function malformed(what: string): BridgeError {
   return new BridgeError(
-    "bridge/replay-diverged",
+    "bridge/diverged",
     `The journal's event log is malformed (${what}); the run cannot be replayed. Start a new execution.`,
   );
 }
@@ -16,7 +16,7 @@ function malformed(what: string): BridgeError {
  * nothing the host kept depends on them). Windows are read as untrusted data: a window that is not
  * `{ from: non-negative integer, list: non-zero integers }` is refused, and memory stays
  * proportional to the events given, whatever the offsets.
- * @throws BridgeError `bridge/replay-diverged` when two windows disagree about an offset, or a
+ * @throws BridgeError `bridge/diverged` when two windows disagree about an offset, or a
  * window is malformed.
  */
 export function buildSchedule(windows: ReadonlyArray<EventWindow>): number[] {
@@ -36,7 +36,7 @@ export function buildSchedule(windows: ReadonlyArray<EventWindow>): number[] {
       const known = log.get(at);
       if (known !== undefined && known !== event) {
         throw new BridgeError(
-          "bridge/replay-diverged",
+          "bridge/diverged",
           `The journal's event log disagrees with itself at position ${at} (${known} and ${event as number}); the run cannot be replayed. Start a new execution.`,
         );
       }

@@ -4,15 +4,15 @@ import {
   decode,
   digestArgs,
   digestText,
-  type ErrorRecord,
   encode,
   type HandleRecord,
   isCallKey,
   isErrorRecord,
   isJournalError,
   type JournalEntry,
+  type JournalErrorRecord,
+  type JournalOutcomeKind,
   type JournalPort,
-  type OutcomeKind,
   Replayer,
   toErrorRecord,
 } from "@durablekit/handle-journal";
@@ -121,7 +121,7 @@ export type ReplayedCall =
       kind: "error";
       seq: number;
       at: number;
-      record: ErrorRecord;
+      record: JournalErrorRecord;
       bytes: number;
       /** The bridge refused the call (see {@link EntryBody} `f`). */
       refused: boolean;
@@ -142,7 +142,7 @@ export type PlainEntry = JournalCallName & {
   bytes: number;
   /** The bridge refused the call after keying it (see {@link EntryBody}). */
   refused: boolean;
-} & ({ kind: "value"; value: unknown } | { kind: "error"; record: ErrorRecord });
+} & ({ kind: "value"; value: unknown } | { kind: "error"; record: JournalErrorRecord });
 
 /** What a recorded (or resolved) entry tells the isolate: its order and time. */
 export interface Recorded {
@@ -235,7 +235,7 @@ export class RunJournal {
 
   /**
    * Loads the execution's journal through `port` (one read) and builds its schedule.
-   * @throws BridgeError `bridge/replay-diverged` when the recorded event windows disagree.
+   * @throws BridgeError `bridge/diverged` when the recorded event windows disagree.
    */
   constructor(
     port: JournalPort,
@@ -289,7 +289,7 @@ export class RunJournal {
 
   /**
    * The recorded outcome of the call at `call.key`, or `live` when it was never recorded.
-   * @throws BridgeError `bridge/replay-diverged` when another call is recorded at the key;
+   * @throws BridgeError `bridge/diverged` when another call is recorded at the key;
    *   `bridge/unsafe-to-repeat` when the recorded call is an unsettled unsafeToRepeat marker.
    */
   next(call: JournalCallName): ReplayedCall {
@@ -324,7 +324,7 @@ export class RunJournal {
     } catch (error) {
       if (error instanceof DivergenceError) {
         throw new BridgeError(
-          "bridge/replay-diverged",
+          "bridge/diverged",
           `The replay diverged at call ${error.key}: the journal recorded ${error.expected}, the program now made ${error.actual}. The program, its input or what its calls returned changed since the run was recorded; start a new execution.`,
           { cause: error },
         );
@@ -343,13 +343,13 @@ export class RunJournal {
 
   /**
    * When the program ended: a journal with entries the replay never reached is a divergence.
-   * @throws BridgeError `bridge/replay-diverged` naming the first key left.
+   * @throws BridgeError `bridge/diverged` naming the first key left.
    */
   checkEnded(): void {
     const left = this.#replayer.remaining;
     if (left === 0) return;
     throw new BridgeError(
-      "bridge/replay-diverged",
+      "bridge/diverged",
       `The replay diverged: the program ended with ${left} recorded call(s) it did not make again (the journal holds calls past where the program now stops). Start a new execution.`,
     );
   }
@@ -360,7 +360,7 @@ export class RunJournal {
    * Records a call's outcome (one port write) before its answer is delivered.
    * @throws the port's error (the run ends; the answer is not delivered).
    */
-  record(call: JournalCallName, outcome: OutcomeKind, body: string): Recorded {
+  record(call: JournalCallName, outcome: JournalOutcomeKind, body: string): Recorded {
     const at = this.#now();
     const { seq } = this.#port.record({
       executionId: this.executionId,
@@ -379,7 +379,7 @@ export class RunJournal {
    * Resolves an `unsafe` marker to its call's outcome (one port write).
    * @throws BridgeError `bridge/conflict` when the marker is no longer pending.
    */
-  resolve(key: string, seq: number, outcome: OutcomeKind, body: string): Recorded {
+  resolve(key: string, seq: number, outcome: JournalOutcomeKind, body: string): Recorded {
     const at = this.#now();
     if (!this.#port.resolve(this.executionId, key, outcome, body, at)) {
       throw new BridgeError(

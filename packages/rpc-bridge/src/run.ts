@@ -1,8 +1,8 @@
 import {
-  type ErrorRecord,
   fromErrorRecord,
   isErrorRecord,
   isUnsafeToRepeat,
+  type JournalErrorRecord,
 } from "@durablekit/handle-journal";
 import { CallBudget } from "./call-budget";
 import { type CallJournal, LIVE, NOT_REVIVED } from "./call-journal";
@@ -40,7 +40,7 @@ export interface RunInterrupt {
  */
 export type AttemptOutcome =
   | { kind: "completed"; value: unknown }
-  | { kind: "failed"; error: ErrorRecord }
+  | { kind: "failed"; error: JournalErrorRecord }
   | { kind: "interrupted"; reason: string }
   | { kind: "suspended"; interrupt: RunInterrupt }
   | { kind: "cancelled"; reason: string };
@@ -62,8 +62,6 @@ export interface RunOptions {
    */
   calls?: CallJournal | undefined;
 }
-
-const RESPONSE_LIMIT = "bridge/limit-response-bytes";
 
 /** The longest function or method name a call may name (UTF-16 code units). */
 const MAX_METHOD_CHARS = 256;
@@ -410,7 +408,7 @@ export class Run {
 
   /**
    * The record of an error a call answers with, measured and charged like a response: over
-   * `maxResponseBytes` (or what is left of `maxTotalBytes`) it keeps only name, code and a
+   * `maxResponseBytes` (or what is left of `maxTotalBytes`) it keeps only name, code, `limit` and a
    * truncated message, and says so. Answers it with the bytes charged. Never throws.
    */
   #errorRecord(error: unknown): BoundedErrorRecord {
@@ -661,7 +659,7 @@ export class Run {
    * `maxTotalBytes`. A primitive is answered as itself after one size check. A refused response
    * releases what it registered and disposes the objects it returned that the program does not
    * already hold.
-   * @throws BridgeError `bridge/limit-response-bytes`, `bridge/limit-total-bytes`,
+   * @throws BridgeError `bridge/too-large` (`limit` `maxResponseBytes` or `maxTotalBytes`),
    * `bridge/limit-handles`, `bridge/unserializable`.
    */
   #shape(value: unknown, call: CallState, root = "result"): Answer {
@@ -669,7 +667,7 @@ export class Run {
     const budget = this.#budget;
     const max = this.#limits.maxResponseBytes;
     if ((typeof value !== "object" && typeof value !== "function") || value === null) {
-      const size = dataSize(value, max, root, RESPONSE_LIMIT, "maxResponseBytes");
+      const size = dataSize(value, max, root, "maxResponseBytes");
       budget.chargeResponse(size, () => callLabel(call));
       if (root === "result") this.#calls.noteAnswer(call, value, null, size);
       return plain(value);
@@ -686,7 +684,7 @@ export class Run {
       const answering = root === "result";
       if (answering) this.#calls.checkOutgoing(call, outgoing, fresh);
       const measured = outgoing.streams ? measurable(outgoing.wire) : outgoing.wire;
-      const size = dataSize(measured, max, root, RESPONSE_LIMIT, "maxResponseBytes");
+      const size = dataSize(measured, max, root, "maxResponseBytes");
       if (answering) this.#calls.noteAnswer(call, value, outgoing, size);
       budget.chargeResponse(size, () => callLabel(call));
       return outgoing.special ? tagged(outgoing.wire) : plain(outgoing.wire);
@@ -700,7 +698,7 @@ export class Run {
 
   // ── Streams ────────────────────────────────────────────────────────────────
 
-  readonly #streamErrors = new Map<number, ErrorRecord>();
+  readonly #streamErrors = new Map<number, JournalErrorRecord>();
   #nextStream = 1;
 
   /**
@@ -732,7 +730,7 @@ export class Run {
   }
 
   /** How host stream `id` ended: the record of its error, or null when it closed normally. */
-  streamEnd(id: unknown): ErrorRecord | null {
+  streamEnd(id: unknown): JournalErrorRecord | null {
     if (typeof id !== "number") return null;
     const record = this.#streamErrors.get(id) ?? null;
     this.#streamErrors.delete(id);

@@ -1,4 +1,4 @@
-import type { ErrorRecord } from "@durablekit/handle-journal";
+import type { JournalErrorRecord } from "@durablekit/handle-journal";
 import {
   ObjectDefineProperty,
   ObjectFreeze,
@@ -85,7 +85,7 @@ export type PlainData = { readonly [PLAIN]: true };
  */
 export type Envelope =
   | { [TAG]: "tagged"; value: unknown }
-  | { [TAG]: "error"; record: ErrorRecord }
+  | { [TAG]: "error"; record: JournalErrorRecord }
   | { [TAG]: "halt" }
   | { [TAG]: "journaled"; seq: number; at: number; answer: Answer };
 
@@ -118,7 +118,10 @@ export function envelopeOf(message: Answer | Reply | unknown): Envelope | null {
  */
 export type Outcome = (
   | { kind: "returned"; value: unknown }
-  | { kind: "threw" | "unhandled-rejection" | "timer-error" | "diverged"; record: ErrorRecord }
+  | {
+      kind: "threw" | "unhandled-rejection" | "timer-error" | "diverged";
+      record: JournalErrorRecord;
+    }
   | { kind: "halted" }
 ) & {
   /** Replay runs: the calls answered inside the isolate since the last `invoke`, in call order. */
@@ -175,7 +178,7 @@ export interface EvaluateOptions {
 }
 
 /** The answer of a call that failed. */
-export function failure(record: ErrorRecord): Answer {
+export function failure(record: JournalErrorRecord): Answer {
   return { [TAG]: "error", record };
 }
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { Execution } from "../src/index";
+import type { BridgeExecution } from "../src/index";
 import { freshFixture, inFixture, run } from "./helpers";
 
 /** What an adversarial program ended with: its execution, or the code execute() threw. */
-type Ending = { execution: Execution } | { refused: string };
+type Ending = { execution: BridgeExecution } | { refused: string };
 
 /**
  * Runs an adversarial program and, concurrently in the same object, a benign one: the benign run
@@ -23,7 +23,7 @@ async function againstBenign(source: string): Promise<Ending> {
   return ending;
 }
 
-function failed(ending: Ending): NonNullable<Execution["error"]> {
+function failed(ending: Ending): NonNullable<BridgeExecution["error"]> {
   if (!("execution" in ending)) throw new Error(`refused before running: ${ending.refused}`);
   expect(ending.execution.state).toBe("failed");
   return ending.execution.error ?? { name: "", message: "" };
@@ -89,7 +89,7 @@ describe("adversarial programs", () => {
       await againstBenign(
         `import { connect } from "cloudflare:sockets"; export default async () => connect("example.com:80");`,
       ),
-    ).toEqual({ refused: "bridge/module-not-found" });
+    ).toEqual({ refused: "bridge/not-found" });
   });
 
   it("fails a program using caches (none configured)", async () => {
@@ -116,7 +116,7 @@ describe("adversarial programs", () => {
 
   it("refuses import() of unknown and private specifiers before the program runs", async () => {
     expect(await againstBenign(`export default async () => import("test:nope");`)).toEqual({
-      refused: "bridge/module-not-found",
+      refused: "bridge/not-found",
     });
     expect(
       await againstBenign(`const m = "test:private"; export default async () => import(m);`),

@@ -3,10 +3,10 @@ import { describe, expect, it } from "vitest";
 import { dataSize } from "../src/data-size";
 import { isBridgeError } from "../src/errors";
 
-const LIMIT = "bridge/limit-request-bytes";
+const LIMIT = "bridge/too-large";
 
 function sizeOf(value: unknown, max = 1 << 30): number {
-  return dataSize(value, max, "args", LIMIT, "maxRequestBytes");
+  return dataSize(value, max, "args", "maxRequestBytes");
 }
 
 /** A deterministic mix of every kind of UTF-16 code unit JSON escapes or UTF-8 widens. */
@@ -85,7 +85,10 @@ describe("data sizes", () => {
       thrown = error;
     }
     expect(isBridgeError(thrown, LIMIT)).toBe(true);
-    expect((thrown as { path?: string }).path).toBe("args");
+    expect(thrown).toMatchObject({ path: "args", limit: "maxRequestBytes" });
+    // The code it had before 0.x renamed it still matches, and only for its own limit.
+    expect(isBridgeError(thrown, "bridge/limit-request-bytes")).toBe(true);
+    expect(isBridgeError(thrown, "bridge/limit-total-bytes")).toBe(false);
     // Exactly at the limit is allowed.
     const exact = encodedSize(["x".repeat(100)]);
     expect(sizeOf(["x".repeat(100)], exact)).toBe(exact);

@@ -312,7 +312,7 @@ describe("deterministic isolate: delivery order", () => {
     const outcome = await evaluate(program, new FakeBridge(), replayOf([7]));
     expect(outcome.kind).toBe("diverged");
     const record = (outcome as { record: { $error: { code: string; message: string } } }).record;
-    expect(record.$error.code).toBe("bridge/replay-diverged");
+    expect(record.$error.code).toBe("bridge/diverged");
     expect(record.$error.message).toMatch(/journal entry 7/);
   });
 
@@ -323,7 +323,7 @@ describe("deterministic isolate: delivery order", () => {
     const outcome = await evaluate(program, new FakeBridge(), replayOf([1, -1]));
     expect(outcome.kind).toBe("diverged");
     const record = (outcome as { record: { $error: { code: string; message: string } } }).record;
-    expect(record.$error.code).toBe("bridge/replay-diverged");
+    expect(record.$error.code).toBe("bridge/diverged");
     expect(record.$error.message).toMatch(/returned before it received the firing of timer 1/);
   });
 });
@@ -411,7 +411,7 @@ describe("deterministic isolate: platform compatibility", () => {
 });
 
 describe("buildSchedule", () => {
-  const diverged = (e: unknown): e is BridgeError => isBridgeError(e, "bridge/replay-diverged");
+  const diverged = (e: unknown): e is BridgeError => isBridgeError(e, "bridge/diverged");
 
   it("merges overlapping windows that agree", () => {
     expect(
@@ -424,7 +424,7 @@ describe("buildSchedule", () => {
     ).toEqual([1, -1, 2, 3]);
   });
 
-  it("refuses windows that disagree about a position with bridge/replay-diverged", () => {
+  it("refuses windows that disagree about a position with bridge/diverged", () => {
     expect(
       thrownCodeSync(
         () =>
@@ -434,7 +434,7 @@ describe("buildSchedule", () => {
           ]),
         diverged,
       ),
-    ).toBe("bridge/replay-diverged");
+    ).toBe("bridge/diverged");
   });
 
   it("keeps only the gap-free prefix from position 0", () => {
@@ -460,7 +460,7 @@ describe("buildSchedule", () => {
     ];
     for (const window of bad) {
       expect(thrownCodeSync(() => buildSchedule([window as never]), diverged)).toBe(
-        "bridge/replay-diverged",
+        "bridge/diverged",
       );
     }
     expect(

@@ -330,8 +330,8 @@ describe("request sizes", () => {
        }`,
     );
     expect(execution.result).toEqual([
-      ["BridgeError", "bridge/limit-request-bytes", false],
-      ["BridgeError", "bridge/limit-request-bytes", false],
+      ["BridgeError", "bridge/too-large", false],
+      ["BridgeError", "bridge/too-large", false],
     ]);
     const refused = await inFixture(
       stub,

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import type { ExecuteOptions, Execution } from "../src/index";
+import type { BridgeExecuteOptions, BridgeExecution } from "../src/index";
 import type { Counters } from "./fixtures/modules";
 import type { Fixture, ReplayFixture } from "./fixtures/worker";
 
@@ -27,8 +27,8 @@ export function run(
   stub: DurableObjectStub<Fixture>,
   source: string,
   input?: unknown,
-  options?: ExecuteOptions,
-): Promise<Execution> {
+  options?: BridgeExecuteOptions,
+): Promise<BridgeExecution> {
   return runInDurableObject(stub, (instance: Fixture) =>
     instance.executor.execute(source, input, options),
   );

@@ -200,7 +200,7 @@ describe("hostile programs: what the isolate sends is bounded by the host", () =
     // One window (about 100,000 characters) is more than the run's 64 KiB: no call is keyed.
     expect(out.done).toMatchObject({
       state: "completed",
-      result: new Array(10).fill("bridge/limit-total-bytes"),
+      result: new Array(10).fill("bridge/too-large"),
     });
     expect(out.chars).toBeLessThanOrEqual(
       LIMITS.maxTotalBytes + out.entries * JOURNAL_CALL_OVERHEAD,

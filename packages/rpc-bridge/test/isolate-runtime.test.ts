@@ -1,4 +1,4 @@
-import { type ErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
+import { type JournalErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
 import { thrownCode } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import {
@@ -37,7 +37,7 @@ class RecordingHost implements BridgeStub {
     this.others++;
     return Promise.resolve();
   }
-  streamEnd(): Promise<ErrorRecord | null> {
+  streamEnd(): Promise<JournalErrorRecord | null> {
     this.others++;
     return Promise.resolve(null);
   }
@@ -118,13 +118,17 @@ describe("isolate runtime: size bound", () => {
     const runtime = attached(host, 10);
     const isBridge = (e: unknown): e is { code: string } => isCoded(e);
     expect(await thrownCode(() => runtime.call(1, "m", ["x".repeat(11)]), isBridge)).toBe(
-      "bridge/limit-request-bytes",
+      "bridge/too-large",
     );
     expect(await thrownCode(() => runtime.call(1, "m", [{ s: "x".repeat(11) }]), isBridge)).toBe(
-      "bridge/limit-request-bytes",
+      "bridge/too-large",
     );
     expect(host.requests).toHaveLength(0);
-    expect(requestTooLarge(10)).toMatchObject({ name: "BridgeError", path: "args" });
+    expect(requestTooLarge(10)).toMatchObject({
+      name: "BridgeError",
+      path: "args",
+      limit: "maxRequestBytes",
+    });
   });
 
   it("sends a view as its own bytes only", async () => {

@@ -29,7 +29,7 @@ describe("isolation", () => {
         .catch((error: { code?: string }) => ({ refusedAtStart: error.code })),
     );
     // A literal import() of an unconfigured module is refused before the program runs.
-    expect(execution).toEqual({ refusedAtStart: "bridge/module-not-found" });
+    expect(execution).toEqual({ refusedAtStart: "bridge/not-found" });
     const plain = await run(
       stub,
       `

@@ -59,11 +59,11 @@ describe("limits", () => {
       export default async function () {
         const probe = await make();
         try { await probe.write("x".repeat(1000)); return "ran"; }
-        catch (e) { return [e.code, e.path]; }
+        catch (e) { return [e.code, e.path, e.limit]; }
       }
     `,
     );
-    expect(execution.result).toEqual(["bridge/limit-request-bytes", "args"]);
+    expect(execution.result).toEqual(["bridge/too-large", "args", "maxRequestBytes"]);
     expect((await countersOf(stub)).writes).toBe(0);
   });
 
@@ -76,11 +76,11 @@ describe("limits", () => {
       import { big } from "test:probe";
       export default async function () {
         const small = await big(10);
-        try { await big(2000); return "delivered"; } catch (e) { return [small.length, e.code]; }
+        try { await big(2000); return "delivered"; } catch (e) { return [small.length, e.code, e.limit]; }
       }
     `,
     );
-    expect(execution.result).toEqual([10, "bridge/limit-response-bytes"]);
+    expect(execution.result).toEqual([10, "bridge/too-large", "maxResponseBytes"]);
   });
 
   it("refuses calls once the run's requests and responses exceed maxTotalBytes", async () => {
@@ -93,7 +93,7 @@ describe("limits", () => {
       export default async function () {
         const sizes = [];
         for (let i = 0; i < 5; i++) {
-          try { sizes.push((await big(1000)).length); } catch (e) { sizes.push(e.code); }
+          try { sizes.push((await big(1000)).length); } catch (e) { sizes.push(e.code + " " + e.limit); }
         }
         return sizes;
       }
@@ -102,9 +102,9 @@ describe("limits", () => {
     expect(execution.result).toEqual([
       1000,
       1000,
-      "bridge/limit-total-bytes",
-      "bridge/limit-total-bytes",
-      "bridge/limit-total-bytes",
+      "bridge/too-large maxTotalBytes",
+      "bridge/too-large maxTotalBytes",
+      "bridge/too-large maxTotalBytes",
     ]);
   });
 

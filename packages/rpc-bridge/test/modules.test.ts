@@ -62,10 +62,10 @@ describe("modules", () => {
       ]),
     );
     expect(outcomes.map((o) => o.code)).toEqual([
-      "bridge/module-not-found",
+      "bridge/not-found",
       "bridge/invalid-program",
       "bridge/invalid-program",
-      "bridge/module-not-found",
+      "bridge/not-found",
       "bridge/module-private",
     ]);
     expect(outcomes[0]?.message).toContain('"cloudflare:workers"');

@@ -92,13 +92,13 @@ describe("replay: the journal", () => {
     });
     const ended = await inReplay(stub, (i) => i.executor.resume("div-1", true));
     expect(ended.state).toBe("failed");
-    expect(ended.error?.code).toBe("bridge/replay-diverged");
+    expect(ended.error?.code).toBe("bridge/diverged");
     expect(ended.error?.message).toContain("at call 2");
     expect(ended.error?.message).toContain("test:replay.slow");
     expect(ended.error?.message).toContain("test:replay.echo");
   });
 
-  it("fails a resumed run with bridge/replay-diverged naming the key when, after a deploy, the same program makes another call there", async () => {
+  it("fails a resumed run with bridge/diverged naming the key when, after a deploy, the same program makes another call there", async () => {
     const stub = freshReplay();
     // The program's source is unchanged (so is its fingerprint); what it calls depends on the host
     // module's shape, which a deploy may change.
@@ -117,7 +117,7 @@ describe("replay: the journal", () => {
     await inReplay(stub, (i) => i.setVersion(2));
     const ended = await inReplay(stub, (i) => i.create().resume("div-deploy", { approved: true }));
     expect(ended.state).toBe("failed");
-    expect(ended.error?.code).toBe("bridge/replay-diverged");
+    expect(ended.error?.code).toBe("bridge/diverged");
     expect(ended.error?.message).toContain("at call 2");
     expect(ended.error?.message).toContain("test:replay.echo");
     expect(ended.error?.message).toContain("test:replay.added");
@@ -144,7 +144,7 @@ describe("replay: the journal", () => {
       });
     });
     const ended = await inReplay(stub, (i) => i.executor.resume("div-2", true));
-    expect(ended.error?.code).toBe("bridge/replay-diverged");
+    expect(ended.error?.code).toBe("bridge/diverged");
     expect(ended.error?.message).toContain("1 recorded call(s)");
   });
 

@@ -46,7 +46,7 @@ describe("replay: payloads larger than a row", () => {
     expect(await storedCounters(stub)).toMatchObject({ bigInterrupts: 1, echoes: 1 });
   });
 
-  it("refuses an interrupt payload over maxInterruptBytes to the host code with bridge/limit-interrupt-bytes and does not release the run", async () => {
+  it("refuses an interrupt payload over maxInterruptBytes to the host code with bridge/too-large and does not release the run", async () => {
     const stub = freshReplay();
     const out = await inReplay(stub, async (i, state) => {
       const done = await i.executor.execute(BIG_INTERRUPT, 12 * MiB, { id: "big-2" });
@@ -56,7 +56,7 @@ describe("replay: payloads larger than a row", () => {
     expect(out.done).toEqual({
       executionId: "big-2",
       state: "completed",
-      result: { answer: { refused: "bridge/limit-interrupt-bytes" }, after: "after" },
+      result: { answer: { refused: "bridge/too-large" }, after: "after" },
     });
     expect(out.row).toBe("completed");
     expect(out.entries).toEqual([

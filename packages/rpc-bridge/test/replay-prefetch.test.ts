@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { Execution } from "../src/index";
+import type { BridgeExecution } from "../src/index";
 import { PREFETCH_MAX_CHARS } from "../src/isolate-answers";
 import type { Answer, EvaluateOptions } from "../src/wire";
 import type { BridgeTraffic } from "./fixtures/counting-loader";
@@ -27,7 +27,7 @@ function resumeCounted(
   stub: DurableObjectStub<ReplayFixture>,
   id: string,
   tamper?: (options: EvaluateOptions) => void,
-): Promise<{ execution: Execution; traffic: BridgeTraffic }> {
+): Promise<{ execution: BridgeExecution; traffic: BridgeTraffic }> {
   return inReplay(stub, async (i) => {
     Object.assign(i.loader.traffic, {
       attempts: 0,
@@ -85,7 +85,7 @@ describe("replay: recorded plain calls are answered inside the isolate", () => {
     expect(counters.approvals).toBe(1);
   });
 
-  it("fails the replay with bridge/replay-diverged when the isolate reports a call answered with the entry recorded at another key", async () => {
+  it("fails the replay with bridge/diverged when the isolate reports a call answered with the entry recorded at another key", async () => {
     const stub = freshReplay();
     const source = `
       import { echo, approval } from "test:replay";
@@ -103,7 +103,7 @@ describe("replay: recorded plain calls are answered inside the isolate", () => {
       return i.executor.resume("swap-1", { approved: true });
     });
     expect(resumed.state).toBe("failed");
-    expect(resumed.error?.code).toBe("bridge/replay-diverged");
+    expect(resumed.error?.code).toBe("bridge/diverged");
     expect(resumed.error?.message).toContain("call 1 (test:replay.echo)");
     expect((await storedCounters(stub)).echoes).toBe(2);
   });
@@ -125,7 +125,7 @@ describe("replay: recorded plain calls are answered inside the isolate", () => {
       return i.executor.resume("forge-1", { approved: true });
     });
     expect(resumed.state).toBe("failed");
-    expect(resumed.error?.code).toBe("bridge/replay-diverged");
+    expect(resumed.error?.code).toBe("bridge/diverged");
     expect((await storedCounters(stub)).creates).toBe(1);
   });
 
@@ -153,7 +153,7 @@ describe("replay: recorded plain calls are answered inside the isolate", () => {
     expect(resumed.traffic).toMatchObject({ invokes: 0, reportedAtEnd: 3 });
   });
 
-  it("fails the run with bridge/replay-diverged at a call answered in the isolate whose arguments changed, before the host runs anything more", async () => {
+  it("fails the run with bridge/diverged at a call answered in the isolate whose arguments changed, before the host runs anything more", async () => {
     const stub = freshReplay();
     const source = `
       import { createJob } from "codemode:jobs";
@@ -175,7 +175,7 @@ describe("replay: recorded plain calls are answered inside the isolate", () => {
       if (answers !== undefined) answers.answers[0] = 41 as unknown as Answer;
     });
     expect(resumed.execution.state).toBe("failed");
-    expect(resumed.execution.error?.code).toBe("bridge/replay-diverged");
+    expect(resumed.execution.error?.code).toBe("bridge/diverged");
     expect(resumed.execution.error?.message).toContain(
       "call 2: the journal recorded test:replay.echo",
     );

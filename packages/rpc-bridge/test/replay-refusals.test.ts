@@ -104,7 +104,7 @@ describe("replay: limits count across resumes", () => {
       { limits: { maxTotalBytes: 4000 } },
     );
     expect(out.first).toBe("interrupted");
-    expect(out.done).toMatchObject({ state: "completed", result: "bridge/limit-total-bytes" });
+    expect(out.done).toMatchObject({ state: "completed", result: "bridge/too-large" });
     expect(out.counters).toMatchObject({ creates: 1, echoes: 1, approvals: 1 });
   });
 

@@ -56,7 +56,7 @@ describe("replay: interrupt and resume", () => {
     expect(codes).toEqual({
       unknown: "bridge/not-found",
       notData: "bridge/unserializable",
-      tooLarge: "bridge/limit-input-bytes",
+      tooLarge: "bridge/too-large",
       whileRunning: "bridge/conflict",
       finished: "bridge/conflict",
       badId: "bridge/invalid-argument",

@@ -81,6 +81,17 @@ describe("values across the bridge", () => {
     `,
     );
     expect(execution.state).toBe("failed");
-    expect(execution.error?.code).toBe("bridge/limit-result-bytes");
+    expect(execution.error?.code).toBe("bridge/unserializable");
+  });
+
+  it("fails a run whose result is over maxResultBytes with bridge/too-large naming the limit", async () => {
+    const stub = freshFixture();
+    await stub.configure({ maxResultBytes: 1024 });
+    const execution = await run(
+      stub,
+      `export default async function () { return "x".repeat(5000); }`,
+    );
+    expect(execution.state).toBe("failed");
+    expect(execution.error).toMatchObject({ code: "bridge/too-large", limit: "maxResultBytes" });
   });
 });

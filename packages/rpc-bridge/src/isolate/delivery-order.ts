@@ -1,4 +1,4 @@
-import type { ErrorRecord } from "@durablekit/handle-journal";
+import type { JournalErrorRecord } from "@durablekit/handle-journal";
 import {
   ArrayPrototypePush,
   ArrayPrototypeShift,
@@ -103,8 +103,8 @@ export class DeliveryOrder {
   #ended = false;
 
   /** Settles with the record of the divergence when the program does not repeat the schedule. */
-  readonly diverged: Promise<ErrorRecord>;
-  #diverge!: (record: ErrorRecord) => void;
+  readonly diverged: Promise<JournalErrorRecord>;
+  #diverge!: (record: JournalErrorRecord) => void;
 
   constructor(schedule: readonly number[], clock: VirtualClock, real: RealTimers) {
     this.#schedule = schedule;
@@ -333,12 +333,12 @@ export class DeliveryOrder {
     this.#diverge(this.#divergence("stopped before it"));
   };
 
-  #divergence(what: string): ErrorRecord {
+  #divergence(what: string): JournalErrorRecord {
     const event = this.#schedule[this.#cursor] as number;
     return {
       $error: {
         name: "BridgeError",
-        code: "bridge/replay-diverged",
+        code: "bridge/diverged",
         retryable: false,
         message: `The program did not repeat its recorded run: it ${what} received ${describe(event)} (event ${this.#cursor + 1} of ${this.#schedule.length} recorded). A replayed program must make the same calls and create the same timers in the same order when given the same answers, times and random values.`,
       },
@@ -349,7 +349,7 @@ export class DeliveryOrder {
    * The program returned: the divergence when recorded events were left undelivered (the recorded
    * run saw them before its last recorded call), else null.
    */
-  finish(): ErrorRecord | null {
+  finish(): JournalErrorRecord | null {
     return this.#replaying ? this.#divergence("returned before it") : null;
   }
 

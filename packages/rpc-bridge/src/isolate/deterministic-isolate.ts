@@ -1,4 +1,4 @@
-import type { ErrorRecord } from "@durablekit/handle-journal";
+import type { JournalErrorRecord } from "@durablekit/handle-journal";
 import type { ReplayOptions } from "../wire";
 import { DeliveryOrder, type RealTimers } from "./delivery-order";
 import { SeededRandom } from "./seeded-random";
@@ -40,12 +40,12 @@ export class DeterministicIsolate {
   }
 
   /** Settles with the record of the divergence when the program stops repeating its recorded order. */
-  get diverged(): Promise<ErrorRecord> {
+  get diverged(): Promise<JournalErrorRecord> {
     return this.order.diverged;
   }
 
   /** The program returned: the divergence when recorded events were left undelivered, else null. */
-  finish(): ErrorRecord | null {
+  finish(): JournalErrorRecord | null {
     return this.order.finish();
   }
 }

@@ -1,4 +1,4 @@
-import { type ErrorRecord, fromErrorRecord } from "@durablekit/handle-journal";
+import { fromErrorRecord, type JournalErrorRecord } from "@durablekit/handle-journal";
 import {
   ArrayBufferIsView,
   ArrayIsArray,
@@ -78,8 +78,8 @@ export interface BridgeStub {
     answered?: AnsweredCalls,
   ): Promise<Answer>;
   dispose(handleId: number): Promise<void>;
-  abort(signalId: number, reason: ErrorRecord): Promise<void>;
-  streamEnd(streamId: number): Promise<ErrorRecord | null>;
+  abort(signalId: number, reason: JournalErrorRecord): Promise<void>;
+  streamEnd(streamId: number): Promise<JournalErrorRecord | null>;
 }
 
 type Callable = (...args: unknown[]) => unknown;
@@ -96,9 +96,10 @@ export function requestTooLarge(maxRequestBytes: number): Error {
     $error: {
       name: "BridgeError",
       message: `The call's arguments take more than ${maxRequestBytes} bytes (maxRequestBytes); it was not sent. Send less per call.`,
-      code: "bridge/limit-request-bytes",
+      code: "bridge/too-large",
       retryable: false,
       path: "args",
+      limit: "maxRequestBytes",
     },
   });
 }
@@ -106,7 +107,7 @@ export function requestTooLarge(maxRequestBytes: number): Error {
 /** Rebuilds an error from what the host sent: a well-formed record, or a generic error. */
 export function errorFrom(record: unknown): Error {
   try {
-    return fromErrorRecord(record as ErrorRecord);
+    return fromErrorRecord(record as JournalErrorRecord);
   } catch {
     return new SafeError("The bridge sent an error it could not read.");
   }
@@ -273,7 +274,7 @@ export class IsolateRuntime {
    * The arguments are not compared here: the host digests the reported arguments and checks each
    * call against the journal entry at its key before it runs anything else for this run (the next
    * `invoke` carries the report, and the attempt's outcome is accepted only after it). A program
-   * whose arguments changed is failed there with `bridge/replay-diverged`, exactly as if the call
+   * whose arguments changed is failed there with `bridge/diverged`, exactly as if the call
    * had gone to the host; until then it has only been handed recorded answers.
    */
   #prefetch(key: string, id: number, method: string, args: unknown[], kind: ArgsKind): number {
@@ -560,7 +561,7 @@ export class IsolateRuntime {
             controller.enqueue(value);
             return;
           }
-          let record: ErrorRecord | null = null;
+          let record: JournalErrorRecord | null = null;
           const bridge = this.#bridge;
           if (!this.#ended && bridge !== null) record = await bridge.streamEnd(id);
           if (record) controller.error(errorFrom(record));
