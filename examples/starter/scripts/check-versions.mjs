@@ -49,6 +49,15 @@ if (date === undefined) {
     `wrangler.jsonc's compatibility_date ${date} is older than ${SUPPORTED.compatibilityDate}, the oldest durablekit supports.`,
   );
 }
+// The tests run test/wrangler.jsonc (the same Worker plus a test-only object): same date, or the
+// tests would not run what you deploy.
+const testConfig = readFileSync(new URL("../test/wrangler.jsonc", import.meta.url), "utf8");
+const testDate = /"compatibility_date"\s*:\s*"(\d{4}-\d{2}-\d{2})"/.exec(testConfig)?.[1];
+if (date !== undefined && testDate !== date) {
+  problems.push(
+    `test/wrangler.jsonc's compatibility_date ${testDate ?? "(none)"} is not wrangler.jsonc's ${date}; keep them equal.`,
+  );
+}
 
 if (problems.length > 0) {
   for (const problem of problems) console.error(`✗ ${problem}`);

@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { Alarms } from "@durablekit/compose";
 import { sseResponse } from "@durablekit/sse";
 import { Streams } from "@durablekit/streams";
-import { type TaskStep, Tasks } from "@durablekit/tasks";
+import { type TaskDefinitions, type TaskStep, Tasks } from "@durablekit/tasks";
 import type { Env } from "./env";
 
 /** Input of `count@v1`: how many chunks to write, and the stream that receives them. */
@@ -18,31 +18,54 @@ export interface Started {
 }
 
 /**
+ * What a test build of the object passes its parts: the clock (`now`) and a wrapper of the task
+ * definitions (`instrument`). `TestingProbe` of `@durablekit/testing` gives both (see
+ * `test/crash-counter.ts`); production passes nothing.
+ */
+export interface CounterTestHooks {
+  now?: () => number;
+  instrument?: <Definitions extends TaskDefinitions>(definitions: Definitions) => Definitions;
+}
+
+/** The object's task definitions: `count@v1` writes its chunks to `streams` as the run's producer. */
+function countDefinitions(streams: Streams) {
+  return {
+    "count@v1": async (input: CountInput, step: TaskStep) => {
+      // ── A producer per run: a step re-run after a crash writes its chunk once ──
+      const writer = () => streams.open(input.stream, { producer: { id: step.runId, epoch: 0 } });
+      for (let i = 0; i < input.steps; i++) {
+        await step.do(`chunk-${i}`, async () => writer().append({ i }, { producerSeq: i }));
+      }
+      // Settling is idempotent, so a replayed close is a no-op; subscribers get `event: done`.
+      await step.do("close", async () => {
+        writer().close();
+      });
+      return { written: input.steps };
+    },
+  } satisfies TaskDefinitions;
+}
+
+/**
  * One SQLite Durable Object composing three durablekit parts: `Tasks` runs `count@v1`, which writes
  * `{ "i": i }` chunks to a `Streams` stream exactly once each (producer = the run, producer seq = i),
  * then closes it; `sseResponse` serves the stream to any `EventSource`. `Alarms` shares the object's
  * one alarm between the task engine and the streams sweep.
  */
 export class Counter extends DurableObject<Env> {
-  readonly streams = new Streams(this.ctx);
-  readonly tasks = new Tasks(this.ctx, {
-    definitions: {
-      "count@v1": async (input: CountInput, step: TaskStep) => {
-        // ── A producer per run: a step re-run after a crash writes its chunk once ──
-        const writer = () =>
-          this.streams.open(input.stream, { producer: { id: step.runId, epoch: 0 } });
-        for (let i = 0; i < input.steps; i++) {
-          await step.do(`chunk-${i}`, async () => writer().append({ i }, { producerSeq: i }));
-        }
-        // Settling is idempotent, so a replayed close is a no-op; subscribers get `event: done`.
-        await step.do("close", async () => {
-          writer().close();
-        });
-        return { written: input.steps };
-      },
-    },
-  });
-  readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams] });
+  readonly streams: Streams;
+  readonly tasks: Tasks<ReturnType<typeof countDefinitions>>;
+  readonly alarms: Alarms;
+
+  constructor(ctx: DurableObjectState, env: Env, hooks: CounterTestHooks = {}) {
+    super(ctx, env);
+    this.streams = new Streams(ctx, { now: hooks.now });
+    const definitions = countDefinitions(this.streams);
+    this.tasks = new Tasks(ctx, {
+      definitions: hooks.instrument ? hooks.instrument(definitions) : definitions,
+      now: hooks.now,
+    });
+    this.alarms = new Alarms(ctx, { parts: [this.tasks, this.streams], now: hooks.now });
+  }
 
   override alarm() {
     return this.alarms.alarm();

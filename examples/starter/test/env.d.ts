@@ -2,9 +2,12 @@
 type StarterEnv = import("../src/env").Env;
 
 declare namespace Cloudflare {
-  interface Env extends StarterEnv {}
+  interface Env extends StarterEnv {
+    /** Test-only (test/wrangler.jsonc): a Counter with a TestingProbe, for the crash test. */
+    CRASH_COUNTERS: DurableObjectNamespace<import("./crash-counter").CrashCounter>;
+  }
   interface GlobalProps {
-    mainModule: typeof import("../src/index");
-    durableNamespaces: "Counter";
+    mainModule: typeof import("./worker");
+    durableNamespaces: "Counter" | "CrashCounter";
   }
 }

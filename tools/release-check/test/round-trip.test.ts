@@ -102,13 +102,13 @@ describe("a release installed from a registry", () => {
 
     const lockfile = readFileSync(join(project, "pnpm-lock.yaml"), "utf8");
     expect(lockfile).not.toMatch(/workspace:|link:/);
-    for (const dir of ["compose", "tasks", "streams", "sse"]) {
+    for (const dir of ["compose", "tasks", "streams", "sse", "testing"]) {
       expect(lockfile).toContain(`'@durablekit/${dir}@${versionOf(dir)}':`);
     }
 
     await pnpm(["run", "typecheck"], { cwd: project, env, timeoutMs: 60_000 });
     const tested = await pnpm(["test"], { cwd: project, env, timeoutMs: 120_000 });
-    expect(tested).toMatch(/Tests\s+2 passed/);
+    expect(tested).toMatch(/Tests\s+3 passed/);
 
     const dev = await startWranglerDev({ cwd: project, readyPath: "/" });
     try {
