@@ -1,6 +1,7 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { createOptionChecks } from "@durablekit/compose";
 import type { TaskRunSnapshot, Tasks } from "@durablekit/tasks";
+import { abortSignalled } from "./crash-signal";
 import { TestingError } from "./errors";
 import {
   ProbeStore,
@@ -64,6 +65,12 @@ export interface TestingCrashProblem {
   kind: "result" | "effects" | "stream" | "ran-after-recorded" | "unreached";
   /** Steps whose body ran more often than in the uninterrupted run (or after being recorded). */
   steps: string[];
+  /**
+   * For a crash at a journal boundary: the host call it records, `module.method` (`null` for
+   * other boundaries). Cut "before", that call ran and its outcome was not written, so the program's
+   * replay ran it again with the same `callId`.
+   */
+  call: string | null;
   message: string;
 }
 
@@ -179,13 +186,24 @@ export async function crashEverywhere<Instance extends Rpc.DurableObjectBranded 
         await abortAllDurableObjects();
         // A stub connected to an aborted object stays broken: reach the object anew.
         stub = options.namespace.get(stub.id) as DurableObjectStub;
+        // A crash the probe made itself (ctx.abort) could not write that it fired: disarm it here.
+        await runInDurableObject(stub, (_instance, state) =>
+          new ProbeStore(state.storage).markHit(),
+        );
       }
       const outcome = await driver.settle(stub, runId, reached);
       const where = { boundary: boundary.label, index: boundary.index, position };
       const reran = outcome
         ? outcome.bodies.filter((b) => b.runs > (runsOf.get(b.step) ?? 0)).map((b) => b.step)
         : [];
-      const found = checkCrash(where, reached, baseline, outcome, reran, maxWakes);
+      const found = checkCrash(
+        { ...where, call: boundary.call },
+        reached,
+        baseline,
+        outcome,
+        reran,
+        maxWakes,
+      );
       problems.push(...found);
       cases.push({ ...where, reran, ok: found.length === 0 });
     }
@@ -202,7 +220,7 @@ export async function crashEverywhere<Instance extends Rpc.DurableObjectBranded 
 
 /** The checks after one crash: what differs from the uninterrupted run, as problems. */
 function checkCrash(
-  where: Pick<TestingCrashProblem, "boundary" | "index" | "position">,
+  where: Pick<TestingCrashProblem, "boundary" | "index" | "position" | "call">,
   reached: boolean,
   baseline: Settled,
   outcome: Settled | null,
@@ -252,7 +270,7 @@ function checkCrash(
       ...where,
       kind: "effects",
       steps: reran,
-      message: `After ${crash} the run's effects are ${outcome.effects}, not ${baseline.effects}${reran.length > 0 ? `: ${names(reran)} ran again without being idempotent (use the step's idempotencyKey)` : ""}.`,
+      message: `After ${crash} the run's effects are ${outcome.effects}, not ${baseline.effects}${ranAgain(where, reran)}.`,
     });
   }
   for (const id of Object.keys({ ...baseline.streams, ...outcome.streams })) {
@@ -263,7 +281,7 @@ function checkCrash(
         ...where,
         kind: "stream",
         steps: reran,
-        message: `After ${crash} stream "${id}" holds ${chunksGot}, not ${chunksWanted} (each chunk once, in order)${reran.length > 0 ? `: ${names(reran)} ran again` : ""}.`,
+        message: `After ${crash} stream "${id}" holds ${chunksGot}, not ${chunksWanted} (each chunk once, in order)${ranAgain(where, reran)}.`,
       });
     }
   }
@@ -271,6 +289,19 @@ function checkCrash(
 }
 
 const names = (steps: readonly string[]) => steps.map((s) => `step "${s}"`).join(", ");
+
+/** What ran again because of the crash, as the end of a problem's message. */
+function ranAgain(
+  where: Pick<TestingCrashProblem, "boundary" | "position" | "call">,
+  reran: readonly string[],
+): string {
+  if (where.call !== null && where.position === "before") {
+    return `: the host call ${where.call} ran and its outcome was not yet written, so the program's replay ran it again with the same ctx.callId — make the host module idempotent by ctx.callId`;
+  }
+  return reran.length > 0
+    ? `: ${names(reran)} ran again without being idempotent (use the step's idempotencyKey)`
+    : "";
+}
 
 /** What "settles the same" compares: the state and the result or error code. */
 function settledView(snapshot: TaskRunSnapshot): unknown {
@@ -363,7 +394,8 @@ class RunDriver<Instance extends Rpc.DurableObjectBranded | undefined> {
     const { events = {}, tasks } = this.#options;
     let runningSince = Date.now();
     for (let wakes = 0; wakes < this.#maxWakes; ) {
-      const seen = await inObject(stub, async (instance: Instance, state) => {
+      if (untilCrash && abortSignalled(stub.id.toString())) return "crashed";
+      const seen = await this.#poll(stub, untilCrash, async (instance: Instance, state) => {
         if (untilCrash && new ProbeStore(state.storage).hit()) return { crashed: true } as const;
         const snapshot = tasks(instance).get(runId);
         if (snapshot === null) {
@@ -386,7 +418,7 @@ class RunDriver<Instance extends Rpc.DurableObjectBranded | undefined> {
           wakeAt: snapshot.state === "waiting" ? snapshot.wakeAt : 0,
         };
       });
-      if ("crashed" in seen) return "crashed";
+      if (seen === null || "crashed" in seen) return "crashed";
       if (SETTLED.has(seen.state)) return "settled";
       if (seen.state === "delivered") {
         wakes++;
@@ -429,11 +461,28 @@ class RunDriver<Instance extends Rpc.DurableObjectBranded | undefined> {
     );
     if (!untilCrash) return alarm;
     while (!done) {
-      const hit = await runInDurableObject(stub, (_instance, state) =>
+      const hit = await this.#poll(stub, true, (_instance, state) =>
         new ProbeStore(state.storage).hit(),
       );
-      if (hit) return;
+      if (hit !== false) return;
       await scheduler.wait(1);
+    }
+  }
+
+  /**
+   * Reads the object; `null` when the probe aborted it (a crash inside a journal write), which
+   * breaks the stub's calls until the test reaches the object anew.
+   */
+  async #poll<R>(
+    stub: DurableObjectStub,
+    untilCrash: boolean,
+    fn: (instance: Instance, state: DurableObjectState) => R | Promise<R>,
+  ): Promise<R | null> {
+    try {
+      return await inObject(stub, fn);
+    } catch (error) {
+      if (untilCrash && abortSignalled(stub.id.toString())) return null;
+      throw error;
     }
   }
 }

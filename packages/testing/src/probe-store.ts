@@ -2,10 +2,10 @@ import { migrateSchema } from "@durablekit/compose";
 import { TestingError } from "./errors";
 
 /** The schema version of the `dk_testing_*` tables this code reads and writes. */
-export const TESTING_SCHEMA_VERSION = 1;
+export const TESTING_SCHEMA_VERSION = 2;
 
 /** What a durable boundary of a run is: the write it stands for. */
-export type TestingBoundaryKind = "do" | "sleep" | "event" | "version" | "settle";
+export type TestingBoundaryKind = "do" | "sleep" | "event" | "version" | "journal" | "settle";
 
 /** Where a crash lands relative to a boundary's write. */
 export type TestingCrashPosition = "before" | "after";
@@ -17,10 +17,16 @@ export interface TestingBoundary {
   kind: TestingBoundaryKind;
   /** The step's (or marker's) name; `null` for the run's settle. */
   name: string | null;
-  /** `do:<name>`, `sleep:<name>`, `event:<name>`, `version:<name>` or `settle`. */
+  /**
+   * `do:<name>`, `sleep:<name>`, `event:<name>`, `version:<name>`, `settle`, or for a call a
+   * program recorded in a step journal, `journal:<journal>:<key>` (its name is `<journal>:<key>`;
+   * `journal:<journal>:<key>:resolve` for the write that settles a pending entry).
+   */
   label: string;
   /** For a `do` step: its callback returned a promise (its body can be cut before its result is written). */
   async: boolean;
+  /** For a `journal` boundary: the host call it records, `module.method`; otherwise `null`. */
+  call: string | null;
 }
 
 /** How often a step's body ran in an object, as the probe counted it. */
@@ -54,6 +60,8 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
       PRIMARY KEY (run_id, step)
     ) WITHOUT ROWID`,
   ],
+  // v2: the host call of a journal boundary.
+  ["ALTER TABLE dk_testing_boundaries ADD COLUMN call TEXT"],
 ];
 
 /**
@@ -132,25 +140,39 @@ export class ProbeStore {
 
   // ── What the probe saw ──
 
-  /** Records a boundary the first time a run passes it. */
-  boundary(runId: string, kind: TestingBoundaryKind, name: string | null, async: boolean): void {
+  /** Records a boundary the first time a run passes it (`call`: a journal boundary's host call). */
+  boundary(
+    runId: string,
+    kind: TestingBoundaryKind,
+    name: string | null,
+    async: boolean,
+    call: string | null = null,
+  ): void {
     const label = name === null ? kind : `${kind}:${name}`;
     this.#sql.exec(
-      `INSERT INTO dk_testing_boundaries (run_id, label, seq, kind, name, async)
-       SELECT ?1, ?2, (SELECT count(*) FROM dk_testing_boundaries WHERE run_id = ?1), ?3, ?4, ?5
+      `INSERT INTO dk_testing_boundaries (run_id, label, seq, kind, name, async, call)
+       SELECT ?1, ?2, (SELECT count(*) FROM dk_testing_boundaries WHERE run_id = ?1), ?3, ?4, ?5, ?6
        ON CONFLICT (run_id, label) DO NOTHING`,
       runId,
       label,
       kind,
       name,
       async ? 1 : 0,
+      call,
     );
   }
 
   boundaries(runId: string): TestingBoundary[] {
     return this.#sql
-      .exec<{ label: string; seq: number; kind: string; name: string | null; async: number }>(
-        "SELECT label, seq, kind, name, async FROM dk_testing_boundaries WHERE run_id = ? ORDER BY seq",
+      .exec<{
+        label: string;
+        seq: number;
+        kind: string;
+        name: string | null;
+        async: number;
+        call: string | null;
+      }>(
+        "SELECT label, seq, kind, name, async, call FROM dk_testing_boundaries WHERE run_id = ? ORDER BY seq",
         runId,
       )
       .toArray()
@@ -160,6 +182,7 @@ export class ProbeStore {
         name: row.name,
         label: row.label,
         async: row.async === 1,
+        call: row.call,
       }));
   }
 

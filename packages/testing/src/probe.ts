@@ -8,8 +8,10 @@ import type {
   TaskStepOptions,
   TaskWaitForEventOptions,
 } from "@durablekit/tasks";
+import { abortPending } from "./crash-signal";
 import { TestingError } from "./errors";
 import { ProbeStore, type TestingBoundaryKind, type TestingCrashPosition } from "./probe-store";
+import { ProbedJournal } from "./probed-journal";
 
 const check = createOptionChecks(
   (message) => new TestingError("testing/invalid-argument", message),
@@ -37,6 +39,7 @@ type StepFn<T> = (context: TaskStepAttemptContext) => T | Promise<T>;
  */
 export class TestingProbe {
   readonly #store: ProbeStore;
+  readonly #ctx: DurableObjectState;
 
   /**
    * Creates (or migrates) the `dk_testing_*` tables.
@@ -48,6 +51,7 @@ export class TestingProbe {
     check.ctx(ctx, "new TestingProbe(ctx, options)");
     check.options(options, "new TestingProbe(ctx, options): options");
     this.#store = new ProbeStore(ctx.storage);
+    this.#ctx = ctx;
   }
 
   /**
@@ -58,9 +62,11 @@ export class TestingProbe {
 
   /**
    * The same definitions, instrumented: every `step.do`, `step.sleep`, `step.sleepUntil`,
-   * `step.waitForEvent` and `step.version` reports its durable boundary the first time the run
-   * passes it live, every step body counts its runs, and where a crash test armed a crash the
-   * attempt stops (a promise that never settles) until the test resets the object.
+   * `step.waitForEvent` and `step.version`, and every call a program records in a
+   * `step.journal(name)`, reports its durable boundary the first time the run passes it live,
+   * every step body counts its runs, and where a crash test armed a crash the attempt stops (a
+   * promise that never settles) until the test resets the object — or, inside a journal's
+   * synchronous write, the probe aborts the object itself (`ctx.abort()`).
    */
   instrument<Definitions extends TaskDefinitions>(definitions: Definitions): Definitions {
     check.options(definitions, "instrument(definitions)");
@@ -73,7 +79,7 @@ export class TestingProbe {
         );
       }
       out[name] = async (input: never, step: TaskStep) => {
-        const value = await handler(input, new ProbedStep(step, this.#store));
+        const value = await handler(input, new ProbedStep(step, this.#store, this.#ctx));
         this.#store.boundary(step.runId, "settle", null, false);
         await crashAt(this.#store, "settle", "before");
         return value;
@@ -107,10 +113,12 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 class ProbedStep implements TaskStep {
   readonly #step: TaskStep;
   readonly #store: ProbeStore;
+  readonly #ctx: DurableObjectState;
 
-  constructor(step: TaskStep, store: ProbeStore) {
+  constructor(step: TaskStep, store: ProbeStore, ctx: DurableObjectState) {
     this.#step = step;
     this.#store = store;
+    this.#ctx = ctx;
   }
 
   get runId(): string {
@@ -153,13 +161,27 @@ class ProbedStep implements TaskStep {
       live = true;
       store.bodyStarted(runId, name);
       const result = fn(context);
-      store.boundary(runId, "do", name, isThenable(result));
-      if (!isThenable(result)) return result;
-      // The body's effects are done; its result is not written yet.
-      return Promise.resolve(result).then(async (value) => {
-        await crashAt(store, label, "before");
-        return value as T;
-      });
+      if (!isThenable(result)) {
+        store.boundary(runId, "do", name, false);
+        return result;
+      }
+      // The body's effects are done (its own boundaries, a program's journal rows, came first); its
+      // result is not written yet.
+      const objectId = this.#ctx.id.toString();
+      return Promise.resolve(result).then(
+        async (value) => {
+          // A crash after a journal row inside the body is on its way: the result is never written.
+          if (abortPending(objectId)) await stopHere();
+          store.boundary(runId, "do", name, true);
+          await crashAt(store, label, "before");
+          return value as T;
+        },
+        async (error: unknown) => {
+          if (abortPending(objectId)) await stopHere();
+          store.boundary(runId, "do", name, true);
+          throw error;
+        },
+      );
     };
     const value =
       options === undefined
@@ -211,7 +233,7 @@ class ProbedStep implements TaskStep {
   }
 
   journal(name: string): TaskStepJournal {
-    return this.#step.journal(name);
+    return new ProbedJournal(this.#step.journal(name), this.#store, this.#ctx, this.#step.runId);
   }
 
   status(message: string): Promise<void> {

@@ -122,3 +122,44 @@ describe("crashEverywhere on long runs", () => {
     }, 120_000);
   }
 });
+
+describe("crashEverywhere over a program's step journal", () => {
+  const programRun = (
+    definition: "program.safe@v1" | "program.unsafe@v1",
+  ): TestingCrashOptions<Fixture> => ({
+    namespace: env.FIXTURE,
+    tasks: (o) => o.tasks,
+    start: (o) => o.tasks.run(definition, { amount: 5 }),
+    effects: (o) => o.ledger(),
+  });
+
+  it("reports a host module that is not idempotent by callId, naming the call and its journal key", async () => {
+    const report = await crashEverywhere(programRun("program.unsafe@v1"));
+    expect(report.boundaries.map((b) => [b.label, b.call])).toEqual([
+      ["journal:program:1", "host:ledger.charge"],
+      ["journal:program:2", "host:ledger.charge"],
+      ["do:program", null],
+      ["settle", null],
+    ]);
+    expect(report.baseline).toMatchObject({ state: "completed", result: 11 });
+    expect(report.problems.map((p) => [p.kind, p.boundary, p.position, p.call])).toEqual([
+      ["effects", "journal:program:1", "before", "host:ledger.charge"],
+      ["effects", "journal:program:2", "before", "host:ledger.charge"],
+    ]);
+    expect(report.problems[0]?.message).toMatch(
+      /host call host:ledger\.charge ran and its outcome was not yet written.*idempotent by ctx\.callId/,
+    );
+  });
+
+  it("passes the same program over host calls keyed by callId, crashing before and after each journal row", async () => {
+    const report = await crashEverywhere(programRun("program.safe@v1"));
+    expect(report.problems).toEqual([]);
+    expect(report.baseline).toMatchObject({ state: "completed", result: 11 });
+    // Two journal rows, the step, the settle: both sides of each but the settle's.
+    expect(report.cases).toHaveLength(7);
+    // Cut before its row, a call ran again on replay (and its key kept the charge once).
+    expect(
+      report.cases.filter((c) => c.boundary.startsWith("journal:")).map((c) => c.reran),
+    ).toEqual([["program"], ["program"], ["program"], ["program"]]);
+  });
+});

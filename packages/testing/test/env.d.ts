@@ -2,6 +2,7 @@
 declare namespace Cloudflare {
   interface Env {
     FIXTURE: DurableObjectNamespace<import("./fixtures/worker").Fixture>;
+    LOADER: WorkerLoader;
   }
   interface GlobalProps {
     mainModule: typeof import("./fixtures/worker");
