@@ -23,7 +23,7 @@ describe("the inspector routes (/inspect, /chat/:chatId/inspect)", () => {
     expect(await page.text()).toContain('src="/inspect/inspect.js"');
     expect(await (await get("/inspect/api/overview")).json()).toMatchObject({
       version: 1,
-      parts: ["streams"],
+      parts: ["tasks", "streams"],
     });
     expect(await (await get("/inspect/api/streams?tag=inspect-test")).json()).toMatchObject({
       items: [{ streamId, state: "completed", cursor: 1 }],
@@ -31,6 +31,32 @@ describe("the inspector routes (/inspect, /chat/:chatId/inspect)", () => {
     expect(
       await (await get(`/inspect/api/streams/${encodeURIComponent(streamId)}`)).json(),
     ).toMatchObject({ chunks: [{ seq: 0, value: { i: 0 } }] });
+  });
+
+  it("shows a task run's steps on its time axis", async () => {
+    const runId = `inspect-run-${crypto.randomUUID()}`;
+    await runInDurableObject(env.WORKSPACE.getByName(WORKSPACE_NAME), (workspace: Workspace) =>
+      workspace.tasks.run("demo.count@v1", { steps: 2 }, { runId }),
+    );
+    let view: { run: { state: string }; steps: Array<{ name: string; state: string }> } | null =
+      null;
+    for (let i = 0; i < 100 && view?.run.state !== "completed"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      view = await (await get(`/inspect/api/runs/${runId}`)).json();
+    }
+    expect(view).toMatchObject({
+      version: 1,
+      run: { runId, definition: "demo.count@v1", state: "completed", attempts: 1 },
+      input: { steps: 2 },
+      steps: [
+        { index: 0, name: "step-0", kind: "do", state: "completed", attempts: 1 },
+        { index: 1, name: "step-1", kind: "do", state: "completed", attempts: 1 },
+      ],
+    });
+    const runs = await (await get("/inspect/api/runs?definition=demo.count%40v1")).json();
+    expect((runs as { items: Array<{ runId: string }> }).items.map((r) => r.runId)).toContain(
+      runId,
+    );
   });
 
   it("shows a chat room's turns below the chat's own path, percent-encoded ids included", async () => {

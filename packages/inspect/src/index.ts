@@ -5,6 +5,7 @@ export {
   type InspectListOptions,
   type InspectOptions,
   Inspector,
+  type InspectRunListOptions,
 } from "./inspector";
 export {
   INSPECT_SHAPE_VERSION,
@@ -12,9 +13,14 @@ export {
   type InspectChatTurnView,
   type InspectChunk,
   type InspectCounts,
+  type InspectErrorInfo,
   type InspectOverview,
   type InspectPage,
   type InspectPartKind,
+  type InspectRun,
+  type InspectRunState,
+  type InspectRunView,
+  type InspectStep,
   type InspectStream,
   type InspectStreamView,
 } from "./shape";

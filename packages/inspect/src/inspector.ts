@@ -2,6 +2,7 @@ import { createOptionChecks, isDurableKitError, isWellFormedName } from "@durabl
 import type { StreamStatus } from "@durablekit/streams";
 import { InspectError } from "./errors";
 import { type InspectedParts, inspectedParts } from "./parts";
+import { runOf, runViewOf } from "./runs";
 import {
   INSPECT_SHAPE_VERSION,
   type InspectChatTurn,
@@ -11,6 +12,9 @@ import {
   type InspectOverview,
   type InspectPage,
   type InspectPartKind,
+  type InspectRun,
+  type InspectRunState,
+  type InspectRunView,
   type InspectStream,
   type InspectStreamView,
 } from "./shape";
@@ -24,11 +28,24 @@ const COUNT_LIMIT = 1000;
 /** Longest id the parts accept (docs/composing.md, "Names"). */
 const MAX_ID = 256;
 const STATES = ["streaming", "completed", "errored"] as const;
+const RUN_STATES = ["pending", "running", "waiting", "completed", "failed", "cancelled"] as const;
 
 /** Options of the {@link Inspector} constructor. */
 export interface InspectOptions {
-  /** The object's parts to read: its `Streams` and `ChatTurns`, in any order. */
+  /** The object's parts to read: its `Tasks`, `Streams` and `ChatTurns`, in any order. */
   parts: readonly object[];
+}
+
+/** Filters and paging of {@link Inspector.runs}. */
+export interface InspectRunListOptions {
+  /** Only runs in this state (or these states). */
+  state?: InspectRunState | InspectRunState[];
+  /** Only runs of this definition (`"order@v1"`). */
+  definition?: string;
+  /** Page size, 1–1000. Default 50. */
+  limit?: number;
+  /** The `next` token of the previous page. */
+  cursor?: string;
 }
 
 /** Filters and paging of {@link Inspector.streams} and {@link Inspector.chatTurns}. */
@@ -104,13 +121,14 @@ function base64(bytes: Uint8Array): string {
 
 /**
  * Reads what the object's durable parts hold, as versioned JSON ({@link INSPECT_SHAPE_VERSION}):
- * streams with a page of their chunks, and chat turns with what they stored. Read-only by
+ * task runs with their steps on a time axis, streams with a page of their chunks, and chat turns
+ * with what they stored. Read-only by
  * construction: it keeps only the read methods of each part and has no storage of its own, so
  * inspecting writes nothing. Each view costs what the part's own read costs (see DESIGN.md); none
  * scans a whole table.
  *
  * ```ts
- * readonly inspector = new Inspector(this.ctx, { parts: [this.streams, this.chat] });
+ * readonly inspector = new Inspector(this.ctx, { parts: [this.tasks, this.streams, this.chat] });
  * ```
  */
 export class Inspector {
@@ -130,18 +148,30 @@ export class Inspector {
   /** The kinds of part this inspector reads. */
   get parts(): InspectPartKind[] {
     const kinds: InspectPartKind[] = [];
+    if (this.#parts.tasks !== null) kinds.push("tasks");
     if (this.#parts.streams !== null) kinds.push("streams");
     if (this.#parts.chat !== null) kinds.push("chat");
     return kinds;
   }
 
-  /** What the inspector reads, with streams counted by state among the newest 1,000. */
+  /** What the inspector reads, with runs and streams counted by state among the newest 1,000 of each. */
   overview(): InspectOverview {
     const overview: InspectOverview = {
       version: INSPECT_SHAPE_VERSION,
       objectId: this.#objectId,
       parts: this.parts,
     };
+    const tasks = this.#parts.tasks;
+    if (tasks !== null) {
+      const page = tasks.list({ limit: COUNT_LIMIT });
+      const counts: InspectCounts<InspectRunState> = {
+        byState: { pending: 0, running: 0, waiting: 0, completed: 0, failed: 0, cancelled: 0 },
+        limit: COUNT_LIMIT,
+        complete: page.next === null,
+      };
+      for (const run of page.items) counts.byState[run.state] += 1;
+      overview.runs = counts;
+    }
     const streams = this.#parts.streams;
     if (streams !== null) {
       const page = streams.list({ limit: COUNT_LIMIT });
@@ -154,6 +184,39 @@ export class Inspector {
       overview.streams = counts;
     }
     return overview;
+  }
+
+  /**
+   * One page of the object's task runs, newest first, by `state` and `definition`.
+   * @throws {InspectError} `inspect/not-found` without a `Tasks` part; `inspect/invalid-argument`
+   *   for a malformed filter, `limit` or `cursor`.
+   */
+  runs(options: InspectRunListOptions = {}): InspectPage<InspectRun> {
+    const tasks = this.#tasksPart();
+    check.options(options, "runs() options");
+    const limit = check.count(options.limit, "limit", 50, { max: 1000 });
+    const states = options.state === undefined ? [] : [options.state].flat();
+    const state = states.map((one) => check.oneOf(one, "state", RUN_STATES, "running"));
+    const definition =
+      options.definition === undefined ? undefined : idOf(options.definition, "definition");
+    const cursor = options.cursor === undefined ? undefined : idOf(options.cursor, "cursor");
+    const page = reading(() =>
+      tasks.list({ state: state.length > 0 ? state : undefined, definition, limit, cursor }),
+    );
+    return { version: INSPECT_SHAPE_VERSION, items: page.items.map(runOf), next: page.next };
+  }
+
+  /**
+   * One run's view: its facts, input, result and every step on the run's time axis (attempts,
+   * outcome, wake, error), read in one consistent read of the part; null when no such run is held.
+   * @throws {InspectError} `inspect/not-found` without a `Tasks` part; `inspect/invalid-argument`
+   *   for a malformed run id.
+   */
+  run(runId: string): InspectRunView | null {
+    const tasks = this.#tasksPart();
+    const id = idOf(runId, "runId");
+    const history = reading(() => tasks.history(id));
+    return history === null ? null : runViewOf(history);
   }
 
   /**
@@ -239,6 +302,13 @@ export class Inspector {
       chunks: stored.slice(0, limit),
       storedCount: stored.length,
     };
+  }
+
+  #tasksPart(): NonNullable<InspectedParts["tasks"]> {
+    if (this.#parts.tasks === null) {
+      throw new InspectError("inspect/not-found", "This inspector was given no Tasks part.");
+    }
+    return this.#parts.tasks;
   }
 
   #streamsPart(): NonNullable<InspectedParts["streams"]> {

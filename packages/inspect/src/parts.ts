@@ -1,5 +1,6 @@
 import type { ChatTurns } from "@durablekit/chat-adapter";
 import type { Streams } from "@durablekit/streams";
+import type { Tasks } from "@durablekit/tasks";
 import { InspectError } from "./errors";
 
 /** The read methods of `Streams` the inspector calls, and nothing else. */
@@ -8,8 +9,12 @@ export type StreamsReader = Readonly<Pick<Streams, "list" | "status" | "readPage
 /** The read methods of `ChatTurns` the inspector calls, and nothing else. */
 export type ChatReader = Readonly<Pick<ChatTurns, "listTurns" | "getTurn" | "storedChunks">>;
 
+/** The read methods of `Tasks` the inspector calls, and nothing else. */
+export type TasksReader = Readonly<Pick<Tasks, "list" | "history">>;
+
 /** The parts an inspector reads, each narrowed to its read methods. */
 export interface InspectedParts {
+  tasks: TasksReader | null;
   streams: StreamsReader | null;
   chat: ChatReader | null;
 }
@@ -35,6 +40,7 @@ function readView<T>(part: Methods, names: readonly string[]): T {
 
 const STREAMS_READS = ["list", "status", "readPage"] as const;
 const CHAT_READS = ["listTurns", "getTurn", "storedChunks"] as const;
+const TASKS_READS = ["list", "history"] as const;
 
 /**
  * Recognizes each part by its public methods (the packages are peers, never imported) and keeps a
@@ -49,7 +55,7 @@ export function inspectedParts(parts: unknown): InspectedParts {
       "new Inspector(ctx, { parts }) takes the object's parts as an array, e.g. [this.streams, this.chat].",
     );
   }
-  const found: InspectedParts = { streams: null, chat: null };
+  const found: InspectedParts = { tasks: null, streams: null, chat: null };
   parts.forEach((part: unknown, index) => {
     if (typeof part !== "object" || part === null) {
       throw new InspectError("inspect/invalid-argument", `parts[${index}] is not a part object.`);
@@ -57,11 +63,12 @@ export function inspectedParts(parts: unknown): InspectedParts {
     const methods = part as Methods;
     let kind: keyof InspectedParts;
     if (has(methods, CHAT_READS) && has(methods, ["startTurn"])) kind = "chat";
+    else if (has(methods, TASKS_READS) && has(methods, ["run", "sendEvent"])) kind = "tasks";
     else if (has(methods, STREAMS_READS) && has(methods, ["open", "write"])) kind = "streams";
     else {
       throw new InspectError(
         "inspect/invalid-argument",
-        `parts[${index}] is not a part the inspector reads: pass the object's Streams or ChatTurns (constructed before the Inspector).`,
+        `parts[${index}] is not a part the inspector reads: pass the object's Tasks, Streams or ChatTurns (constructed before the Inspector).`,
       );
     }
     if (found[kind] !== null) {
@@ -71,6 +78,7 @@ export function inspectedParts(parts: unknown): InspectedParts {
       );
     }
     if (kind === "chat") found.chat = readView<ChatReader>(methods, CHAT_READS);
+    else if (kind === "tasks") found.tasks = readView<TasksReader>(methods, TASKS_READS);
     else found.streams = readView<StreamsReader>(methods, STREAMS_READS);
   });
   return found;

@@ -7,7 +7,86 @@
 export const INSPECT_SHAPE_VERSION = 1;
 
 /** The kinds of part an inspector reads, in the order it shows them. */
-export type InspectPartKind = "streams" | "chat";
+export type InspectPartKind = "tasks" | "streams" | "chat";
+
+/** The states of a task run, as `@durablekit/tasks` names them. */
+export type InspectRunState =
+  | "pending"
+  | "running"
+  | "waiting"
+  | "completed"
+  | "failed"
+  | "cancelled";
+
+/** A coded error as a part stored it: `name`, `message`, and `code` when it had one. */
+export interface InspectErrorInfo {
+  name: string;
+  message: string;
+  code?: string;
+}
+
+/** A task run of `@durablekit/tasks`, as the inspector shows it. */
+export interface InspectRun {
+  runId: string;
+  definition: string;
+  state: InspectRunState;
+  /** Attempts claimed so far (a restart, a retry and a wake each claim one). */
+  attempts: number;
+  createdAt: number;
+  /** Last change of the run's row. */
+  updatedAt: number;
+  /** When the live attempt started, while `running`; else `null`. */
+  startedAt: number | null;
+  settledAt: number | null;
+  /** Why a `waiting` run waits: `sleep`, `retry` (a step's back-off) or `event`; else `null`. */
+  waitingFor: "sleep" | "retry" | "event" | null;
+  /** When a `waiting` run wakes (`null` for an event wait without a timeout, or not waiting). */
+  wakeAt: number | null;
+  /** The event type a run waiting for an event waits for. */
+  eventType: string | null;
+  /** The last `step.status()` message of a running or waiting run. */
+  statusMessage: string | null;
+  idempotencyKey: string | null;
+  /** Why a `failed` run failed; a `cancelled` run's reason is in `message`. */
+  error: InspectErrorInfo | null;
+}
+
+/**
+ * One step of a run view, on the run's time axis: `from` is the previous step's `to` (the run's
+ * creation for the first), `to` the time its journal row was last written — its settlement, or its
+ * start, retry or park while it runs or waits. A step the handler ran concurrently with others is
+ * drawn from the step before it in the journal.
+ */
+export interface InspectStep {
+  /** 0-based, in journal order. */
+  index: number;
+  name: string;
+  /** `version` for a version marker (`step.version`), whose `result` is the version. */
+  kind: "do" | "sleep" | "event" | "version";
+  state: "running" | "waiting" | "completed" | "failed";
+  /** Attempts of a `do` step: 3 for one that failed twice, then succeeded; 0 for a wait or a marker. */
+  attempts: number;
+  from: number;
+  to: number;
+  /** A sleep's deadline, a step's next retry, or an event wait's timeout. */
+  wakeAt: number | null;
+  eventType: string | null;
+  /** The step's result (a completed `do`, an event's payload, a marker's version). */
+  result?: unknown;
+  /** The step's last error: why it failed, or why it waits for a retry. */
+  error: InspectErrorInfo | null;
+}
+
+/** A run's facts, its input and its steps on a time axis (`GET …/api/runs/:runId`). */
+export interface InspectRunView {
+  version: typeof INSPECT_SHAPE_VERSION;
+  run: InspectRun;
+  /** The run's input, as its handler receives it. */
+  input: unknown;
+  /** A completed run's result. */
+  result?: unknown;
+  steps: InspectStep[];
+}
 
 /** One page of a list view: the items, and the token of the next page (`null` on the last). */
 export interface InspectPage<Item> {
@@ -82,6 +161,8 @@ export interface InspectOverview {
   /** The object's id (`ctx.id.toString()`). */
   objectId: string;
   parts: InspectPartKind[];
+  /** Runs by state among the newest {@link InspectCounts.limit} runs, when `tasks` is a part. */
+  runs?: InspectCounts<InspectRunState>;
   /** Streams by state among the newest {@link InspectCounts.limit} streams, when `streams` is a part. */
   streams?: InspectCounts<InspectStream["state"]>;
 }

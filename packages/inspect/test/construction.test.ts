@@ -10,8 +10,16 @@ const codeOf = (fn: () => unknown) => thrownCodeSync(fn, isInspectError);
 
 describe("new Inspector(ctx, { parts })", () => {
   it("recognizes the parts it is given and refuses anything else", async () => {
-    await inFixture(async ({ streams, chat }, state) => {
+    await inFixture(async ({ streams, chat, tasks }, state) => {
       expect(new Inspector(state, { parts: [chat, streams] }).parts).toEqual(["streams", "chat"]);
+      expect(new Inspector(state, { parts: [chat, tasks, streams] }).parts).toEqual([
+        "tasks",
+        "streams",
+        "chat",
+      ]);
+      expect(codeOf(() => new Inspector(state, { parts: [tasks, tasks] }))).toBe(
+        "inspect/invalid-argument",
+      );
       expect(new Inspector(state, { parts: [streams] }).parts).toEqual(["streams"]);
       expect(codeOf(() => new Inspector(undefined as never, { parts: [] }))).toBe(
         "inspect/invalid-argument",
@@ -36,6 +44,9 @@ describe("new Inspector(ctx, { parts })", () => {
       const streams = new Streams(state);
       const inspector = new Inspector(state, { parts: [streams] });
       expect(codeOf(() => inspector.chatTurns("c1"))).toBe("inspect/not-found");
+      expect(codeOf(() => inspector.runs())).toBe("inspect/not-found");
+      expect(codeOf(() => inspector.run("r1"))).toBe("inspect/not-found");
+      expect(inspector.overview().runs).toBeUndefined();
       expect(inspector.overview().parts).toEqual(["streams"]);
       const chatOnly = new Inspector(state, {
         parts: [new ChatTurns(state, { streams })],
@@ -46,8 +57,9 @@ describe("new Inspector(ctx, { parts })", () => {
   });
 
   it("keeps only the read methods of each part: no write is reachable from the inspector", async () => {
-    await inFixture(async ({ streams, chat }) => {
-      const held = inspectedParts([streams, chat]);
+    await inFixture(async ({ streams, chat, tasks }) => {
+      const held = inspectedParts([streams, chat, tasks]);
+      expect(Object.keys(held.tasks ?? {}).sort()).toEqual(["history", "list"]);
       expect(Object.keys(held.streams ?? {}).sort()).toEqual(["list", "readPage", "status"]);
       expect(Object.keys(held.chat ?? {}).sort()).toEqual(["getTurn", "listTurns", "storedChunks"]);
       expect(Object.isFrozen(held.streams)).toBe(true);

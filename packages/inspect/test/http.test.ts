@@ -10,6 +10,8 @@ const ROUTES = [
   "/inspect.js",
   "/inspect.css",
   "/api/overview",
+  "/api/runs",
+  "/api/runs/r1",
   "/api/streams",
   "/api/streams/orders",
   "/api/chats/c1/turns",
@@ -20,10 +22,11 @@ const ROUTES = [
 
 async function seeded() {
   const stub = freshStub();
-  await runInDurableObject(stub, ({ streams }) => {
+  await runInDurableObject(stub, async ({ streams, tasks }) => {
     const orders = streams.open("orders", { tag: "shop" });
     orders.append({ id: 1 });
     orders.append({ id: 2 });
+    await tasks.run("doomed@v1", { reason: "orders" }, { runId: "r1" });
   });
   return stub;
 }
@@ -149,6 +152,15 @@ describe("inspectorResponse", () => {
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ error: { code: "inspect/not-found" } });
     expect((await get(stub, "/inspect/api/turns/nope")).status).toBe(404);
+    const runs = await (await get(stub, "/inspect/api/runs?definition=doomed%40v1")).json();
+    expect(runs).toMatchObject({ version: 1, items: [{ runId: "r1" }], next: null });
+    expect(await (await get(stub, "/inspect/api/runs/r1")).json()).toMatchObject({
+      version: 1,
+      run: { runId: "r1", definition: "doomed@v1" },
+      input: { reason: "orders" },
+    });
+    expect((await get(stub, "/inspect/api/runs?state=done")).status).toBe(400);
+    expect((await get(stub, "/inspect/api/runs/nope")).status).toBe(404);
     expect((await get(stub, "/inspect/api/what")).status).toBe(404);
     expect((await get(stub, "/elsewhere")).status).toBe(404);
   });

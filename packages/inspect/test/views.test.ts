@@ -25,7 +25,7 @@ describe("the inspector's views", () => {
       const overview = inspector.overview();
       expect(overview).toMatchObject({
         version: 1,
-        parts: ["streams", "chat"],
+        parts: ["tasks", "streams", "chat"],
         streams: { byState: { streaming: 1, completed: 1, errored: 1 }, complete: true },
       });
       expect(typeof overview.objectId).toBe("string");
@@ -106,10 +106,11 @@ describe("the inspector's views", () => {
   });
 
   it("writes nothing: the database is the same size after every view", async () => {
-    await inFixture(async ({ streams, chat, inspector }, state) => {
+    await inFixture(async ({ streams, chat, tasks, inspector }, state) => {
       streams.open("a").append({ x: 1 });
       const turn = chat.startTurn("c1");
       turn.finish();
+      const { runId } = await tasks.run("doomed@v1", { reason: "r" });
       const before = rowChanges(state);
       let written = 0;
       const sql = state.storage.sql;
@@ -125,6 +126,8 @@ describe("the inspector's views", () => {
         inspector.stream("a");
         inspector.chatTurns("c1");
         inspector.chatTurn(turn.turnId);
+        inspector.runs();
+        inspector.run(runId);
       } finally {
         sql.exec = exec as typeof sql.exec;
       }

@@ -61,6 +61,7 @@ export function toStepSnapshots(rows: readonly StepRow[], now: number): TaskStep
           state: "completed",
           attempt: 0,
           result: decodeValue(row.value),
+          updatedAt: row.at,
         };
       }
       const view: TaskStepSnapshot = {
@@ -68,6 +69,7 @@ export function toStepSnapshots(rows: readonly StepRow[], now: number): TaskStep
         kind: row.kind,
         state: sleptOut ? "completed" : row.state,
         attempt: row.attempt,
+        updatedAt: row.at,
       };
       if (row.state === "completed" && row.kind !== "sleep") view.result = decodeValue(row.value);
       if (row.state === "failed" || (row.state === "waiting" && row.kind === "do")) {

@@ -297,6 +297,12 @@ export interface TaskStepSnapshot {
   /** Sleep deadline, retry time or event-wait timeout. */
   wakeAt?: number;
   eventType?: string;
+  /**
+   * When the step's journal row was last written (the engine's clock, `now`): its settlement for a
+   * settled step; its start, retry or park while it runs or waits. A step the handler awaited
+   * after another started no earlier than that one's `updatedAt`.
+   */
+  updatedAt: number;
 }
 
 /** What `history()` returns: a run's snapshot, its input and its journal, read together. */

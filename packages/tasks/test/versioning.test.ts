@@ -96,8 +96,9 @@ describe("version markers (step.version)", () => {
       });
       expect(seen).toEqual([0]);
       expect(fixture.executions()).toEqual({ price: 1, ship: 1 });
+      const at = expect.any(Number);
       expect(next.steps(runId)).toEqual([
-        { name: "price", kind: "do", state: "completed", attempt: 1, result: 42 },
+        { name: "price", kind: "do", state: "completed", attempt: 1, result: 42, updatedAt: at },
         expect.objectContaining({ name: "hold", kind: "sleep", state: "completed" }),
         {
           name: "check-instead-of-hold",
@@ -105,8 +106,16 @@ describe("version markers (step.version)", () => {
           state: "completed",
           attempt: 0,
           result: 0,
+          updatedAt: at,
         },
-        { name: "ship", kind: "do", state: "completed", attempt: 1, result: "shipped" },
+        {
+          name: "ship",
+          kind: "do",
+          state: "completed",
+          attempt: 1,
+          result: "shipped",
+          updatedAt: at,
+        },
       ]);
     });
   });

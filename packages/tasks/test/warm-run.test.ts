@@ -8,10 +8,29 @@ describe("a warm run", () => {
       expect(receipt).toMatchObject({ definition: "steps@v1", accepted: true, state: "running" });
       const done = await fixture.settled(receipt.runId);
       expect(done).toMatchObject({ state: "completed", result: 1, attempt: 1 });
-      expect(fixture.tasks.steps(receipt.runId)).toEqual([
-        { name: "s0", kind: "do", state: "completed", attempt: 1, result: 0 },
-        { name: "s1", kind: "do", state: "completed", attempt: 1, result: 1 },
+      const steps = fixture.tasks.steps(receipt.runId) ?? [];
+      expect(steps).toEqual([
+        {
+          name: "s0",
+          kind: "do",
+          state: "completed",
+          attempt: 1,
+          result: 0,
+          updatedAt: expect.any(Number),
+        },
+        {
+          name: "s1",
+          kind: "do",
+          state: "completed",
+          attempt: 1,
+          result: 1,
+          updatedAt: expect.any(Number),
+        },
       ]);
+      // Each step's row is written when it settles: in order, within the run's life.
+      expect(steps[0]?.updatedAt).toBeGreaterThanOrEqual(done.createdAt);
+      expect(steps[1]?.updatedAt).toBeGreaterThanOrEqual(steps[0]?.updatedAt ?? Infinity);
+      expect(steps[1]?.updatedAt).toBeLessThanOrEqual(done.updatedAt);
       expect(fixture.executions()).toEqual({ s0: 1, s1: 1 });
       const ref = { runId: receipt.runId, definition: "steps@v1" };
       expect(fixture.events).toEqual([

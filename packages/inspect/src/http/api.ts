@@ -38,6 +38,15 @@ function route(inspector: Inspector, path: string, params: URLSearchParams): Api
   if (parts.length === 1 && head === "overview") {
     return { status: 200, body: inspector.overview() };
   }
+  if (head === "runs" && parts.length === 1) {
+    const { state, limit, cursor } = listParams(params);
+    const definition = params.get("definition") ?? undefined;
+    return { status: 200, body: inspector.runs({ state, definition, limit, cursor }) };
+  }
+  if (head === "runs" && parts.length === 2 && id !== undefined) {
+    const view = inspector.run(id);
+    return view === null ? notFound(`Run "${id}"`) : { status: 200, body: view };
+  }
   if (head === "streams" && parts.length === 1) {
     const { state, tag, limit, cursor } = listParams(params);
     return { status: 200, body: inspector.streams({ state, tag, limit, cursor }) };

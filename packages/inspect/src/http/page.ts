@@ -28,6 +28,15 @@ const HTML = (base: string) => `<!doctype html>
 <main>
   <section id="list-view">
     <div id="counts"></div>
+    <form id="run-filter">
+      <label>state <select id="run-state">
+        <option value="">any</option><option>pending</option><option>running</option><option>waiting</option><option>completed</option><option>failed</option><option>cancelled</option>
+      </select></label>
+      <label>definition <input id="run-definition" type="text" spellcheck="false"></label>
+      <button type="submit">Show runs</button>
+    </form>
+    <table id="runs"><thead><tr><th>run</th><th>definition</th><th>state</th><th>attempts</th><th>created</th><th>updated</th></tr></thead><tbody></tbody></table>
+    <button id="runs-more" hidden>More runs</button>
     <form id="stream-filter">
       <label>state <select id="stream-state">
         <option value="">any</option><option>streaming</option><option>completed</option><option>errored</option>
@@ -47,6 +56,8 @@ const HTML = (base: string) => `<!doctype html>
     <h2 id="detail-title"></h2>
     <dl id="detail-facts"></dl>
     <div id="detail-bar" class="bar"><span></span></div>
+    <div id="detail-timeline" class="timeline" hidden></div>
+    <table id="detail-steps" hidden><thead><tr><th>#</th><th>step</th><th>kind</th><th>state</th><th>attempts</th><th>took</th><th>wakes</th><th>result or error</th></tr></thead><tbody></tbody></table>
     <table id="detail-chunks"><thead><tr><th>#</th><th>value</th></tr></thead><tbody></tbody></table>
     <button id="detail-more" hidden>Next page</button>
   </section>
@@ -108,6 +119,29 @@ function row(cells) {
 }
 
 // ── list view ──
+let runsNext = null;
+function runQuery(cursor) {
+  const params = new URLSearchParams();
+  if ($("run-state").value) params.set("state", $("run-state").value);
+  if ($("run-definition").value.trim()) params.set("definition", $("run-definition").value.trim());
+  if (cursor) params.set("cursor", cursor);
+  return "/runs" + (params.size ? "?" + params : "");
+}
+async function loadRuns(cursor) {
+  try {
+    const page = await api(runQuery(cursor));
+    const body = $("runs").tBodies[0];
+    if (!cursor) body.replaceChildren();
+    for (const r of page.items) {
+      const tr = row([link(r.runId, "#/runs/" + encodeURIComponent(r.runId)), r.definition, r.state, r.attempts, time(r.createdAt), time(r.updatedAt)]);
+      tr.dataset.state = r.state;
+      body.append(tr);
+    }
+    runsNext = page.next;
+    $("runs-more").hidden = page.next === null;
+    show(null);
+  } catch (error) { show(error.message); }
+}
 let streamsNext = null;
 function streamQuery(cursor) {
   const params = new URLSearchParams();
@@ -146,13 +180,19 @@ function renderOverview(overview) {
   $("object").textContent = "object " + overview.objectId + " · parts: " + overview.parts.join(", ");
   const counts = $("counts");
   counts.replaceChildren();
-  if (overview.streams) {
-    for (const [state, n] of Object.entries(overview.streams.byState)) {
-      const badge = el("span", state + " " + n + (overview.streams.complete ? "" : "+"), "count " + state);
+  for (const kind of ["runs", "streams"]) {
+    const part = overview[kind];
+    if (!part) continue;
+    const group = el("p", kind + " ", "counts " + kind);
+    for (const [state, n] of Object.entries(part.byState)) {
+      const badge = el("span", state + " " + n + (part.complete ? "" : "+"), "count " + state);
       badge.dataset.state = state;
-      counts.append(badge);
+      group.append(badge);
     }
+    counts.append(group);
   }
+  $("run-filter").hidden = !overview.parts.includes("tasks");
+  $("runs").hidden = !overview.parts.includes("tasks");
   $("stream-filter").hidden = !overview.parts.includes("streams");
   $("streams").hidden = !overview.parts.includes("streams");
   $("chat-form").hidden = !overview.parts.includes("chat");
@@ -204,24 +244,89 @@ function renderTurn(view) {
   $("detail-more").hidden = true;
 }
 
+function duration(ms) {
+  if (ms < 1000) return ms + " ms";
+  if (ms < 120000) return (ms / 1000).toFixed(1) + " s";
+  if (ms < 7200000) return (ms / 60000).toFixed(1) + " min";
+  return (ms / 3600000).toFixed(1) + " h";
+}
+function outcome(step) {
+  if (step.error) return (step.error.code ? step.error.code + ": " : "") + step.error.message;
+  if (step.result === undefined) return "";
+  return typeof step.result === "string" ? step.result : JSON.stringify(step.result);
+}
+/**
+ * The run's steps as bars on one time axis, from the run's creation to its settlement (or now, for
+ * a live run, so the bars grow as the view updates): a bar per step, placed from the step before it
+ * to its own last write, coloured by its state.
+ */
+function timeline(view) {
+  const box = $("detail-timeline");
+  box.replaceChildren();
+  const start = view.run.createdAt;
+  const end = Math.max(view.run.settledAt || Date.now(), ...view.steps.map((s) => s.to), start + 1);
+  const axis = el("p", time(start) + " → " + time(end) + " (" + duration(end - start) + ")", "axis");
+  box.append(axis);
+  for (const step of view.steps) {
+    const line = el("div", undefined, "lane");
+    line.append(el("span", step.name + (step.attempts > 1 ? " ×" + step.attempts : ""), "lane-name"));
+    const track = el("div", undefined, "track");
+    const bar = el("span", undefined, "step " + step.state);
+    bar.dataset.step = step.name;
+    bar.dataset.attempts = String(step.attempts);
+    bar.style.left = (((step.from - start) / (end - start)) * 100).toFixed(2) + "%";
+    bar.style.width = Math.max(0.5, ((step.to - step.from) / (end - start)) * 100).toFixed(2) + "%";
+    bar.title = step.name + ": " + step.state + ", " + duration(step.to - step.from) + (step.attempts > 1 ? ", " + step.attempts + " attempts" : "");
+    track.append(bar);
+    line.append(track);
+    box.append(line);
+  }
+}
+function renderRun(view) {
+  const r = view.run;
+  $("detail-title").textContent = "run " + r.runId;
+  $("detail-view").dataset.state = r.state;
+  const waiting = r.waitingFor ? r.waitingFor + (r.eventType ? " (" + r.eventType + ")" : "") : null;
+  facts([["definition", r.definition], ["state", r.state], ["attempts", r.attempts], ["waiting for", waiting], ["wakes", time(r.wakeAt) || null], ["status", r.statusMessage], ["error", r.error ? (r.error.code ? r.error.code + ": " : "") + r.error.message : null], ["idempotency key", r.idempotencyKey], ["created", time(r.createdAt)], ["started", time(r.startedAt) || null], ["settled", time(r.settledAt) || null], ["input", view.input === undefined ? null : JSON.stringify(view.input)], ["result", "result" in view ? JSON.stringify(view.result) : null]]);
+  bar(r.createdAt, r.settledAt, null);
+  timeline(view);
+  const body = $("detail-steps").tBodies[0];
+  body.replaceChildren();
+  for (const step of view.steps) {
+    const tr = row([step.index, step.name, step.kind, step.state, step.attempts, duration(step.to - step.from), time(step.wakeAt), outcome(step)]);
+    tr.dataset.state = step.state;
+    body.append(tr);
+  }
+  $("detail-chunks").hidden = true;
+  $("detail-more").hidden = true;
+}
+
 function route() {
   const hash = location.hash.slice(1) || "/";
   const [, kind, id] = hash.split("/");
-  const detail = kind === "streams" || kind === "turns";
+  const detail = kind === "streams" || kind === "turns" || kind === "runs";
   $("list-view").hidden = detail;
   $("detail-view").hidden = !detail;
-  if (kind === "streams" && id) {
+  $("detail-timeline").hidden = kind !== "runs";
+  $("detail-steps").hidden = kind !== "runs";
+  $("detail-chunks").hidden = kind === "runs";
+  if (kind === "runs" && id) {
+    live("/runs/" + id, renderRun);
+  } else if (kind === "streams" && id) {
     chunkFrom = 0;
     live("/streams/" + id + "?from=0", renderStream);
   } else if (kind === "turns" && id) {
     live("/turns/" + id, renderTurn);
   } else {
     live("/overview", renderOverview);
+    loadRuns(null);
     loadStreams(null);
     if (kind === "chats" && id) { $("chat-id").value = decodeURIComponent(id); loadTurns(decodeURIComponent(id)); }
   }
 }
 
+$("run-filter").addEventListener("submit", (event) => { event.preventDefault(); loadRuns(null); });
+$("runs-more").addEventListener("click", () => loadRuns(runsNext));
 $("stream-filter").addEventListener("submit", (event) => { event.preventDefault(); loadStreams(null); });
 $("streams-more").addEventListener("click", () => loadStreams(streamsNext));
 $("chat-form").addEventListener("submit", (event) => {
@@ -261,6 +366,16 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; }
 dt { color: #555; }
 dd { margin: 0; font-family: ui-monospace, monospace; }
 .problem { color: #a11; }
+.counts { margin: 4px 0; }
+.timeline { max-width: 960px; margin: 10px 0; }
+.timeline .axis { font-size: 12px; color: #555; margin: 0 0 4px; }
+.lane { display: grid; grid-template-columns: 180px 1fr; align-items: center; gap: 8px; margin: 2px 0; }
+.lane-name { font-family: ui-monospace, monospace; font-size: 12px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.track { position: relative; height: 14px; background: #eee; border-radius: 3px; }
+.track .step { position: absolute; top: 0; height: 100%; border-radius: 3px; background: #3b82f6; }
+.track .step.completed { background: #4caf50; }
+.track .step.failed { background: #d33; }
+.track .step.waiting { background: #f0b429; }
 `;
 
 /** The page's files by their path below `basePath`. */

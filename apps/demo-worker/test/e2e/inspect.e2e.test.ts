@@ -1,0 +1,87 @@
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
+import { type Browser, chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const demoDir = fileURLToPath(new URL("../..", import.meta.url));
+const screenshots = fileURLToPath(new URL("./__screenshots__/", import.meta.url));
+
+/** The Debian package's Chromium (installed by `.ci/run` when missing); never a downloaded browser. */
+const CHROMIUM = "/usr/bin/chromium";
+
+describe("the inspector's page in headless Chromium under wrangler dev", () => {
+  let dev: WranglerDev;
+  let browser: Browser;
+  beforeAll(async () => {
+    dev = await startWranglerDev({ cwd: demoDir, vars: { DEMO_DEBUG: "on" } });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--headless", "--no-sandbox"],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await dev?.dispose();
+  });
+
+  it("lists a started run, opens it, and draws its steps as bars that grow while it runs", async () => {
+    const runId = `inspected-${Date.now()}`;
+    const started = await fetch(`${dev.url}/tasks/demo.count@v1`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ runId, input: { steps: 6, stepMs: 700 } }),
+    });
+    expect(started.status).toBe(202);
+
+    const page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(`console: ${message.text()}`);
+    });
+    await page.goto(`${dev.url}/inspect/`);
+    // The list shows the run; its link opens the run's view.
+    const link = page.locator("#runs a", { hasText: runId });
+    await link.waitFor({ timeout: 30_000 });
+    await link.click();
+    await page.waitForSelector("#detail-timeline .track .step", { timeout: 30_000 });
+    expect(await page.textContent("#detail-title")).toBe(`run ${runId}`);
+
+    // Live: the run's view arrives again as each step is written, so its lanes grow.
+    const lanes = () => page.locator("#detail-timeline .lane").count();
+    const early = await lanes();
+    expect(early).toBeLessThan(6);
+    await page.waitForSelector('#detail-view[data-state="completed"]', { timeout: 30_000 });
+    expect(await lanes()).toBe(6);
+    const bars = await page.$$eval("#detail-timeline .track .step", (nodes) =>
+      nodes.map((node) => ({
+        step: node.getAttribute("data-step"),
+        state: node.className,
+        attempts: node.getAttribute("data-attempts"),
+        left: Number.parseFloat((node as unknown as { style: { left: string } }).style.left),
+        width: Number.parseFloat((node as unknown as { style: { width: string } }).style.width),
+      })),
+    );
+    expect(bars.map((b) => [b.step, b.state, b.attempts])).toEqual(
+      Array.from({ length: 6 }, (_, i) => [`step-${i}`, "step completed", "1"]),
+    );
+    // Steps lie end to end on the axis: each starts where the one before it ended.
+    for (let i = 1; i < bars.length; i++) {
+      const before = bars[i - 1] as (typeof bars)[number];
+      expect((bars[i]?.left ?? 0) + 0.05).toBeGreaterThanOrEqual(before.left + before.width - 0.05);
+    }
+    const rows = await page.$$eval("#detail-steps tbody tr", (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)),
+    );
+    expect(rows.map((cells) => cells.slice(1, 5))).toEqual(
+      Array.from({ length: 6 }, (_, i) => [`step-${i}`, "do", "completed", "1"]),
+    );
+    expect(problems).toEqual([]);
+
+    // For the record: the run as a person sees it (committed beside this test).
+    mkdirSync(screenshots, { recursive: true });
+    await page.screenshot({ path: `${screenshots}inspector-run.png`, fullPage: true });
+    await page.close();
+  });
+});

@@ -1,0 +1,97 @@
+import type { TaskRunHistory, TaskRunSnapshot, TaskStepSnapshot } from "@durablekit/tasks";
+import {
+  INSPECT_SHAPE_VERSION,
+  type InspectErrorInfo,
+  type InspectRun,
+  type InspectRunView,
+  type InspectStep,
+} from "./shape";
+
+/** A stored error as the inspector shows it: its name, message and code, nothing else. */
+function errorOf(error: { name: string; message: string; code?: string }): InspectErrorInfo {
+  const info: InspectErrorInfo = { name: String(error.name), message: String(error.message) };
+  if (typeof error.code === "string") info.code = error.code;
+  return info;
+}
+
+/** A task run's snapshot, in the inspector's shape. */
+export function runOf(snapshot: TaskRunSnapshot): InspectRun {
+  const run: InspectRun = {
+    runId: snapshot.runId,
+    definition: snapshot.definition,
+    state: snapshot.state,
+    attempts: snapshot.attempt,
+    createdAt: snapshot.createdAt,
+    updatedAt: snapshot.updatedAt,
+    startedAt: null,
+    settledAt: null,
+    waitingFor: null,
+    wakeAt: null,
+    eventType: null,
+    statusMessage: null,
+    idempotencyKey: snapshot.idempotencyKey ?? null,
+    error: null,
+  };
+  switch (snapshot.state) {
+    case "running":
+      run.startedAt = snapshot.startedAt;
+      run.statusMessage = snapshot.statusMessage ?? null;
+      break;
+    case "waiting":
+      run.waitingFor = snapshot.reason;
+      run.wakeAt = snapshot.wakeAt;
+      run.eventType = snapshot.eventType ?? null;
+      run.statusMessage = snapshot.statusMessage ?? null;
+      break;
+    case "failed":
+      run.settledAt = snapshot.settledAt;
+      run.error = errorOf(snapshot.error);
+      break;
+    case "cancelled":
+      run.settledAt = snapshot.settledAt;
+      if (snapshot.reason !== undefined) {
+        run.error = { name: "Cancelled", message: snapshot.reason };
+      }
+      break;
+    case "completed":
+      run.settledAt = snapshot.settledAt;
+      break;
+  }
+  return run;
+}
+
+function stepOf(step: TaskStepSnapshot, index: number, from: number): InspectStep {
+  const view: InspectStep = {
+    index,
+    name: step.name,
+    kind: step.kind,
+    state: step.state,
+    attempts: step.attempt,
+    from,
+    to: Math.max(from, step.updatedAt),
+    wakeAt: step.wakeAt ?? null,
+    eventType: step.eventType ?? null,
+    error: step.error ? errorOf(step.error) : null,
+  };
+  if ("result" in step) view.result = step.result;
+  return view;
+}
+
+/** A run's history as the run view: its facts, its input, its result and its steps on a time axis. */
+export function runViewOf(history: TaskRunHistory): InspectRunView {
+  const steps: InspectStep[] = [];
+  let from = history.run.createdAt;
+  history.steps.forEach((step, index) => {
+    const view = stepOf(step, index, from);
+    steps.push(view);
+    from = view.to;
+  });
+  const view: InspectRunView = {
+    version: INSPECT_SHAPE_VERSION,
+    run: runOf(history.run),
+    input: history.input,
+    steps,
+  };
+  if (history.run.state === "completed") view.result = history.run.result;
+  return view;
+}

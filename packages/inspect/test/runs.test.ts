@@ -1,0 +1,170 @@
+import { abortAllDurableObjects, env, runDurableObjectAlarm } from "cloudflare:test";
+import { thrownCodeSync } from "@durablekit/test-kit";
+import { describe, expect, it } from "vitest";
+import { type InspectRun, isInspectError } from "../src/index";
+import type { Fixture } from "./fixtures/worker";
+import { freshStub, inFixture } from "./helpers";
+
+const codeOf = (fn: () => unknown) => thrownCodeSync(fn, isInspectError);
+
+/** Runs `fn` inside the object of `stub`. */
+const within = <T>(
+  stub: DurableObjectStub<Fixture>,
+  fn: (fixture: Fixture, state: DurableObjectState) => T | Promise<T>,
+) => inFixture(fn, stub);
+
+/** Runs the object's alarm (after its wake) until `done` holds for the run, or fails. */
+async function driveUntil(
+  stub: DurableObjectStub<Fixture>,
+  runId: string,
+  done: (run: InspectRun) => boolean,
+): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    const run = await within(stub, ({ inspector }) => inspector.run(runId)?.run);
+    if (run && done(run)) return;
+    await scheduler.wait(15);
+    await runDurableObjectAlarm(stub);
+  }
+  throw new Error(`run ${runId} did not get there`);
+}
+
+describe("the inspector's task runs", () => {
+  it("shows a step that failed twice then succeeded, the back-off, the sleep and the event wait", async () => {
+    const stub = freshStub();
+    const runId = await within(stub, async ({ tasks }) => (await tasks.run("flaky@v1")).runId);
+    // The first attempt failed: the run waits for its retry, the step carries the error.
+    await driveUntil(stub, runId, (run) => run.state === "waiting");
+    const retrying = await within(stub, ({ inspector }) => inspector.run(runId));
+    expect(retrying?.run).toMatchObject({ state: "waiting", waitingFor: "retry", attempts: 1 });
+    expect(retrying?.steps).toEqual([
+      expect.objectContaining({
+        index: 0,
+        name: "charge",
+        kind: "do",
+        state: "waiting",
+        attempts: 1,
+        error: { name: "Error", message: "card declined (try 1)" },
+      }),
+    ]);
+    expect(retrying?.steps[0]?.wakeAt).toBe(retrying?.run.wakeAt);
+
+    // Two retries later the charge succeeded; the run sleeps, then waits for its approval.
+    await driveUntil(stub, runId, (run) => run.waitingFor === "event");
+    const waiting = await within(stub, ({ inspector }) => inspector.run(runId));
+    expect(waiting?.run).toMatchObject({
+      state: "waiting",
+      waitingFor: "event",
+      eventType: "approve",
+      wakeAt: null,
+    });
+    expect(waiting?.run.attempts).toBeGreaterThanOrEqual(3);
+    expect(waiting?.steps.map((s) => [s.name, s.kind, s.state, s.attempts])).toEqual([
+      ["charge", "do", "completed", 3],
+      ["cool-off", "sleep", "completed", 0],
+      ["approval", "event", "waiting", 0],
+    ]);
+    expect(waiting?.steps[0]).toMatchObject({ result: 3, error: null });
+    expect(waiting?.steps[2]?.eventType).toBe("approve");
+    // The steps lie end to end on the run's time axis, from its creation.
+    const steps = waiting?.steps ?? [];
+    expect(steps[0]?.from).toBe(waiting?.run.createdAt);
+    for (let i = 1; i < steps.length; i++) {
+      expect(steps[i]?.from).toBe(steps[i - 1]?.to);
+      expect(steps[i]?.to).toBeGreaterThanOrEqual(steps[i]?.from ?? Infinity);
+    }
+    // The back-off: the charge settled no earlier than two retry delays after the run began.
+    expect((steps[0]?.to ?? 0) - (steps[0]?.from ?? 0)).toBeGreaterThanOrEqual(10);
+
+    await within(stub, ({ tasks }) => tasks.sendEvent(runId, "approve", { by: "ada" }));
+    await driveUntil(stub, runId, (run) => run.state === "completed");
+    const done = await within(stub, ({ inspector }) => inspector.run(runId));
+    expect(done).toMatchObject({
+      version: 1,
+      run: { state: "completed", waitingFor: null, error: null },
+      input: undefined,
+      result: { tries: 3, by: "ada" },
+    });
+    expect(done?.run.settledAt).toBeGreaterThanOrEqual(done?.steps[2]?.to ?? Infinity);
+    expect(done?.steps[2]).toMatchObject({ state: "completed", result: { by: "ada" } });
+  });
+
+  it("shows a failed run's coded error, a cancelled run and a run cut by a restart", async () => {
+    let stub = freshStub();
+    const ids = await within(stub, async ({ tasks }) => ({
+      doomed: (await tasks.run("doomed@v1", { reason: "test" })).runId,
+      cancelled: (await tasks.run("forever@v1")).runId,
+    }));
+    await driveUntil(stub, ids.doomed, (run) => run.state === "failed");
+    const doomed = await within(stub, ({ inspector }) => inspector.run(ids.doomed));
+    expect(doomed?.run).toMatchObject({
+      state: "failed",
+      attempts: 1,
+      error: { name: "NonRetryableError", message: "out of stock" },
+    });
+    expect(doomed?.input).toEqual({ reason: "test" });
+    expect(doomed?.steps).toEqual([
+      expect.objectContaining({ name: "check", state: "failed", attempts: 1 }),
+    ]);
+
+    // The hanging step is cut by a reset; the claim deadline's alarm starts attempt 2.
+    await driveUntil(stub, ids.cancelled, (run) => run.state === "running");
+    await abortAllDurableObjects();
+    // A stub connected to an aborted object stays broken: reach the object anew.
+    stub = env.FIXTURE.get(stub.id);
+    await scheduler.wait(250);
+    await runDurableObjectAlarm(stub).catch(() => {});
+    const cut = await within(stub, ({ inspector }) => inspector.run(ids.cancelled));
+    expect(cut?.run.attempts).toBe(2);
+    expect(cut?.steps.map((s) => [s.name, s.state, s.attempts])).toEqual([
+      ["start", "completed", 1],
+      ["hang", "running", 2],
+    ]);
+
+    await within(stub, ({ tasks }) => tasks.cancel(ids.cancelled, "not needed"));
+    await driveUntil(stub, ids.cancelled, (run) => run.state === "cancelled");
+    const cancelled = await within(stub, ({ inspector }) => inspector.run(ids.cancelled));
+    expect(cancelled?.run).toMatchObject({
+      state: "cancelled",
+      error: { name: "Cancelled", message: "not needed" },
+    });
+
+    const overview = await within(stub, ({ inspector }) => inspector.overview());
+    expect(overview.parts).toEqual(["tasks", "streams", "chat"]);
+    expect(overview.runs).toMatchObject({
+      byState: { failed: 1, cancelled: 1, running: 0 },
+      complete: true,
+    });
+    const failed = await within(stub, ({ inspector }) => inspector.runs({ state: "failed" }));
+    expect(failed.items.map((r) => r.runId)).toEqual([ids.doomed]);
+    const forever = await within(stub, ({ inspector }) =>
+      inspector.runs({ definition: "forever@v1" }),
+    );
+    expect(forever.items.map((r) => r.runId)).toEqual([ids.cancelled]);
+  });
+
+  it("pages runs newest first, refuses bad input, and answers null for an unknown run", async () => {
+    await inFixture(async ({ tasks, inspector }) => {
+      for (let i = 0; i < 5; i++)
+        await tasks.run("doomed@v1", { reason: `${i}` }, { runId: `r${i}` });
+      const first = inspector.runs({ limit: 2 });
+      const second = inspector.runs({ limit: 2, cursor: first.next ?? undefined });
+      const third = inspector.runs({ limit: 2, cursor: second.next ?? undefined });
+      expect([...first.items, ...second.items, ...third.items].map((r) => r.runId)).toEqual([
+        "r4",
+        "r3",
+        "r2",
+        "r1",
+        "r0",
+      ]);
+      expect(third.next).toBeNull();
+      expect(inspector.run("no-such-run")).toBeNull();
+      expect(codeOf(() => inspector.runs({ limit: 0 }))).toBe("inspect/invalid-argument");
+      expect(codeOf(() => inspector.runs({ state: "done" as never }))).toBe(
+        "inspect/invalid-argument",
+      );
+      expect(codeOf(() => inspector.runs({ cursor: "forged" }))).toBe("inspect/invalid-argument");
+      expect(codeOf(() => inspector.runs({ definition: "" }))).toBe("inspect/invalid-argument");
+      expect(codeOf(() => inspector.run(""))).toBe("inspect/invalid-argument");
+    });
+  });
+});
