@@ -15,6 +15,14 @@ export interface CountInput {
   stream?: string;
 }
 
+/** Input of `demo.flaky@v1`. */
+export interface FlakyInput {
+  /** How many attempts of its `charge` step fail before one succeeds, 0–5. */
+  failures: number;
+  /** The back-off between them, 1–60,000 ms (500). */
+  retryMs?: number;
+}
+
 /** Input of `demo.approval@v1`. */
 export interface ApprovalInput {
   /** How long to wait for the `approve` event, 1 ms–30 days; without it, the run waits until approved or cancelled. */
@@ -93,7 +101,10 @@ async function runProgram(
  * waits `stepMs`, and appends `{ "i": i }` to `stream` as that stream's producer `<runId>` with
  * producer seq `i`, so a step re-run after a crash is answered as a duplicate and the stream holds
  * each `i` exactly once; the last step's append also closes the stream, so its readers end with
- * `done` (a run that fails or is cancelled ends it as errored: see the workspace). `demo.approval@v1` waits for an `approve` event and completes with its payload.
+ * `done` (a run that fails or is cancelled ends it as errored: see the workspace). `demo.flaky@v1`
+ * fails its `charge` step `failures` times, `retryMs` apart, then charges and completes: a run
+ * whose timeline shows retries. `demo.approval@v1` waits for an `approve` event and completes with
+ * its payload.
  * `demo.program@v1` runs a program inside the task: a replay run whose calls are rows of the task's
  * journal (`step.journal("program")`); each time the program is interrupted (`approval()`), the task
  * waits for a `resume` event and resumes the program with its payload, so the program's host calls
@@ -122,6 +133,26 @@ export function demoTaskDefinitions(host: DemoTaskHost) {
       // No steps: the stream is opened and closed at once (on a replay, closing it again is a no-op).
       if (input.steps === 0 && input.stream !== undefined) host.streams.open(input.stream).close();
       return { counted: input.steps };
+    },
+    "demo.flaky@v1": async (input: FlakyInput, step: TaskStep) => {
+      const charged = await step.do(
+        "charge",
+        {
+          retries: {
+            limit: input.failures + 1,
+            delayMs: input.retryMs ?? 500,
+            backoff: "constant",
+          },
+        },
+        ({ attempt }) => {
+          host.countExecution(step.runId, "charge");
+          if (attempt <= input.failures) {
+            throw new Error(`the card was declined (attempt ${attempt} of ${input.failures + 1})`);
+          }
+          return attempt;
+        },
+      );
+      return step.do("receipt", () => ({ charged: true, attempts: charged }));
     },
     "demo.approval@v1": async (input: ApprovalInput | undefined, step: TaskStep) =>
       step.waitForEvent("approve", {
@@ -157,6 +188,7 @@ export const MAX_REASON_LENGTH = 1_000;
 /** The shape of each definition's input, as error messages show it. */
 export const INPUT_SHAPES: Record<DemoDefinition, string> = {
   "demo.count@v1": '{ "steps": 0–1000, "stepMs"?: 0–60000, "stream"?: "<stream id>" }',
+  "demo.flaky@v1": '{ "failures": 0–5, "retryMs"?: 1–60000 }',
   "demo.approval@v1": `{ "timeoutMs"?: 1–${MAX_APPROVAL_MS} }`,
   "demo.program@v1": '{ "code": "<ES module source>" }',
 };
@@ -183,6 +215,21 @@ function countProblem(input: unknown): string | null {
   }
   if (stream !== undefined && !isWellFormedName(stream, MAX_STREAM_ID)) {
     return `"input.stream" must be a stream id of 1–${MAX_STREAM_ID} characters without lone surrogates; got ${describeValue(stream)}.`;
+  }
+  return null;
+}
+
+/** What is wrong with a `demo.flaky@v1` input, or null. */
+function flakyProblem(input: unknown): string | null {
+  if (!isObject(input)) {
+    return `demo.flaky@v1 needs "input": ${INPUT_SHAPES["demo.flaky@v1"]}; got ${describeValue(input)} as "input".`;
+  }
+  const { failures, retryMs } = input;
+  if (!isIntegerIn(failures, 0, 5)) {
+    return `"input.failures" must be an integer from 0 to 5; got ${describeValue(failures)}.`;
+  }
+  if (retryMs !== undefined && !isIntegerIn(retryMs, 1, 60_000)) {
+    return `"input.retryMs" must be an integer from 1 to 60000 (milliseconds); got ${describeValue(retryMs)}.`;
   }
   return null;
 }
@@ -218,6 +265,7 @@ function programProblem(input: unknown): string | null {
 /** A message saying what is wrong with a definition's input, or null when it is acceptable. */
 export function checkInput(definition: string, input: unknown): string | null {
   if (definition === "demo.count@v1") return countProblem(input);
+  if (definition === "demo.flaky@v1") return flakyProblem(input);
   if (definition === "demo.approval@v1") return approvalProblem(input);
   if (definition === "demo.program@v1") return programProblem(input);
   return null;

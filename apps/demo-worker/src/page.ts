@@ -89,7 +89,7 @@ export const PAGE_HTML = `<!doctype html>
       <thead><tr><th>route</th><th>does</th></tr></thead>
       <tbody>
         <tr><td><code>GET /health</code></td><td>the workspace object writes and reads its SQLite</td></tr>
-        <tr><td><code>POST /tasks/:definition</code></td><td><code>{ "input": { … }, "idempotencyKey"?, "runId"? }</code> starts a run: <code>demo.count@v1</code>, <code>demo.approval@v1</code>, <code>demo.program@v1</code></td></tr>
+        <tr><td><code>POST /tasks/:definition</code></td><td><code>{ "input": { … }, "idempotencyKey"?, "runId"? }</code> starts a run: <code>demo.count@v1</code>, <code>demo.flaky@v1</code>, <code>demo.approval@v1</code>, <code>demo.program@v1</code></td></tr>
         <tr><td><code>GET /tasks/:runId</code></td><td>a run's state and journal</td></tr>
         <tr><td><code>POST /tasks/:runId/cancel</code></td><td>cancels a run</td></tr>
         <tr><td><code>POST /tasks/:runId/events/:type</code></td><td>delivers an event (e.g. <code>approve</code>)</td></tr>

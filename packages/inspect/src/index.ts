@@ -9,6 +9,7 @@ export {
 } from "./inspector";
 export {
   INSPECT_SHAPE_VERSION,
+  type InspectAttempt,
   type InspectChatTurn,
   type InspectChatTurnView,
   type InspectChunk,

@@ -1,6 +1,12 @@
-import type { TaskRunHistory, TaskRunSnapshot, TaskStepSnapshot } from "@durablekit/tasks";
+import type {
+  TaskAttemptSnapshot,
+  TaskRunHistory,
+  TaskRunSnapshot,
+  TaskStepSnapshot,
+} from "@durablekit/tasks";
 import {
   INSPECT_SHAPE_VERSION,
+  type InspectAttempt,
   type InspectErrorInfo,
   type InspectRun,
   type InspectRunView,
@@ -77,6 +83,17 @@ function stepOf(step: TaskStepSnapshot, index: number, from: number): InspectSte
   return view;
 }
 
+function attemptOf(attempt: TaskAttemptSnapshot): InspectAttempt {
+  return {
+    attempt: attempt.attempt,
+    startedAt: attempt.startedAt,
+    endedAt: attempt.endedAt,
+    outcome: attempt.outcome,
+    step: attempt.step ?? null,
+    error: attempt.error ? errorOf(attempt.error) : null,
+  };
+}
+
 /** A run's history as the run view: its facts, its input, its result and its steps on a time axis. */
 export function runViewOf(history: TaskRunHistory): InspectRunView {
   const steps: InspectStep[] = [];
@@ -90,6 +107,8 @@ export function runViewOf(history: TaskRunHistory): InspectRunView {
     version: INSPECT_SHAPE_VERSION,
     run: runOf(history.run),
     input: history.input,
+    // A history from a tasks version without attempts has none to show.
+    attempts: (history.attempts ?? []).map(attemptOf),
     steps,
   };
   if (history.run.state === "completed") view.result = history.run.result;

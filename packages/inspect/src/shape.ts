@@ -77,7 +77,37 @@ export interface InspectStep {
   error: InspectErrorInfo | null;
 }
 
-/** A run's facts, its input and its steps on a time axis (`GET …/api/runs/:runId`). */
+/**
+ * One attempt of a run: a claim of the run by one isolate (the first run, each retry of a failed
+ * step, each wake, each recovery after the object died), on the run's time axis. The gaps between
+ * attempts are the back-offs, sleeps and waits.
+ */
+export interface InspectAttempt {
+  /** 1-based. */
+  attempt: number;
+  startedAt: number;
+  /** `null` while it runs, or for an attempt cut short (`interrupted`). */
+  endedAt: number | null;
+  /**
+   * `running`; `completed`, `failed`, `cancelled` (it settled the run); `sleep`, `event`, `retry`
+   * (it parked the run at `step`); `interrupted` (the object died or was reset under it).
+   */
+  outcome:
+    | "running"
+    | "completed"
+    | "failed"
+    | "cancelled"
+    | "sleep"
+    | "event"
+    | "retry"
+    | "interrupted";
+  /** The step it parked at. */
+  step: string | null;
+  /** For `retry`: the error the step failed with. */
+  error: InspectErrorInfo | null;
+}
+
+/** A run's facts, its input, its attempts and its steps on a time axis (`GET …/api/runs/:runId`). */
 export interface InspectRunView {
   version: typeof INSPECT_SHAPE_VERSION;
   run: InspectRun;
@@ -85,6 +115,8 @@ export interface InspectRunView {
   input: unknown;
   /** A completed run's result. */
   result?: unknown;
+  /** Every attempt in order, with how it ended. */
+  attempts: InspectAttempt[];
   steps: InspectStep[];
 }
 

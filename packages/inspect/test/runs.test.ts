@@ -75,6 +75,26 @@ describe("the inspector's task runs", () => {
     // The back-off: the charge settled no earlier than two retry delays after the run began.
     expect((steps[0]?.to ?? 0) - (steps[0]?.from ?? 0)).toBeGreaterThanOrEqual(10);
 
+    // Its attempts: two that failed the charge (each with its error), the one that charged and
+    // slept, the wake that parked at the approval; the gaps between them are the back-offs.
+    expect(waiting?.attempts.map((a) => [a.attempt, a.outcome, a.step])).toEqual([
+      [1, "retry", "charge"],
+      [2, "retry", "charge"],
+      [3, "sleep", "cool-off"],
+      [4, "event", "approval"],
+    ]);
+    expect(waiting?.attempts.map((a) => a.error?.message ?? null)).toEqual([
+      "card declined (try 1)",
+      "card declined (try 2)",
+      null,
+      null,
+    ]);
+    const tries = waiting?.attempts ?? [];
+    for (let i = 1; i < tries.length; i++) {
+      const gap = (tries[i]?.startedAt ?? 0) - (tries[i - 1]?.endedAt ?? Infinity);
+      expect(gap).toBeGreaterThanOrEqual(i < 3 ? 5 : 0);
+    }
+
     await within(stub, ({ tasks }) => tasks.sendEvent(runId, "approve", { by: "ada" }));
     await driveUntil(stub, runId, (run) => run.state === "completed");
     const done = await within(stub, ({ inspector }) => inspector.run(runId));
@@ -102,6 +122,7 @@ describe("the inspector's task runs", () => {
       error: { name: "NonRetryableError", message: "out of stock" },
     });
     expect(doomed?.input).toEqual({ reason: "test" });
+    expect(doomed?.attempts.map((a) => [a.attempt, a.outcome])).toEqual([[1, "failed"]]);
     expect(doomed?.steps).toEqual([
       expect.objectContaining({ name: "check", state: "failed", attempts: 1 }),
     ]);
@@ -115,6 +136,10 @@ describe("the inspector's task runs", () => {
     await runDurableObjectAlarm(stub).catch(() => {});
     const cut = await within(stub, ({ inspector }) => inspector.run(ids.cancelled));
     expect(cut?.run.attempts).toBe(2);
+    expect(cut?.attempts.map((a) => [a.attempt, a.outcome, a.endedAt])).toEqual([
+      [1, "interrupted", null],
+      [2, "running", null],
+    ]);
     expect(cut?.steps.map((s) => [s.name, s.state, s.attempts])).toEqual([
       ["start", "completed", 1],
       ["hang", "running", 2],
@@ -127,6 +152,7 @@ describe("the inspector's task runs", () => {
       state: "cancelled",
       error: { name: "Cancelled", message: "not needed" },
     });
+    expect(cancelled?.attempts.map((a) => a.outcome)).toEqual(["interrupted", "cancelled"]);
 
     const overview = await within(stub, ({ inspector }) => inspector.overview());
     expect(overview.parts).toEqual(["tasks", "streams", "chat"]);

@@ -308,10 +308,12 @@ export class Attempt implements StepEngine {
   parkAgain(
     reason: TaskWaitReason,
     wakeAt: number | null,
-    waitStep?: string,
+    step: string,
     waitEvent?: string,
   ): AttemptEnded {
-    return this.#park(reason, wakeAt, null, waitStep ?? null, waitEvent ?? null);
+    // An event wait names its step on the run row (deliveries match it); the others only here.
+    const waitStep = waitEvent === undefined ? null : step;
+    return this.#park(reason, wakeAt, null, waitStep, waitEvent ?? null, step);
   }
 
   parkNew(
@@ -339,6 +341,7 @@ export class Attempt implements StepEngine {
     row: StepRow | null,
     waitStep: string | null = null,
     waitEvent: string | null = null,
+    step: string | null = row?.name ?? waitStep,
   ): AttemptEnded {
     if (this.#ended) return this.#ended;
     // A pending cancel wins over the park (and the park's SQL refuses it too).
@@ -353,6 +356,9 @@ export class Attempt implements StepEngine {
           throw new FenceLost(this.runId);
         }
         if (row) store.steps.writeStep(this.runId, row);
+        // The attempt ends here: at the step it parked at, with a retried step's error.
+        const error = reason === "retry" ? (row?.value ?? null) : null;
+        store.attempts.end(this.runId, reason, step, error, at);
       });
     } catch (error) {
       if (error instanceof FenceLost) return this.end("superseded");

@@ -23,6 +23,7 @@ export type {
 export { TASKS_SCHEMA_VERSION } from "./schema";
 export { Tasks } from "./tasks";
 export type {
+  TaskAttemptSnapshot,
   TaskDefinitions,
   TaskDeleteOptions,
   TaskHandle,

@@ -144,9 +144,9 @@ export class Runner {
     const generation = crypto.randomUUID();
     const number = row.attempt + 1;
     const deadline = now + this.#config.claimTimeoutMs;
-    const claimed = this.#config.store.runs.claim(
+    const claimed = this.#config.store.claim(
       runId,
-      row.generation,
+      { generation: row.generation, attempt: row.attempt, running: row.state === "running" },
       generation,
       number,
       deadline,

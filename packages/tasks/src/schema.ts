@@ -13,7 +13,7 @@ import { TasksError } from "./errors";
  */
 
 /** The schema version this code reads and writes (the number of migration steps). */
-export const TASKS_SCHEMA_VERSION = 3;
+export const TASKS_SCHEMA_VERSION = 4;
 
 /** `MIGRATIONS[n]` brings the tables from version n to n + 1. */
 const MIGRATIONS: ReadonlyArray<readonly string[]> = [
@@ -94,6 +94,21 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
       payload TEXT,
       at INTEGER NOT NULL,
       PRIMARY KEY (run_id, journal, call_key)
+    ) WITHOUT ROWID`,
+  ],
+  // v4: the attempts of each run, for its timeline (`attempts()`): one row per attempt, written
+  // with the claim that starts it and updated with the write that ends it (a park or a settle), in
+  // the same transactions. Per attempt, never per step.
+  [
+    `CREATE TABLE dk_tasks_attempts (
+      run_id TEXT NOT NULL,
+      attempt INTEGER NOT NULL,
+      started_at INTEGER NOT NULL,
+      ended_at INTEGER,
+      outcome TEXT,
+      step TEXT,
+      error TEXT,
+      PRIMARY KEY (run_id, attempt)
     ) WITHOUT ROWID`,
   ],
 ];

@@ -1,5 +1,6 @@
+import type { AttemptRow } from "./attempt-store";
 import { type RunRow, type StepRow, VERSION_MARKER_PREFIX } from "./rows";
-import type { TaskRunSnapshot, TaskStepSnapshot } from "./types";
+import type { TaskAttemptSnapshot, TaskRunSnapshot, TaskStepSnapshot } from "./types";
 import { decodeValue, errorInfo } from "./values";
 
 /** The public view of a run row. */
@@ -79,4 +80,26 @@ export function toStepSnapshots(rows: readonly StepRow[], now: number): TaskStep
       if (row.event_type !== null) view.eventType = row.event_type;
       return view;
     });
+}
+
+/**
+ * A run's attempts as `attempts()` shows them. An attempt with no outcome is `running` when it is
+ * the run's last and the run is running; otherwise it was cut short (`interrupted`).
+ */
+export function toAttemptSnapshots(
+  rows: readonly AttemptRow[],
+  run: { state: string; attempt: number },
+): TaskAttemptSnapshot[] {
+  return rows.map((row) => {
+    const live = row.attempt === run.attempt && run.state === "running";
+    const view: TaskAttemptSnapshot = {
+      attempt: row.attempt,
+      startedAt: row.started_at,
+      endedAt: row.ended_at,
+      outcome: row.outcome ?? (live ? "running" : "interrupted"),
+    };
+    if (row.step !== null) view.step = row.step;
+    if (row.error !== null) view.error = errorInfo(row.error);
+    return view;
+  });
 }

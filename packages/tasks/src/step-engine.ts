@@ -93,7 +93,7 @@ export interface StepEngine {
   parkAgain(
     reason: TaskWaitReason,
     wakeAt: number | null,
-    waitStep?: string,
+    step: string,
     waitEvent?: string,
   ): AttemptEnded;
   /** Parks with a new waiting step row; returns the end signal to throw. */

@@ -78,7 +78,7 @@ export class ReplayStep implements TaskStep {
     if (row) {
       a.goLive();
       if (row.state === "waiting" && row.wake_at !== null && a.now() < row.wake_at) {
-        throw a.parkAgain("retry", row.wake_at);
+        throw a.parkAgain("retry", row.wake_at, name);
       }
       // A retry that is due, or a step a dead attempt left running: the next attempt of it.
       const attempt = row.attempt + 1;
@@ -212,7 +212,7 @@ export class ReplayStep implements TaskStep {
       a.expect(row, "sleep");
       if (row.state === "completed" || row.wake_at === null || a.now() >= row.wake_at) return;
       a.goLive();
-      throw a.parkAgain("sleep", row.wake_at);
+      throw a.parkAgain("sleep", row.wake_at, name);
     }
     a.goLive();
     a.countNewStep();

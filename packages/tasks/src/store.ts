@@ -1,3 +1,4 @@
+import { AttemptStore } from "./attempt-store";
 import { CallStore } from "./call-store";
 import { EventBuffer } from "./event-buffer";
 import { RunStore, type Settlement } from "./run-store";
@@ -11,7 +12,9 @@ export class FenceLost {
 /**
  * Every SQL statement of the package, by table: {@link TaskStore.runs} (`run-store.ts`),
  * {@link TaskStore.steps} (the journal, `step-store.ts`), {@link TaskStore.calls} (the calls of step
- * journals, `call-store.ts`) and {@link TaskStore.events} (the event buffer, `event-buffer.ts`). Each table method is one statement; the methods here span tables.
+ * journals, `call-store.ts`), {@link TaskStore.attempts} (each run's attempts, `attempt-store.ts`)
+ * and {@link TaskStore.events} (the event buffer, `event-buffer.ts`). Each table method is one
+ * statement; the methods here span tables.
  * Callers group statements of one state change with {@link TaskStore.transaction}. Fenced methods
  * take the attempt's generation and return false (or throw {@link FenceLost} inside a transaction)
  * when another attempt holds the run.
@@ -23,6 +26,8 @@ export class TaskStore {
   readonly steps: StepStore;
   /** Calls recorded through step journals. */
   readonly calls: CallStore;
+  /** Each run's attempts, for its timeline. */
+  readonly attempts: AttemptStore;
   /** Buffered events. */
   readonly events: EventBuffer;
   readonly #storage: DurableObjectStorage;
@@ -32,6 +37,7 @@ export class TaskStore {
     this.runs = new RunStore(storage.sql);
     this.steps = new StepStore(storage.sql);
     this.calls = new CallStore(storage.sql);
+    this.attempts = new AttemptStore(storage.sql);
     this.events = new EventBuffer(storage.sql);
   }
 
@@ -48,7 +54,32 @@ export class TaskStore {
   settle(runId: string, generation: string | null, settlement: Settlement, now: number): boolean {
     return this.transaction(() => {
       if (!this.runs.settle(runId, generation, settlement, now)) return false;
+      this.attempts.end(runId, settlement.state, null, null, now);
       this.events.deleteRun(runId);
+      return true;
+    });
+  }
+
+  /**
+   * Claims a run for attempt `attempt` (see {@link RunStore.claim}) and records the attempt's start;
+   * when the run was still running, the attempt before it was cut short. One transaction; false
+   * (nothing written) when the claim lost.
+   */
+  claim(
+    runId: string,
+    seen: { generation: string | null; attempt: number; running: boolean },
+    generation: string,
+    attempt: number,
+    deadline: number,
+    breaker: { progress: number; stalls: number },
+    now: number,
+  ): boolean {
+    return this.transaction(() => {
+      if (!this.runs.claim(runId, seen.generation, generation, attempt, deadline, breaker, now)) {
+        return false;
+      }
+      if (seen.running) this.attempts.interrupted(runId, seen.attempt);
+      this.attempts.begin(runId, attempt, now);
       return true;
     });
   }
@@ -67,10 +98,11 @@ export class TaskStore {
     return deleted;
   }
 
-  /** Deletes a run's journal (its steps and step journals) and buffered events (not the run row). */
+  /** Deletes a run's journal (its steps and step journals), attempts and buffered events (not the run row). */
   #deleteRunData(runId: string): void {
     this.steps.deleteRun(runId);
     this.calls.deleteRun(runId);
+    this.attempts.deleteRun(runId);
     this.events.deleteRun(runId);
   }
 

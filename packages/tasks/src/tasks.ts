@@ -5,9 +5,10 @@ import { DEFAULT_STEP_POLICY, resolvePolicy } from "./policy";
 import { type RunRow, type TaskRunState, TERMINAL_STATES } from "./rows";
 import { Runner } from "./runner";
 import { migrate } from "./schema";
-import { toRunSnapshot, toStepSnapshots } from "./snapshot";
+import { toAttemptSnapshots, toRunSnapshot, toStepSnapshots } from "./snapshot";
 import { TaskStore } from "./store";
 import type {
+  TaskAttemptSnapshot,
   TaskDefinitions,
   TaskDeleteOptions,
   TaskHandle,
@@ -299,7 +300,22 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       run: toRunSnapshot(row),
       input: decodeValue(row.input),
       steps: toStepSnapshots(this.#store.steps.listSteps(runId), this.#now()),
+      attempts: toAttemptSnapshots(this.#store.attempts.list(runId), row),
     };
+  }
+
+  /**
+   * The run's attempts in order — when each started and ended, and how (settled it, parked it at a
+   * sleep, an event wait or a failed step's back-off, or was cut short) — for a run's timeline;
+   * `null` when no such run exists (or it was deleted). One row per attempt, read by the run's key.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id.
+   */
+  attempts(runId: string): TaskAttemptSnapshot[] | null {
+    checkName(runId, "A run id", false);
+    const row = this.#store.runs.getRun(runId);
+    if (!row) return null;
+    return toAttemptSnapshots(this.#store.attempts.list(runId), row);
   }
 
   /**

@@ -305,6 +305,38 @@ export interface TaskStepSnapshot {
   updatedAt: number;
 }
 
+/**
+ * One attempt of a run (`attempts()`): when it started and ended, and how. An attempt is a claim of
+ * the run by one isolate: the first run, each retry of a failed step, each wake after a sleep or an
+ * event, and each recovery after the object died.
+ */
+export interface TaskAttemptSnapshot {
+  /** 1-based, as `TaskRunSnapshot.attempt` counts them. */
+  attempt: number;
+  startedAt: number;
+  /** When it ended; `null` while it runs, or when it was cut short (`interrupted`). */
+  endedAt: number | null;
+  /**
+   * `running`; `completed`, `failed` or `cancelled` (it settled the run); `sleep`, `event` or
+   * `retry` (it parked the run at `step`: a sleep, an event wait, a failed step's back-off); or
+   * `interrupted`: the object died or was reset under it, or it gave the run up (a platform
+   * failure), and a later attempt took the run over.
+   */
+  outcome:
+    | "running"
+    | "completed"
+    | "failed"
+    | "cancelled"
+    | "sleep"
+    | "event"
+    | "retry"
+    | "interrupted";
+  /** The step it parked at (`sleep`, `event`, `retry`). */
+  step?: string;
+  /** For `retry`: the error the step failed with. */
+  error?: TaskErrorInfo;
+}
+
 /** What `history()` returns: a run's snapshot, its input and its journal, read together. */
 export interface TaskRunHistory {
   run: TaskRunSnapshot;
@@ -312,6 +344,8 @@ export interface TaskRunHistory {
   input: unknown;
   /** The run's journal in step order, as `steps()` returns it. */
   steps: TaskStepSnapshot[];
+  /** The run's attempts in order, as `attempts()` returns them. */
+  attempts: TaskAttemptSnapshot[];
 }
 
 /** Filters and paging of `list()`. */

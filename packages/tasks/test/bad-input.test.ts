@@ -61,7 +61,7 @@ async function expectMigratedInPlace(version: number, downgrade: string[]): Prom
         .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE name = 'schema_version'")
         .one().value,
     ).toBe(TASKS_SCHEMA_VERSION);
-    expect(TASKS_SCHEMA_VERSION).toBe(3);
+    expect(TASKS_SCHEMA_VERSION).toBe(4);
     expect(
       state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_calls").one().n,
     ).toBe(0);
@@ -69,6 +69,8 @@ async function expectMigratedInPlace(version: number, downgrade: string[]): Prom
       state: "completed",
       result: "woke",
     });
+    // The attempt before the migration left no row; the one after it is recorded.
+    expect(tasks.attempts(runId)?.map((a) => [a.attempt, a.outcome])).toEqual([[2, "completed"]]);
   });
 }
 
@@ -292,19 +294,25 @@ describe("bad input", () => {
       "ALTER TABLE dk_tasks_runs DROP COLUMN progress",
       "ALTER TABLE dk_tasks_runs DROP COLUMN stalls",
       "DROP TABLE dk_tasks_calls",
+      "DROP TABLE dk_tasks_attempts",
     ]);
   });
 
   it("migrates schema version 2 tables in place, adding the step journal table", async () => {
     // The tables as version 2 left them: no step journal table.
-    await expectMigratedInPlace(2, ["DROP TABLE dk_tasks_calls"]);
+    await expectMigratedInPlace(2, ["DROP TABLE dk_tasks_calls", "DROP TABLE dk_tasks_attempts"]);
+  });
+
+  it("migrates schema version 3 tables in place, adding the attempts table", async () => {
+    // The tables as version 3 left them: no attempts table. A run claimed before has no attempt rows.
+    await expectMigratedInPlace(3, ["DROP TABLE dk_tasks_attempts"]);
   });
 
   it("refuses tables written by a newer version with tasks/schema-too-new", async () => {
     await inFixture(async (fixture, state) => {
       state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 99 WHERE name = 'schema_version'");
       await expectCode("tasks/schema-too-new", () => fixture.build(fixture.definitions()));
-      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 3 WHERE name = 'schema_version'");
+      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 4 WHERE name = 'schema_version'");
     });
   });
 });

@@ -49,7 +49,7 @@ describe("the inspector's page in headless Chromium under wrangler dev", () => {
     expect(await page.textContent("#detail-title")).toBe(`run ${runId}`);
 
     // Live: the run's view arrives again as each step is written, so its lanes grow.
-    const lanes = () => page.locator("#detail-timeline .lane").count();
+    const lanes = () => page.locator("#detail-timeline .lane:not(.attempts)").count();
     const early = await lanes();
     expect(early).toBeLessThan(6);
     await page.waitForSelector('#detail-view[data-state="completed"]', { timeout: 30_000 });
@@ -77,6 +77,58 @@ describe("the inspector's page in headless Chromium under wrangler dev", () => {
     expect(rows.map((cells) => cells.slice(1, 5))).toEqual(
       Array.from({ length: 6 }, (_, i) => [`step-${i}`, "do", "completed", "1"]),
     );
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it("shows a step that failed twice then succeeded: three attempts, their errors and the back-off between them", async () => {
+    const runId = `retried-${Date.now()}`;
+    const started = await fetch(`${dev.url}/tasks/demo.flaky@v1`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ runId, input: { failures: 2, retryMs: 800 } }),
+    });
+    expect(started.status).toBe(202);
+
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    await page.goto(`${dev.url}/inspect/`);
+    const link = page.locator("#runs a", { hasText: runId });
+    await link.waitFor({ timeout: 30_000 });
+    await link.click();
+    // While it backs off, the attempt that failed is already on the page with its error.
+    await page.waitForSelector('#detail-attempts tbody tr[data-outcome="retry"]', {
+      timeout: 30_000,
+    });
+    await page.waitForSelector('#detail-view[data-state="completed"]', { timeout: 30_000 });
+
+    const attempts = await page.$$eval("#detail-attempts tbody tr", (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent ?? "")),
+    );
+    // attempt, started, after, ran, ended as, step, error
+    expect(attempts.map((cells) => [cells[0], cells[4], cells[5], cells[6]])).toEqual([
+      ["1", "retry", "charge", "the card was declined (attempt 1 of 3)"],
+      ["2", "retry", "charge", "the card was declined (attempt 2 of 3)"],
+      ["3", "completed", "", ""],
+    ]);
+    // The back-off between them, as the page shows it: at least the 800 ms the step asked for.
+    for (const cells of attempts.slice(1)) {
+      const after = cells[2] ?? "";
+      const ms = after.endsWith(" ms") ? Number.parseFloat(after) : Number.parseFloat(after) * 1000;
+      expect(ms, after).toBeGreaterThanOrEqual(800);
+    }
+    const bars = await page.$$eval("#detail-timeline .track .attempt", (nodes) =>
+      nodes.map((node) => node.getAttribute("data-outcome")),
+    );
+    expect(bars).toEqual(["retry", "retry", "completed"]);
+    const steps = await page.$$eval("#detail-steps tbody tr", (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent ?? "")),
+    );
+    expect(steps.map((cells) => [cells[1], cells[3], cells[4]])).toEqual([
+      ["charge", "completed", "3"],
+      ["receipt", "completed", "1"],
+    ]);
     expect(problems).toEqual([]);
 
     // For the record: the run as a person sees it (committed beside this test).

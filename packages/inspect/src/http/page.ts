@@ -57,6 +57,7 @@ const HTML = (base: string) => `<!doctype html>
     <dl id="detail-facts"></dl>
     <div id="detail-bar" class="bar"><span></span></div>
     <div id="detail-timeline" class="timeline" hidden></div>
+    <table id="detail-attempts" hidden><thead><tr><th>attempt</th><th>started</th><th>after</th><th>ran</th><th>ended as</th><th>step</th><th>error</th></tr></thead><tbody></tbody></table>
     <table id="detail-steps" hidden><thead><tr><th>#</th><th>step</th><th>kind</th><th>state</th><th>attempts</th><th>took</th><th>wakes</th><th>result or error</th></tr></thead><tbody></tbody></table>
     <table id="detail-chunks"><thead><tr><th>#</th><th>value</th></tr></thead><tbody></tbody></table>
     <button id="detail-more" hidden>Next page</button>
@@ -267,6 +268,28 @@ function timeline(view) {
   const end = Math.max(view.run.settledAt || Date.now(), ...view.steps.map((s) => s.to), start + 1);
   const axis = el("p", time(start) + " → " + time(end) + " (" + duration(end - start) + ")", "axis");
   box.append(axis);
+  const place = (bar, from, to) => {
+    bar.style.left = (((from - start) / (end - start)) * 100).toFixed(2) + "%";
+    bar.style.width = Math.max(0.5, ((to - from) / (end - start)) * 100).toFixed(2) + "%";
+  };
+  // One lane of attempts: the gaps between its bars are the back-offs, sleeps and waits.
+  if (view.attempts.length > 0) {
+    const lane = el("div", undefined, "lane attempts");
+    lane.append(el("span", "attempts", "lane-name"));
+    const track = el("div", undefined, "track");
+    view.attempts.forEach((a, i) => {
+      const next = view.attempts[i + 1];
+      const to = a.endedAt !== null ? a.endedAt : next ? next.startedAt : a.outcome === "running" ? end : a.startedAt;
+      const bar = el("span", undefined, "attempt " + a.outcome);
+      bar.dataset.attempt = String(a.attempt);
+      bar.dataset.outcome = a.outcome;
+      place(bar, a.startedAt, Math.max(to, a.startedAt));
+      bar.title = "attempt " + a.attempt + ": " + a.outcome + (a.step ? " at " + a.step : "") + (a.error ? " (" + a.error.message + ")" : "");
+      track.append(bar);
+    });
+    lane.append(track);
+    box.append(lane);
+  }
   for (const step of view.steps) {
     const line = el("div", undefined, "lane");
     line.append(el("span", step.name + (step.attempts > 1 ? " ×" + step.attempts : ""), "lane-name"));
@@ -274,8 +297,7 @@ function timeline(view) {
     const bar = el("span", undefined, "step " + step.state);
     bar.dataset.step = step.name;
     bar.dataset.attempts = String(step.attempts);
-    bar.style.left = (((step.from - start) / (end - start)) * 100).toFixed(2) + "%";
-    bar.style.width = Math.max(0.5, ((step.to - step.from) / (end - start)) * 100).toFixed(2) + "%";
+    place(bar, step.from, step.to);
     bar.title = step.name + ": " + step.state + ", " + duration(step.to - step.from) + (step.attempts > 1 ? ", " + step.attempts + " attempts" : "");
     track.append(bar);
     line.append(track);
@@ -290,6 +312,17 @@ function renderRun(view) {
   facts([["definition", r.definition], ["state", r.state], ["attempts", r.attempts], ["waiting for", waiting], ["wakes", time(r.wakeAt) || null], ["status", r.statusMessage], ["error", r.error ? (r.error.code ? r.error.code + ": " : "") + r.error.message : null], ["idempotency key", r.idempotencyKey], ["created", time(r.createdAt)], ["started", time(r.startedAt) || null], ["settled", time(r.settledAt) || null], ["input", view.input === undefined ? null : JSON.stringify(view.input)], ["result", "result" in view ? JSON.stringify(view.result) : null]]);
   bar(r.createdAt, r.settledAt, null);
   timeline(view);
+  const attempts = $("detail-attempts").tBodies[0];
+  attempts.replaceChildren();
+  view.attempts.forEach((a, i) => {
+    const before = view.attempts[i - 1];
+    const after = before && before.endedAt !== null ? duration(a.startedAt - before.endedAt) : "";
+    const ran = a.endedAt === null ? "" : duration(a.endedAt - a.startedAt);
+    const tr = row([a.attempt, time(a.startedAt), after, ran, a.outcome, a.step, a.error ? (a.error.code ? a.error.code + ": " : "") + a.error.message : ""]);
+    tr.dataset.outcome = a.outcome;
+    attempts.append(tr);
+  });
+  $("detail-attempts").hidden = view.attempts.length === 0;
   const body = $("detail-steps").tBodies[0];
   body.replaceChildren();
   for (const step of view.steps) {
@@ -308,6 +341,7 @@ function route() {
   $("list-view").hidden = detail;
   $("detail-view").hidden = !detail;
   $("detail-timeline").hidden = kind !== "runs";
+  $("detail-attempts").hidden = kind !== "runs";
   $("detail-steps").hidden = kind !== "runs";
   $("detail-chunks").hidden = kind === "runs";
   if (kind === "runs" && id) {
@@ -376,6 +410,12 @@ dd { margin: 0; font-family: ui-monospace, monospace; }
 .track .step.completed { background: #4caf50; }
 .track .step.failed { background: #d33; }
 .track .step.waiting { background: #f0b429; }
+.track .attempt { position: absolute; top: 0; height: 100%; border-radius: 3px; background: #3b82f6; border-left: 1px solid #fff; }
+.track .attempt.completed { background: #4caf50; }
+.track .attempt.failed, .track .attempt.retry { background: #d33; }
+.track .attempt.sleep, .track .attempt.event { background: #f0b429; }
+.track .attempt.interrupted { background: #9e9e9e; }
+.lane.attempts .lane-name { font-weight: 600; }
 `;
 
 /** The page's files by their path below `basePath`. */
