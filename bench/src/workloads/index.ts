@@ -1,6 +1,7 @@
 import type { Workload } from "../workload";
 import { bridgeWorkloads } from "./bridge-workloads";
 import { chatTurns, chatTurnsReclaim } from "./chat-turns";
+import { inspectViews } from "./inspect";
 import { journalWorkloads } from "./journal-workloads";
 import { sqliteFloor } from "./sqlite-floor";
 import { streamsWorkloads } from "./streams-workloads";
@@ -15,4 +16,5 @@ export const workloads: Workload[] = [
   ...bridgeWorkloads,
   chatTurns,
   chatTurnsReclaim,
+  inspectViews,
 ];
