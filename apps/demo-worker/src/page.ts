@@ -212,6 +212,22 @@ function newId(prefix) {
   return prefix + "-" + Math.random().toString(36).slice(2, 10);
 }
 
+// ── Links to the inspector ──
+// The inspector answers only with DEMO_DEBUG=on: its links show once its overview answers 200.
+const inspectLinks = new Set();
+let inspectorOn = false;
+/** A link to a view of the inspector, shown only while the inspector answers. */
+function inspectLink(href) {
+  const link = el("a", { className: "inspect", href, textContent: "inspect", hidden: !inspectorOn });
+  inspectLinks.add(link);
+  return link;
+}
+fetch("/inspect/api/overview").then((response) => {
+  if (!response.ok) return;
+  inspectorOn = true;
+  for (const link of inspectLinks) link.hidden = false;
+}, () => {});
+
 // ── Streams (EventSource) ──
 const views = new Map();
 
@@ -222,7 +238,10 @@ function watch(entry) {
   const remove = el("button", { className: "remove", type: "button", textContent: "forget" });
   const title = el("span", { className: "title", textContent: "stream " + entry.streamId });
   const run = el("span", { textContent: entry.runId ? "run " + entry.runId : "" });
-  const card = el("div", { className: "card stream" }, [el("header", {}, [title, run, state, remove]), list]);
+  const header = el("header", {}, [title, run]);
+  if (entry.runId) header.append(inspectLink("/inspect/#/runs/" + encodeURIComponent(entry.runId)));
+  header.append(state, remove);
+  const card = el("div", { className: "card stream" }, [header, list]);
   card.dataset.stream = entry.streamId;
   document.getElementById("streams").prepend(card);
   const view = { entry, list, state, source: null };
@@ -445,8 +464,10 @@ async function refreshProgram(record) {
 function showChat(chat) {
   const text = el("p", { className: "text", textContent: chat.text });
   const state = el("span", { className: "state" });
+  const id = encodeURIComponent(chat.chatId);
+  const turns = inspectLink("/chat/" + id + "/inspect/#/chats/" + id);
   const card = el("div", { className: "card chat" }, [
-    el("header", {}, [el("span", { className: "title", textContent: "chat " + chat.chatId }), state]),
+    el("header", {}, [el("span", { className: "title", textContent: "chat " + chat.chatId }), turns, state]),
     text,
   ]);
   document.getElementById("chats").prepend(card);

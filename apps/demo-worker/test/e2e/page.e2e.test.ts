@@ -79,6 +79,16 @@ describe("the demo page in headless Chromium under wrangler dev", () => {
     // For the record: the page as a person leaves it.
     mkdirSync(screenshots, { recursive: true });
     await page.screenshot({ path: `${screenshots}page.png`, fullPage: true });
+
+    // The card links its run to the inspector (shown because DEMO_DEBUG is on), which shows it.
+    const inspect = page.locator(".card.stream a.inspect");
+    await inspect.waitFor({ state: "visible" });
+    const href = (await inspect.getAttribute("href")) ?? "";
+    expect(href).toMatch(/^\/inspect\/#\/runs\/[^/]+$/);
+    await inspect.click();
+    await page.waitForSelector('#detail-view[data-state="completed"]', { timeout: 30_000 });
+    expect(await page.locator("#detail-timeline .lane:not(.attempts)").count()).toBe(8);
+    expect(problems).toEqual([]);
     await page.close();
   });
 
