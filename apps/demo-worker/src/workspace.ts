@@ -61,7 +61,9 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
   });
   readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams, this.executor] });
   /** `GET /inspect/`: what the object's parts hold, shown only with `DEMO_DEBUG=on`. */
-  readonly inspector = new Inspector(this.ctx, { parts: [this.tasks, this.streams] });
+  readonly inspector = new Inspector(this.ctx, {
+    parts: [this.tasks, this.executor, this.streams],
+  });
 
   override alarm() {
     return this.alarms.alarm();

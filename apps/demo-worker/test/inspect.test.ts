@@ -23,7 +23,7 @@ describe("the inspector routes (/inspect, /chat/:chatId/inspect)", () => {
     expect(await page.text()).toContain('src="/inspect/inspect.js"');
     expect(await (await get("/inspect/api/overview")).json()).toMatchObject({
       version: 1,
-      parts: ["tasks", "streams"],
+      parts: ["tasks", "programs", "streams"],
     });
     expect(await (await get("/inspect/api/streams?tag=inspect-test")).json()).toMatchObject({
       items: [{ streamId, state: "completed", cursor: 1 }],

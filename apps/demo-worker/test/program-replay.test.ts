@@ -260,6 +260,34 @@ describe("demo.program@v1: a program run inside a task", () => {
     // second run: the replay revived both objects instead of making them live (2 live + 2 revived).
     expect(host).toMatchObject({ revives: 2, targets: 4 });
     expect(host.disposals).toBe(host.targets);
+
+    // The inspector shows the program's journal inside the run's view, decoded by the executor.
+    const view = (await call("GET", `/inspect/api/runs/${runId}`)).body as unknown as {
+      journals: Array<{
+        name: string;
+        executionId: string;
+        calls: Array<{
+          key: string;
+          module: string;
+          method: string;
+          outcome: string;
+          handles: string[];
+        }>;
+      }>;
+    };
+    expect(view.journals.map((j) => [j.name, j.executionId])).toEqual([
+      ["program", `program:${runId}`],
+    ]);
+    expect(
+      view.journals[0]?.calls.map((c) => [c.key, c.module, c.method, c.outcome, c.handles]),
+    ).toEqual([
+      ["1", "codemode:jobs", "createJob", "handle", ["codemode:jobs#Job"]],
+      ["1.1", "codemode:jobs#Job", "start", "handle", ["codemode:jobs#Run"]],
+      // The interrupt, resolved to the resume value when the program was resumed.
+      ["2", "codemode:approval", "approval", "value", []],
+      ["1.1.1", "codemode:jobs#Run", "wait", "value", []],
+      ["1.2", "codemode:jobs#Job", "info", "value", []],
+    ]);
   });
 
   it("refuses an input without code when the run starts, and fails a program the bridge refuses without retrying it", async () => {

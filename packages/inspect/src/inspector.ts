@@ -2,6 +2,7 @@ import { createOptionChecks, isDurableKitError, isWellFormedName } from "@durabl
 import type { StreamStatus } from "@durablekit/streams";
 import { InspectError } from "./errors";
 import { type InspectedParts, inspectedParts } from "./parts";
+import { callsOf, executionViewOf } from "./programs";
 import { runOf, runViewOf } from "./runs";
 import {
   INSPECT_SHAPE_VERSION,
@@ -9,6 +10,7 @@ import {
   type InspectChatTurnView,
   type InspectChunk,
   type InspectCounts,
+  type InspectExecutionView,
   type InspectOverview,
   type InspectPage,
   type InspectPartKind,
@@ -32,7 +34,7 @@ const RUN_STATES = ["pending", "running", "waiting", "completed", "failed", "can
 
 /** Options of the {@link Inspector} constructor. */
 export interface InspectOptions {
-  /** The object's parts to read: its `Tasks`, `Streams` and `ChatTurns`, in any order. */
+  /** The object's parts to read: its `Tasks`, `Executor`, `Streams` and `ChatTurns`, in any order. */
   parts: readonly object[];
 }
 
@@ -149,6 +151,7 @@ export class Inspector {
   get parts(): InspectPartKind[] {
     const kinds: InspectPartKind[] = [];
     if (this.#parts.tasks !== null) kinds.push("tasks");
+    if (this.#parts.programs !== null) kinds.push("programs");
     if (this.#parts.streams !== null) kinds.push("streams");
     if (this.#parts.chat !== null) kinds.push("chat");
     return kinds;
@@ -216,7 +219,27 @@ export class Inspector {
     const tasks = this.#tasksPart();
     const id = idOf(runId, "runId");
     const history = reading(() => tasks.history(id));
-    return history === null ? null : runViewOf(history);
+    if (history === null) return null;
+    const journals = (tasks.journals?.(id) ?? []).map((journal) => ({
+      name: journal.name,
+      executionId: journal.executionId,
+      calls: callsOf(this.#parts.programs, journal.executionId, journal.entries),
+    }));
+    return runViewOf(history, journals);
+  }
+
+  /**
+   * A program execution of the object's `Executor` (rpc-bridge): its record and the calls of its
+   * own journal, decoded (module, method, key, outcome, coded error, sizes, the objects returned);
+   * null when no such execution is held. A program run inside a task journals in the task's step
+   * journal: its calls are in that run's view.
+   * @throws {InspectError} `inspect/not-found` without an `Executor` part;
+   *   `inspect/invalid-argument` for a malformed execution id.
+   */
+  execution(executionId: string): InspectExecutionView | null {
+    const programs = this.#programsPart();
+    const id = idOf(executionId, "executionId");
+    return reading(() => executionViewOf(programs, id));
   }
 
   /**
@@ -302,6 +325,13 @@ export class Inspector {
       chunks: stored.slice(0, limit),
       storedCount: stored.length,
     };
+  }
+
+  #programsPart(): NonNullable<InspectedParts["programs"]> {
+    if (this.#parts.programs === null) {
+      throw new InspectError("inspect/not-found", "This inspector was given no Executor part.");
+    }
+    return this.#parts.programs;
   }
 
   #tasksPart(): NonNullable<InspectedParts["tasks"]> {

@@ -1,4 +1,5 @@
 import type { ChatTurns } from "@durablekit/chat-adapter";
+import type { Executor } from "@durablekit/rpc-bridge";
 import type { Streams } from "@durablekit/streams";
 import type { Tasks } from "@durablekit/tasks";
 import { InspectError } from "./errors";
@@ -10,11 +11,17 @@ export type StreamsReader = Readonly<Pick<Streams, "list" | "status" | "readPage
 export type ChatReader = Readonly<Pick<ChatTurns, "listTurns" | "getTurn" | "storedChunks">>;
 
 /** The read methods of `Tasks` the inspector calls, and nothing else. */
-export type TasksReader = Readonly<Pick<Tasks, "list" | "history">>;
+export type TasksReader = Readonly<
+  Pick<Tasks, "list" | "history"> & Partial<Pick<Tasks, "journals">>
+>;
+
+/** The read methods of rpc-bridge's `Executor` the inspector calls, and nothing else. */
+export type ProgramsReader = Readonly<Pick<Executor, "get" | "calls">>;
 
 /** The parts an inspector reads, each narrowed to its read methods. */
 export interface InspectedParts {
   tasks: TasksReader | null;
+  programs: ProgramsReader | null;
   streams: StreamsReader | null;
   chat: ChatReader | null;
 }
@@ -41,6 +48,9 @@ function readView<T>(part: Methods, names: readonly string[]): T {
 const STREAMS_READS = ["list", "status", "readPage"] as const;
 const CHAT_READS = ["listTurns", "getTurn", "storedChunks"] as const;
 const TASKS_READS = ["list", "history"] as const;
+/** Read by the run view where the part has it (`Tasks` from the version with step journal reads). */
+const TASKS_OPTIONAL_READS = ["journals"] as const;
+const PROGRAMS_READS = ["get", "calls"] as const;
 
 /**
  * Recognizes each part by its public methods (the packages are peers, never imported) and keeps a
@@ -55,7 +65,7 @@ export function inspectedParts(parts: unknown): InspectedParts {
       "new Inspector(ctx, { parts }) takes the object's parts as an array, e.g. [this.streams, this.chat].",
     );
   }
-  const found: InspectedParts = { tasks: null, streams: null, chat: null };
+  const found: InspectedParts = { tasks: null, programs: null, streams: null, chat: null };
   parts.forEach((part: unknown, index) => {
     if (typeof part !== "object" || part === null) {
       throw new InspectError("inspect/invalid-argument", `parts[${index}] is not a part object.`);
@@ -64,11 +74,12 @@ export function inspectedParts(parts: unknown): InspectedParts {
     let kind: keyof InspectedParts;
     if (has(methods, CHAT_READS) && has(methods, ["startTurn"])) kind = "chat";
     else if (has(methods, TASKS_READS) && has(methods, ["run", "sendEvent"])) kind = "tasks";
+    else if (has(methods, PROGRAMS_READS) && has(methods, ["execute", "resume"])) kind = "programs";
     else if (has(methods, STREAMS_READS) && has(methods, ["open", "write"])) kind = "streams";
     else {
       throw new InspectError(
         "inspect/invalid-argument",
-        `parts[${index}] is not a part the inspector reads: pass the object's Tasks, Streams or ChatTurns (constructed before the Inspector).`,
+        `parts[${index}] is not a part the inspector reads: pass the object's Tasks, Executor, Streams or ChatTurns (constructed before the Inspector).`,
       );
     }
     if (found[kind] !== null) {
@@ -78,8 +89,12 @@ export function inspectedParts(parts: unknown): InspectedParts {
       );
     }
     if (kind === "chat") found.chat = readView<ChatReader>(methods, CHAT_READS);
-    else if (kind === "tasks") found.tasks = readView<TasksReader>(methods, TASKS_READS);
-    else found.streams = readView<StreamsReader>(methods, STREAMS_READS);
+    else if (kind === "tasks") {
+      const optional = TASKS_OPTIONAL_READS.filter((name) => typeof methods[name] === "function");
+      found.tasks = readView<TasksReader>(methods, [...TASKS_READS, ...optional]);
+    } else if (kind === "programs") {
+      found.programs = readView<ProgramsReader>(methods, PROGRAMS_READS);
+    } else found.streams = readView<StreamsReader>(methods, STREAMS_READS);
   });
   return found;
 }

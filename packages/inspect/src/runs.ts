@@ -8,6 +8,7 @@ import {
   INSPECT_SHAPE_VERSION,
   type InspectAttempt,
   type InspectErrorInfo,
+  type InspectJournal,
   type InspectRun,
   type InspectRunView,
   type InspectStep,
@@ -94,8 +95,11 @@ function attemptOf(attempt: TaskAttemptSnapshot): InspectAttempt {
   };
 }
 
-/** A run's history as the run view: its facts, its input, its result and its steps on a time axis. */
-export function runViewOf(history: TaskRunHistory): InspectRunView {
+/**
+ * A run's history as the run view: its facts, its input, its result, its attempts, its steps on a
+ * time axis, and the calls of the programs it ran (`journals`).
+ */
+export function runViewOf(history: TaskRunHistory, journals: InspectJournal[]): InspectRunView {
   const steps: InspectStep[] = [];
   let from = history.run.createdAt;
   history.steps.forEach((step, index) => {
@@ -110,6 +114,7 @@ export function runViewOf(history: TaskRunHistory): InspectRunView {
     // A history from a tasks version without attempts has none to show.
     attempts: (history.attempts ?? []).map(attemptOf),
     steps,
+    journals,
   };
   if (history.run.state === "completed") view.result = history.run.result;
   return view;

@@ -7,7 +7,7 @@
 export const INSPECT_SHAPE_VERSION = 1;
 
 /** The kinds of part an inspector reads, in the order it shows them. */
-export type InspectPartKind = "tasks" | "streams" | "chat";
+export type InspectPartKind = "tasks" | "programs" | "streams" | "chat";
 
 /** The states of a task run, as `@durablekit/tasks` names them. */
 export type InspectRunState =
@@ -107,6 +107,79 @@ export interface InspectAttempt {
   error: InspectErrorInfo | null;
 }
 
+/**
+ * One call a program recorded in its journal: where it sits, what it called, how it ended. Decoded
+ * through the object's `Executor` (rpc-bridge) when it is a part; without one, `decoded` is false
+ * and only the journal's own columns are shown (no `error`, `handles`, `charged`).
+ */
+export interface InspectCall {
+  /** `"1"`, `"2"`, … for module calls; `"1.1"` for the first call on what call 1 returned. */
+  key: string;
+  /** Its place in the journal, from 1. */
+  seq: number;
+  /** The module specifier, or for a call on a returned object its kind (`"codemode:jobs#Job"`). */
+  module: string;
+  method: string;
+  /** `value`, `handle`, `error`, `interrupt` (released the run) or `unsafe` (an unsettled marker). */
+  outcome: "value" | "error" | "handle" | "interrupt" | "unsafe";
+  /** When its outcome was recorded. */
+  at: number;
+  /** Its journaled payload, in UTF-8 bytes. */
+  bytes: number;
+  /** Bytes it was charged toward the run's limits. */
+  charged: number | null;
+  /** The kinds of the objects its answer returned. */
+  handles: string[];
+  /** For an `error` outcome: the error's name, message and code. */
+  error: InspectErrorInfo | null;
+  /** The bridge refused it after keying it (access, limits, arguments). */
+  refused: boolean;
+  /** Whether the bridge decoded its payload. */
+  decoded: boolean;
+}
+
+/** A step journal of a run: the calls of the program it ran (`step.journal(name)`). */
+export interface InspectJournal {
+  /** The journal's name (`"program"`). */
+  name: string;
+  /** The execution it holds. */
+  executionId: string;
+  calls: InspectCall[];
+}
+
+/** A program execution of rpc-bridge (`GET …/api/executions/:executionId`). */
+export interface InspectExecution {
+  executionId: string;
+  state: "running" | "completed" | "failed" | "interrupted" | "cancelled";
+  /** `"replay"` for a replay run (its calls journaled), `"fail"` or `"restart"` otherwise. */
+  onInterrupt: string;
+  /** Attempts of the run (a `"restart"` run counts up). */
+  attempts: number;
+  /** Bridge calls its last attempt made. */
+  callCount: number;
+  createdAt: number;
+  startedAt: number;
+  finishedAt: number | null;
+  /** Where an interrupted run waits: the call's key and its payload. */
+  interrupt: { key: string; payload: unknown } | null;
+  error: InspectErrorInfo | null;
+  /** The label of an `unsafeToRepeat` call that ran, which forbids restarting it. */
+  unsafeCall: string | null;
+}
+
+/** An execution and its journal's calls (`GET …/api/executions/:executionId`). */
+export interface InspectExecutionView {
+  version: typeof INSPECT_SHAPE_VERSION;
+  execution: InspectExecution;
+  /** A completed run's result. */
+  result?: unknown;
+  /**
+   * The calls of its own journal (the executor's), in order; `[]` for a run that journals nothing or
+   * whose journal is a task's (see that run's view).
+   */
+  calls: InspectCall[];
+}
+
 /** A run's facts, its input, its attempts and its steps on a time axis (`GET …/api/runs/:runId`). */
 export interface InspectRunView {
   version: typeof INSPECT_SHAPE_VERSION;
@@ -118,6 +191,8 @@ export interface InspectRunView {
   /** Every attempt in order, with how it ended. */
   attempts: InspectAttempt[];
   steps: InspectStep[];
+  /** The step journals of programs it ran (`step.journal(name)`), decoded. */
+  journals: InspectJournal[];
 }
 
 /** One page of a list view: the items, and the token of the next page (`null` on the last). */

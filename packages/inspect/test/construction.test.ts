@@ -45,6 +45,7 @@ describe("new Inspector(ctx, { parts })", () => {
       const inspector = new Inspector(state, { parts: [streams] });
       expect(codeOf(() => inspector.chatTurns("c1"))).toBe("inspect/not-found");
       expect(codeOf(() => inspector.runs())).toBe("inspect/not-found");
+      expect(codeOf(() => inspector.execution("e1"))).toBe("inspect/not-found");
       expect(codeOf(() => inspector.run("r1"))).toBe("inspect/not-found");
       expect(inspector.overview().runs).toBeUndefined();
       expect(inspector.overview().parts).toEqual(["streams"]);
@@ -57,9 +58,10 @@ describe("new Inspector(ctx, { parts })", () => {
   });
 
   it("keeps only the read methods of each part: no write is reachable from the inspector", async () => {
-    await inFixture(async ({ streams, chat, tasks }) => {
-      const held = inspectedParts([streams, chat, tasks]);
-      expect(Object.keys(held.tasks ?? {}).sort()).toEqual(["history", "list"]);
+    await inFixture(async ({ streams, chat, tasks, executor }) => {
+      const held = inspectedParts([streams, chat, tasks, executor]);
+      expect(Object.keys(held.programs ?? {}).sort()).toEqual(["calls", "get"]);
+      expect(Object.keys(held.tasks ?? {}).sort()).toEqual(["history", "journals", "list"]);
       expect(Object.keys(held.streams ?? {}).sort()).toEqual(["list", "readPage", "status"]);
       expect(Object.keys(held.chat ?? {}).sort()).toEqual(["getTurn", "listTurns", "storedChunks"]);
       expect(Object.isFrozen(held.streams)).toBe(true);

@@ -2,5 +2,6 @@
 declare namespace Cloudflare {
   interface Env {
     FIXTURE: DurableObjectNamespace<import("./fixtures/worker").Fixture>;
+    LOADER: WorkerLoader;
   }
 }

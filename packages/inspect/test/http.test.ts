@@ -12,6 +12,7 @@ const ROUTES = [
   "/api/overview",
   "/api/runs",
   "/api/runs/r1",
+  "/api/executions/e1",
   "/api/streams",
   "/api/streams/orders",
   "/api/chats/c1/turns",
@@ -161,6 +162,7 @@ describe("inspectorResponse", () => {
     });
     expect((await get(stub, "/inspect/api/runs?state=done")).status).toBe(400);
     expect((await get(stub, "/inspect/api/runs/nope")).status).toBe(404);
+    expect((await get(stub, "/inspect/api/executions/nope")).status).toBe(404);
     expect((await get(stub, "/inspect/api/what")).status).toBe(404);
     expect((await get(stub, "/elsewhere")).status).toBe(404);
   });

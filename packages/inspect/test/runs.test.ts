@@ -155,7 +155,7 @@ describe("the inspector's task runs", () => {
     expect(cancelled?.attempts.map((a) => a.outcome)).toEqual(["interrupted", "cancelled"]);
 
     const overview = await within(stub, ({ inspector }) => inspector.overview());
-    expect(overview.parts).toEqual(["tasks", "streams", "chat"]);
+    expect(overview.parts).toEqual(["tasks", "programs", "streams", "chat"]);
     expect(overview.runs).toMatchObject({
       byState: { failed: 1, cancelled: 1, running: 0 },
       complete: true,
@@ -192,5 +192,58 @@ describe("the inspector's task runs", () => {
       expect(codeOf(() => inspector.runs({ definition: "" }))).toBe("inspect/invalid-argument");
       expect(codeOf(() => inspector.run(""))).toBe("inspect/invalid-argument");
     });
+  });
+
+  it("shows the calls of a program the run ran in its step journal, decoded by the executor", async () => {
+    const stub = freshStub();
+    const runId = await within(
+      stub,
+      async ({ tasks }) => (await tasks.run("shop@v1", { name: "ada" })).runId,
+    );
+    await driveUntil(stub, runId, (run) => run.state === "completed");
+    const view = await within(stub, ({ inspector }) => inspector.run(runId));
+    expect(view?.result).toEqual({ hello: "hello ada", failed: "E_CLOSED", again: "hello again" });
+    expect(view?.journals.map((j) => [j.name, j.executionId])).toEqual([
+      ["program", `program:${runId}`],
+    ]);
+    const calls = view?.journals[0]?.calls ?? [];
+    expect(calls.map((c) => [c.key, c.seq, c.module, c.method, c.outcome, c.decoded])).toEqual([
+      ["1", 1, "host:shop", "greet", "value", true],
+      ["2", 2, "host:shop", "fail", "error", true],
+      ["3", 3, "host:shop", "greet", "value", true],
+    ]);
+    expect(calls[1]?.error).toEqual({
+      name: "Error",
+      message: "the shop is closed",
+      code: "E_CLOSED",
+    });
+    expect(calls.every((c) => c.bytes > 0 && c.handles.length === 0 && !c.refused)).toBe(true);
+
+    // The execution's own record, through the executor; its calls live in the task's journal.
+    const execution = await within(stub, ({ inspector }) =>
+      inspector.execution(`program:${runId}`),
+    );
+    expect(execution).toMatchObject({
+      version: 1,
+      execution: { executionId: `program:${runId}`, state: "completed", onInterrupt: "replay" },
+      result: { hello: "hello ada", failed: "E_CLOSED", again: "hello again" },
+      calls: [],
+    });
+    expect(await within(stub, ({ inspector }) => inspector.execution("no-such"))).toBeNull();
+  });
+
+  it("shows an execution on the executor's own journal with its calls", async () => {
+    const stub = freshStub();
+    const view = await within(stub, async ({ executor, inspector }) => {
+      const { PROGRAM } = await import("./fixtures/worker");
+      await executor.execute(PROGRAM, { name: "grace" }, { id: "own", onInterrupt: "replay" });
+      return inspector.execution("own");
+    });
+    expect(view?.execution.state).toBe("completed");
+    expect(view?.calls.map((c) => [c.key, c.method, c.outcome, c.error?.code ?? null])).toEqual([
+      ["1", "greet", "value", null],
+      ["2", "fail", "error", "E_CLOSED"],
+      ["3", "greet", "value", null],
+    ]);
   });
 });

@@ -25,7 +25,7 @@ describe("the inspector's views", () => {
       const overview = inspector.overview();
       expect(overview).toMatchObject({
         version: 1,
-        parts: ["tasks", "streams", "chat"],
+        parts: ["tasks", "programs", "streams", "chat"],
         streams: { byState: { streaming: 1, completed: 1, errored: 1 }, complete: true },
       });
       expect(typeof overview.objectId).toBe("string");
@@ -106,7 +106,10 @@ describe("the inspector's views", () => {
   });
 
   it("writes nothing: the database is the same size after every view", async () => {
-    await inFixture(async ({ streams, chat, tasks, inspector }, state) => {
+    await inFixture(async ({ streams, chat, tasks, executor, inspector }, state) => {
+      const { PROGRAM } = await import("./fixtures/worker");
+      // A run that journals nothing: reading its calls must not create the journal's tables.
+      await executor.execute(PROGRAM, { name: "x" }, { id: "plain", onInterrupt: "fail" });
       streams.open("a").append({ x: 1 });
       const turn = chat.startTurn("c1");
       turn.finish();
@@ -128,6 +131,8 @@ describe("the inspector's views", () => {
         inspector.chatTurn(turn.turnId);
         inspector.runs();
         inspector.run(runId);
+        inspector.execution("none");
+        expect(inspector.execution("plain")?.calls).toEqual([]);
       } finally {
         sql.exec = exec as typeof sql.exec;
       }

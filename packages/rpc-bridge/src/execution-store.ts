@@ -410,6 +410,18 @@ export class ExecutionStore {
       .map((row) => stored(this.#whole(row)));
   }
 
+  /** Whether `id` is a replay run whose journal is the executor's own (not one given to it). */
+  ownsJournal(id: string): boolean {
+    return (
+      this.#sql
+        .exec(
+          "SELECT 1 FROM dk_bridge_executions WHERE id = ? AND on_interrupt = 'replay' AND external_journal = 0",
+          id,
+        )
+        .toArray().length > 0
+    );
+  }
+
   /** One execution's record, or null. */
   get(id: string): BridgeExecutionRecord | null {
     const found = this.#sql

@@ -11,6 +11,7 @@ import {
   utf8ByteLength,
 } from "@durablekit/handle-journal";
 import { type CallJournal, LIVE } from "./call-journal";
+import { type BridgeCallRecord, describeCalls } from "./call-records";
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
 import { encodeChecked } from "./data-size";
 import { BridgeEndpoint } from "./endpoint";
@@ -483,6 +484,33 @@ export class Executor implements AlarmPart {
   get(executionId: string): BridgeExecutionRecord | null {
     if (typeof executionId !== "string") throw invalid("get takes an execution id (a string).");
     return this.#store.get(executionId);
+  }
+
+  /**
+   * The calls an execution's journal holds, decoded for reading ({@link BridgeCallRecord}: key,
+   * module, method, outcome, coded error, sizes, the kinds of objects returned), in recorded order;
+   * `[]` when it holds none (or, with no `journal` given, is no replay run on this executor's own
+   * journal). Reads the executor's own journal, or `journal` — the port the execution
+   * was given (a task's `step.journal(name)`, or any `{ lookup }` over entries read elsewhere, such
+   * as `Tasks.journals()`). Writes nothing and revives nothing.
+   * @throws BridgeError `bridge/invalid-argument` when `executionId` is not a string or `journal`
+   *   has no `lookup`.
+   */
+  calls(
+    executionId: string,
+    options: { journal?: Pick<JournalPort, "lookup"> } = {},
+  ): BridgeCallRecord[] {
+    if (typeof executionId !== "string") throw invalid("calls takes an execution id (a string).");
+    const given = options?.journal;
+    if (given !== undefined && typeof given?.lookup !== "function") {
+      throw invalid(
+        "calls(executionId, { journal }): journal must have a lookup(executionId) method.",
+      );
+    }
+    // Without a port, only a replay run on the executor's own journal has calls there; asking
+    // nothing of the journal otherwise keeps a read from creating its tables.
+    if (given === undefined && !this.#store.ownsJournal(executionId)) return [];
+    return describeCalls((given ?? this.#ownJournal()).lookup(executionId));
   }
 
   /**

@@ -1,5 +1,6 @@
 export { unsafeToRepeat } from "@durablekit/handle-journal";
 
+export { type BridgeCallRecord, describeCalls } from "./call-records";
 export type {
   BridgeAccess,
   BridgeCallContext,

@@ -1,27 +1,25 @@
-/** How an attempt ended, as stored in `dk_tasks_attempts.outcome` (`NULL` while it runs). */
-export type AttemptOutcome =
-  | "completed"
-  | "failed"
-  | "cancelled"
-  | "sleep"
-  | "event"
-  | "retry"
-  | "interrupted";
+/** How an attempt ended, as stored in `dk_tasks_attempts.outcome`. */
+export type AttemptOutcome = "sleep" | "event" | "retry" | "interrupted";
 
-/** One row of `dk_tasks_attempts`. */
+/** One row of `dk_tasks_attempts`: an attempt that ended without settling its run. */
 export interface AttemptRow {
   attempt: number;
   started_at: number;
   ended_at: number | null;
-  outcome: AttemptOutcome | null;
+  outcome: AttemptOutcome;
   step: string | null;
   error: string | null;
 }
 
+/** When the run's current attempt was claimed, as the run row knows it (older rows lack it). */
+const CLAIMED_AT = "coalesce(attempt_started_at, started_at, created_at)";
+
 /**
- * The SQL of `dk_tasks_attempts`: one row per attempt of a run, for its timeline. Each method is
- * one statement, run inside the transaction of the run-row write it accompanies (the claim that
- * starts an attempt, the park or settle that ends it), so the history never disagrees with the run.
+ * The SQL of `dk_tasks_attempts`: one row per attempt that ended without settling its run (it
+ * parked the run, or the object died under it). Each method is one statement, run inside the
+ * transaction of the run-row write it accompanies, and reads the attempt's number and claim time
+ * from the run row, so the history never disagrees with the run. The attempt that is running, or
+ * that settled the run, is read from the run row itself (see `toAttemptSnapshots`).
  */
 export class AttemptStore {
   readonly #sql: SqlStorage;
@@ -30,55 +28,46 @@ export class AttemptStore {
     this.#sql = sql;
   }
 
-  /** Records the start of attempt `attempt` (with its claim). */
-  begin(runId: string, attempt: number, now: number): void {
-    this.#sql.exec(
-      `INSERT INTO dk_tasks_attempts (run_id, attempt, started_at) VALUES (?, ?, ?)
-       ON CONFLICT (run_id, attempt) DO NOTHING`,
-      runId,
-      attempt,
-      now,
-    );
-  }
-
   /**
-   * Marks attempt `attempt` as cut short (the object died or was reset under it, or it gave the run
-   * up), when the claim of the next one finds the run still running. Its end time is unknown.
+   * Records that the run's current attempt ended by parking the run (`sleep`, `event`, `retry`) at
+   * `step`, with a retried step's `error`. Run in the park's transaction.
    */
-  interrupted(runId: string, attempt: number): void {
-    this.#sql.exec(
-      `UPDATE dk_tasks_attempts SET outcome = 'interrupted'
-       WHERE run_id = ? AND attempt = ? AND outcome IS NULL`,
-      runId,
-      attempt,
-    );
-  }
-
-  /**
-   * Ends the run's current attempt (the run row's `attempt`) with `outcome`; `step` is the step it
-   * parked at, `error` a retried step's error. Nothing for an attempt already ended.
-   */
-  end(
+  parked(
     runId: string,
-    outcome: AttemptOutcome,
+    outcome: "sleep" | "event" | "retry",
     step: string | null,
     error: string | null,
     now: number,
   ): void {
     this.#sql.exec(
-      `UPDATE dk_tasks_attempts SET ended_at = ?, outcome = ?, step = ?, error = ?
-       WHERE run_id = ? AND outcome IS NULL
-         AND attempt = (SELECT attempt FROM dk_tasks_runs WHERE run_id = ?)`,
+      `INSERT INTO dk_tasks_attempts (run_id, attempt, started_at, ended_at, outcome, step, error)
+       SELECT run_id, attempt, ${CLAIMED_AT}, ?, ?, ?, ? FROM dk_tasks_runs
+       WHERE run_id = ? AND attempt > 0
+       ON CONFLICT (run_id, attempt) DO NOTHING`,
       now,
       outcome,
       step,
       error,
       runId,
+    );
+  }
+
+  /**
+   * Records that the run's current attempt was cut short (the object died or was reset under it,
+   * or it gave the run up), when the run is still marked running: before a new claim takes it, or
+   * before it is settled without an attempt. Its end time is unknown. Nothing otherwise.
+   */
+  interrupted(runId: string): void {
+    this.#sql.exec(
+      `INSERT INTO dk_tasks_attempts (run_id, attempt, started_at, outcome)
+       SELECT run_id, attempt, ${CLAIMED_AT}, 'interrupted' FROM dk_tasks_runs
+       WHERE run_id = ? AND state = 'running' AND attempt > 0
+       ON CONFLICT (run_id, attempt) DO NOTHING`,
       runId,
     );
   }
 
-  /** A run's attempts, in order. */
+  /** A run's ended attempts that did not settle it, in order. */
   list(runId: string): AttemptRow[] {
     return this.#sql
       .exec<AttemptRow & Record<string, SqlStorageValue>>(

@@ -358,7 +358,7 @@ export class Attempt implements StepEngine {
         if (row) store.steps.writeStep(this.runId, row);
         // The attempt ends here: at the step it parked at, with a retried step's error.
         const error = reason === "retry" ? (row?.value ?? null) : null;
-        store.attempts.end(this.runId, reason, step, error, at);
+        store.attempts.parked(this.runId, reason, step, error, at);
       });
     } catch (error) {
       if (error instanceof FenceLost) return this.end("superseded");

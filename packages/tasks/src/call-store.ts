@@ -80,6 +80,29 @@ export class CallStore {
     ).rowsWritten;
   }
 
+  /** Every call of a run's step journals, by journal name and recording order (a read by the key's prefix). */
+  listRun(runId: string): CallRow[] {
+    return this.#sql
+      .exec<{
+        journal: string;
+        key: string;
+        seq: number;
+        executionId: string;
+        module: string;
+        method: string;
+        argsDigest: string;
+        outcome: string;
+        payload: string | null;
+        at: number;
+      }>(
+        `SELECT journal, call_key AS key, seq, execution_id AS executionId, module, method,
+           args_digest AS argsDigest, outcome, payload, at
+         FROM dk_tasks_calls WHERE run_id = ? ORDER BY journal, seq`,
+        runId,
+      )
+      .toArray();
+  }
+
   /** Deletes every call journal of a run. */
   deleteRun(runId: string): void {
     this.#sql.exec("DELETE FROM dk_tasks_calls WHERE run_id = ?", runId);

@@ -39,6 +39,7 @@ export type {
   TaskStep,
   TaskStepAttemptContext,
   TaskStepJournal,
+  TaskStepJournalSnapshot,
   TaskStepSnapshot,
   TasksOptions,
   TaskWaitForEventOptions,

@@ -94,13 +94,14 @@ export class RunStore {
       this.#sql.exec(
         `UPDATE dk_tasks_runs SET state = 'running', generation = ?, attempt = ?, next_at = ?,
            wait_reason = NULL, wait_step = NULL, wait_event = NULL, progress = ?, stalls = ?,
-           started_at = coalesce(started_at, ?), updated_at = ?
+           started_at = coalesce(started_at, ?), attempt_started_at = ?, updated_at = ?
          WHERE run_id = ? AND generation IS ? AND state IN ${NON_TERMINAL} AND cancel_requested = 0`,
         generation,
         attempt,
         deadline,
         breaker.progress,
         breaker.stalls,
+        now,
         now,
         now,
         runId,

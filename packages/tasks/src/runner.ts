@@ -146,7 +146,7 @@ export class Runner {
     const deadline = now + this.#config.claimTimeoutMs;
     const claimed = this.#config.store.claim(
       runId,
-      { generation: row.generation, attempt: row.attempt, running: row.state === "running" },
+      row.generation,
       generation,
       number,
       deadline,

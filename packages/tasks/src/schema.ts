@@ -96,10 +96,13 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
       PRIMARY KEY (run_id, journal, call_key)
     ) WITHOUT ROWID`,
   ],
-  // v4: the attempts of each run, for its timeline (`attempts()`): one row per attempt, written
-  // with the claim that starts it and updated with the write that ends it (a park or a settle), in
-  // the same transactions. Per attempt, never per step.
+  // v4: the attempts of each run, for its timeline (`attempts()`). The run row keeps when its
+  // current attempt was claimed (written by the claim's own update); an attempt that ends without
+  // settling the run (it parked, or the object died under it) leaves one row here, in the
+  // transaction of the write that ends it. An attempt that settles the run is read from the run
+  // row: a run that completes in one attempt writes no attempt row.
   [
+    "ALTER TABLE dk_tasks_runs ADD COLUMN attempt_started_at INTEGER",
     `CREATE TABLE dk_tasks_attempts (
       run_id TEXT NOT NULL,
       attempt INTEGER NOT NULL,

@@ -83,23 +83,39 @@ export function toStepSnapshots(rows: readonly StepRow[], now: number): TaskStep
 }
 
 /**
- * A run's attempts as `attempts()` shows them. An attempt with no outcome is `running` when it is
- * the run's last and the run is running; otherwise it was cut short (`interrupted`).
+ * A run's attempts as `attempts()` shows them: the rows of attempts that ended without settling the
+ * run, then the run's current attempt from the run row when it has no row — running, or the one
+ * that settled the run (its end is the settlement).
  */
 export function toAttemptSnapshots(
   rows: readonly AttemptRow[],
-  run: { state: string; attempt: number },
+  run: RunRow,
 ): TaskAttemptSnapshot[] {
-  return rows.map((row) => {
-    const live = row.attempt === run.attempt && run.state === "running";
+  const attempts = rows.map((row) => {
     const view: TaskAttemptSnapshot = {
       attempt: row.attempt,
       startedAt: row.started_at,
       endedAt: row.ended_at,
-      outcome: row.outcome ?? (live ? "running" : "interrupted"),
+      outcome: row.outcome,
     };
     if (row.step !== null) view.step = row.step;
     if (row.error !== null) view.error = errorInfo(row.error);
     return view;
   });
+  const current = run.attempt;
+  const recorded = rows.some((row) => row.attempt === current);
+  const claimedAt = run.attempt_started_at ?? run.started_at;
+  if (current > 0 && !recorded && claimedAt !== null) {
+    if (run.state === "running") {
+      attempts.push({ attempt: current, startedAt: claimedAt, endedAt: null, outcome: "running" });
+    } else if (run.state === "completed" || run.state === "failed" || run.state === "cancelled") {
+      attempts.push({
+        attempt: current,
+        startedAt: claimedAt,
+        endedAt: run.settled_at ?? run.updated_at,
+        outcome: run.state,
+      });
+    }
+  }
+  return attempts;
 }

@@ -66,7 +66,7 @@ function isUniqueViolation(error: unknown): boolean {
   return error instanceof Error && /UNIQUE constraint failed|PRIMARY KEY/i.test(error.message);
 }
 
-function toEntry(row: CallRow): JournalEntry {
+export function toEntry(row: CallRow): JournalEntry {
   return {
     executionId: row.executionId,
     key: row.key,

@@ -53,35 +53,41 @@ export class TaskStore {
    */
   settle(runId: string, generation: string | null, settlement: Settlement, now: number): boolean {
     return this.transaction(() => {
+      // Settled without an attempt (a cancel, the breaker) while a dead attempt still marks it running.
+      if (generation === null) this.attempts.interrupted(runId);
       if (!this.runs.settle(runId, generation, settlement, now)) return false;
-      this.attempts.end(runId, settlement.state, null, null, now);
       this.events.deleteRun(runId);
       return true;
     });
   }
 
   /**
-   * Claims a run for attempt `attempt` (see {@link RunStore.claim}) and records the attempt's start;
-   * when the run was still running, the attempt before it was cut short. One transaction; false
-   * (nothing written) when the claim lost.
+   * Claims a run for attempt `attempt` (see {@link RunStore.claim}, which also keeps the attempt's
+   * claim time on the run row); when the run was still running, the attempt before it was cut short
+   * and leaves its row. One transaction; false (nothing written) when the claim lost.
    */
   claim(
     runId: string,
-    seen: { generation: string | null; attempt: number; running: boolean },
+    seen: string | null,
     generation: string,
     attempt: number,
     deadline: number,
     breaker: { progress: number; stalls: number },
     now: number,
   ): boolean {
-    return this.transaction(() => {
-      if (!this.runs.claim(runId, seen.generation, generation, attempt, deadline, breaker, now)) {
-        return false;
-      }
-      if (seen.running) this.attempts.interrupted(runId, seen.attempt);
-      this.attempts.begin(runId, attempt, now);
-      return true;
-    });
+    try {
+      return this.transaction(() => {
+        this.attempts.interrupted(runId);
+        if (!this.runs.claim(runId, seen, generation, attempt, deadline, breaker, now)) {
+          // Rolls the transaction back: nothing of a lost claim stays written.
+          throw new FenceLost(runId);
+        }
+        return true;
+      });
+    } catch (error) {
+      if (error instanceof FenceLost) return false;
+      throw error;
+    }
   }
 
   /** Deletes a completed run of an attempt that holds it (fenced), with its journals and events. */

@@ -6,6 +6,7 @@ import { type RunRow, type TaskRunState, TERMINAL_STATES } from "./rows";
 import { Runner } from "./runner";
 import { migrate } from "./schema";
 import { toAttemptSnapshots, toRunSnapshot, toStepSnapshots } from "./snapshot";
+import { toEntry } from "./step-journal";
 import { TaskStore } from "./store";
 import type {
   TaskAttemptSnapshot,
@@ -21,6 +22,7 @@ import type {
   TaskRunOptions,
   TaskRunSnapshot,
   TaskSendEventResult,
+  TaskStepJournalSnapshot,
   TaskStepSnapshot,
   TasksOptions,
 } from "./types";
@@ -305,9 +307,33 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
   }
 
   /**
+   * The run's step journals (`step.journal(name)`: the calls of programs run inside it), each with
+   * its execution and its entries in recorded order, by journal name; `[]` for a run that took none,
+   * `null` when no such run exists. A reader's view (an inspector decodes the entries with the
+   * bridge's `Executor.calls`): one read by the run's key, nothing written.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id.
+   */
+  journals(runId: string): TaskStepJournalSnapshot[] | null {
+    checkName(runId, "A run id", false);
+    if (!this.#store.runs.getRun(runId)) return null;
+    const journals = new Map<string, TaskStepJournalSnapshot>();
+    for (const row of this.#store.calls.listRun(runId)) {
+      let journal = journals.get(row.journal);
+      if (journal === undefined) {
+        journal = { name: row.journal, executionId: row.executionId, entries: [] };
+        journals.set(row.journal, journal);
+      }
+      journal.entries.push(toEntry(row));
+    }
+    return [...journals.values()];
+  }
+
+  /**
    * The run's attempts in order — when each started and ended, and how (settled it, parked it at a
    * sleep, an event wait or a failed step's back-off, or was cut short) — for a run's timeline;
-   * `null` when no such run exists (or it was deleted). One row per attempt, read by the run's key.
+   * `null` when no such run exists (or it was deleted). Read by the run's key: the rows of attempts
+   * that ended without settling the run, and the current or settling attempt from the run row.
    *
    * @throws TasksError `tasks/invalid-argument` for a malformed run id.
    */

@@ -337,6 +337,16 @@ export interface TaskAttemptSnapshot {
   error?: TaskErrorInfo;
 }
 
+/** One step journal of a run (`journals()`): its name, its execution and its entries in order. */
+export interface TaskStepJournalSnapshot {
+  /** The journal's name, as given to `step.journal(name)`. */
+  name: string;
+  /** The execution it holds (a journal holds one). */
+  executionId: string;
+  /** Its entries in recorded order, as the journal's `lookup` returns them. */
+  entries: JournalEntry[];
+}
+
 /** What `history()` returns: a run's snapshot, its input and its journal, read together. */
 export interface TaskRunHistory {
   run: TaskRunSnapshot;

@@ -4,6 +4,28 @@ import { describe, expect, it } from "vitest";
 import { freshFixture, inFixture, sleep } from "./helpers";
 
 describe("attempts()", () => {
+  it("writes no attempt row for a run that settles in its first attempt: it is read from the run row", async () => {
+    await inFixture(async (fixture, state) => {
+      const { runId } = await fixture.tasks.run("steps@v1", { n: 3 });
+      const done = await fixture.settled(runId);
+      expect(done).toMatchObject({ state: "completed", attempt: 1 });
+      const rows = state.storage.sql
+        .exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_attempts WHERE run_id = ?", runId)
+        .one().n;
+      expect(rows).toBe(0);
+      const attempts = fixture.tasks.attempts(runId) ?? [];
+      expect(attempts).toEqual([
+        {
+          attempt: 1,
+          startedAt: expect.any(Number),
+          endedAt: done?.state === "completed" ? done.settledAt : -1,
+          outcome: "completed",
+        },
+      ]);
+      expect(attempts[0]?.startedAt).toBeGreaterThanOrEqual(done?.createdAt ?? Infinity);
+    });
+  });
+
   it("records each attempt of a run that retried a step twice: its step, its error, the back-off", async () => {
     await inFixture(async (fixture) => {
       const { runId } = await fixture.tasks.run("flaky@v1", { failures: 2 });

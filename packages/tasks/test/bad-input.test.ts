@@ -295,17 +295,25 @@ describe("bad input", () => {
       "ALTER TABLE dk_tasks_runs DROP COLUMN stalls",
       "DROP TABLE dk_tasks_calls",
       "DROP TABLE dk_tasks_attempts",
+      "ALTER TABLE dk_tasks_runs DROP COLUMN attempt_started_at",
     ]);
   });
 
   it("migrates schema version 2 tables in place, adding the step journal table", async () => {
     // The tables as version 2 left them: no step journal table.
-    await expectMigratedInPlace(2, ["DROP TABLE dk_tasks_calls", "DROP TABLE dk_tasks_attempts"]);
+    await expectMigratedInPlace(2, [
+      "DROP TABLE dk_tasks_calls",
+      "DROP TABLE dk_tasks_attempts",
+      "ALTER TABLE dk_tasks_runs DROP COLUMN attempt_started_at",
+    ]);
   });
 
   it("migrates schema version 3 tables in place, adding the attempts table", async () => {
     // The tables as version 3 left them: no attempts table. A run claimed before has no attempt rows.
-    await expectMigratedInPlace(3, ["DROP TABLE dk_tasks_attempts"]);
+    await expectMigratedInPlace(3, [
+      "DROP TABLE dk_tasks_attempts",
+      "ALTER TABLE dk_tasks_runs DROP COLUMN attempt_started_at",
+    ]);
   });
 
   it("refuses tables written by a newer version with tasks/schema-too-new", async () => {

@@ -70,6 +70,22 @@ describe("a program run inside a task (rpc-bridge replay over step.journal)", ()
         { call_key: "2", method: "approval", outcome: "value" },
         { call_key: "3", method: "finish", outcome: "value" },
       ]);
+      // A reader's view: the run's step journals through journals(), decoded by the executor.
+      const journals = host.tasks.journals(runId) ?? [];
+      expect(journals.map((j) => [j.name, j.executionId, j.entries.map((e) => e.key)])).toEqual([
+        ["program", `program:${runId}`, ["1", "2", "3"]],
+      ]);
+      const [program] = journals;
+      const calls = host.executor.calls(`program:${runId}`, {
+        journal: { lookup: () => program?.entries ?? [] },
+      });
+      expect(calls.map((c) => [c.key, c.seq, c.module, c.method, c.outcome])).toEqual([
+        ["1", 1, "host:work", "prepare", "value"],
+        ["2", 2, "host:work", "approval", "value"],
+        ["3", 3, "host:work", "finish", "value"],
+      ]);
+      expect(calls.every((c) => c.bytes > 0 && c.handles.length === 0 && !c.refused)).toBe(true);
+      expect(host.tasks.journals("no-such-run")).toBeNull();
     });
   });
 

@@ -136,4 +136,39 @@ describe("the inspector's page in headless Chromium under wrangler dev", () => {
     await page.screenshot({ path: `${screenshots}inspector-run.png`, fullPage: true });
     await page.close();
   });
+
+  it("shows the calls of a program a run ran, and links them to the program's own view", async () => {
+    const runId = `program-${Date.now()}`;
+    const code = `import { createJob } from "codemode:jobs";
+export default async function () {
+  const job = await createJob({ name: "inspected" });
+  return job.info();
+}`;
+    const started = await fetch(`${dev.url}/tasks/demo.program@v1`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ runId, input: { code } }),
+    });
+    expect(started.status).toBe(202);
+    const page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    await page.goto(`${dev.url}/inspect/#/runs/${runId}`);
+    await page.waitForSelector('#detail-view[data-state="completed"]', { timeout: 30_000 });
+    await page.waitForSelector("#detail-journals table.calls tbody tr");
+    const calls = await page.$$eval("#detail-journals table.calls tbody tr", (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll("td")].slice(0, 4).map((td) => td.textContent)),
+    );
+    expect(calls).toEqual([
+      ["1", "codemode:jobs", "createJob", "handle"],
+      ["1.1", "codemode:jobs#Job", "info", "value"],
+    ]);
+    // The journal's heading links the program's own view.
+    await page.click("#detail-journals h3 a");
+    await page.locator("#detail-title", { hasText: `program program:${runId}` }).waitFor();
+    await page.waitForSelector('#detail-view[data-state="completed"]');
+    expect(await page.textContent("#detail-facts")).toContain("replay");
+    expect(problems).toEqual([]);
+    await page.close();
+  });
 });

@@ -58,6 +58,7 @@ const HTML = (base: string) => `<!doctype html>
     <div id="detail-bar" class="bar"><span></span></div>
     <div id="detail-timeline" class="timeline" hidden></div>
     <table id="detail-attempts" hidden><thead><tr><th>attempt</th><th>started</th><th>after</th><th>ran</th><th>ended as</th><th>step</th><th>error</th></tr></thead><tbody></tbody></table>
+    <div id="detail-journals" hidden></div>
     <table id="detail-steps" hidden><thead><tr><th>#</th><th>step</th><th>kind</th><th>state</th><th>attempts</th><th>took</th><th>wakes</th><th>result or error</th></tr></thead><tbody></tbody></table>
     <table id="detail-chunks"><thead><tr><th>#</th><th>value</th></tr></thead><tbody></tbody></table>
     <button id="detail-more" hidden>Next page</button>
@@ -330,6 +331,41 @@ function renderRun(view) {
     tr.dataset.state = step.state;
     body.append(tr);
   }
+  journals(view.journals);
+  $("detail-chunks").hidden = true;
+  $("detail-more").hidden = true;
+}
+/** A table of a program's journaled calls: where each sits, what it called, how it ended. */
+function callTable(calls) {
+  const table = el("table", undefined, "calls");
+  const head = document.createElement("thead");
+  head.append(row(["key", "module", "method", "outcome", "bytes", "returned", "error"]));
+  const body = document.createElement("tbody");
+  for (const c of calls) {
+    const tr = row([c.key, c.module, c.method, c.outcome + (c.refused ? " (refused)" : ""), c.bytes, c.handles.join(", "), c.error ? (c.error.code ? c.error.code + ": " : "") + c.error.message : ""]);
+    tr.dataset.outcome = c.outcome;
+    body.append(tr);
+  }
+  table.append(head, body);
+  return table;
+}
+function journals(list) {
+  const box = $("detail-journals");
+  box.replaceChildren();
+  for (const journal of list) {
+    const title = el("h3", "journal " + journal.name + " · ");
+    title.append(link(journal.executionId, "#/executions/" + encodeURIComponent(journal.executionId)));
+    box.append(title, callTable(journal.calls));
+  }
+  box.hidden = list.length === 0;
+}
+function renderExecution(view) {
+  const x = view.execution;
+  $("detail-title").textContent = "program " + x.executionId;
+  $("detail-view").dataset.state = x.state;
+  facts([["state", x.state], ["on interrupt", x.onInterrupt], ["attempts", x.attempts], ["calls", x.callCount], ["interrupted at", x.interrupt ? x.interrupt.key + " " + JSON.stringify(x.interrupt.payload) : null], ["error", x.error ? (x.error.code ? x.error.code + ": " : "") + x.error.message : null], ["unsafe call", x.unsafeCall], ["created", time(x.createdAt)], ["finished", time(x.finishedAt) || null], ["result", "result" in view ? JSON.stringify(view.result) : null]]);
+  bar(x.createdAt, x.finishedAt, null);
+  journals(view.calls.length > 0 ? [{ name: "own", executionId: x.executionId, calls: view.calls }] : []);
   $("detail-chunks").hidden = true;
   $("detail-more").hidden = true;
 }
@@ -337,15 +373,18 @@ function renderRun(view) {
 function route() {
   const hash = location.hash.slice(1) || "/";
   const [, kind, id] = hash.split("/");
-  const detail = kind === "streams" || kind === "turns" || kind === "runs";
+  const detail = kind === "streams" || kind === "turns" || kind === "runs" || kind === "executions";
   $("list-view").hidden = detail;
   $("detail-view").hidden = !detail;
   $("detail-timeline").hidden = kind !== "runs";
   $("detail-attempts").hidden = kind !== "runs";
   $("detail-steps").hidden = kind !== "runs";
-  $("detail-chunks").hidden = kind === "runs";
+  $("detail-chunks").hidden = kind === "runs" || kind === "executions";
+  $("detail-journals").hidden = kind !== "runs" && kind !== "executions";
   if (kind === "runs" && id) {
     live("/runs/" + id, renderRun);
+  } else if (kind === "executions" && id) {
+    live("/executions/" + id, renderExecution);
   } else if (kind === "streams" && id) {
     chunkFrom = 0;
     live("/streams/" + id + "?from=0", renderStream);
@@ -416,6 +455,8 @@ dd { margin: 0; font-family: ui-monospace, monospace; }
 .track .attempt.sleep, .track .attempt.event { background: #f0b429; }
 .track .attempt.interrupted { background: #9e9e9e; }
 .lane.attempts .lane-name { font-weight: 600; }
+h3 { font-size: 14px; margin: 16px 0 4px; }
+table.calls tr[data-outcome="error"] td { color: #a11; }
 `;
 
 /** The page's files by their path below `basePath`. */

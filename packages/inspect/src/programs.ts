@@ -1,0 +1,103 @@
+import type { BridgeCallRecord, BridgeExecutionRecord } from "@durablekit/rpc-bridge";
+import type { TaskStepJournalSnapshot } from "@durablekit/tasks";
+import type { ProgramsReader } from "./parts";
+
+/** One entry of a step journal, as `Tasks.journals()` reads it. */
+type JournalEntry = TaskStepJournalSnapshot["entries"][number];
+
+import {
+  INSPECT_SHAPE_VERSION,
+  type InspectCall,
+  type InspectErrorInfo,
+  type InspectExecution,
+  type InspectExecutionView,
+} from "./shape";
+
+function errorOf(error: { name: string; message: string; code?: string }): InspectErrorInfo {
+  const info: InspectErrorInfo = { name: String(error.name), message: String(error.message) };
+  if (typeof error.code === "string") info.code = error.code;
+  return info;
+}
+
+/** A call the bridge decoded. */
+function decodedCall(call: BridgeCallRecord): InspectCall {
+  return {
+    key: call.key,
+    seq: call.seq,
+    module: call.module,
+    method: call.method,
+    outcome: call.outcome,
+    at: call.at,
+    bytes: call.bytes,
+    charged: call.charged,
+    handles: [...call.handles],
+    error: call.error ? errorOf(call.error) : null,
+    refused: call.refused,
+    decoded: call.unreadable !== true,
+  };
+}
+
+/** A call shown from the journal's own columns, with no bridge to decode its payload. */
+function rawCall(entry: JournalEntry): InspectCall {
+  return {
+    key: entry.key,
+    seq: entry.seq,
+    module: entry.module,
+    method: entry.method,
+    outcome: entry.outcome,
+    at: entry.recordedAt,
+    bytes: entry.payload === null ? 0 : new TextEncoder().encode(entry.payload).byteLength,
+    charged: null,
+    handles: [],
+    error: null,
+    refused: false,
+    decoded: false,
+  };
+}
+
+/**
+ * The calls of a journal's entries (read from a task's step journal), decoded through the
+ * executor when the inspector has one.
+ */
+export function callsOf(
+  programs: ProgramsReader | null,
+  executionId: string,
+  entries: readonly JournalEntry[],
+): InspectCall[] {
+  if (programs === null) return [...entries].sort((a, b) => a.seq - b.seq).map(rawCall);
+  return programs.calls(executionId, { journal: { lookup: () => entries } }).map(decodedCall);
+}
+
+function executionOf(record: BridgeExecutionRecord): InspectExecution {
+  return {
+    executionId: record.executionId,
+    state: record.state,
+    onInterrupt: record.onInterrupt,
+    attempts: record.attempt,
+    callCount: record.calls,
+    createdAt: record.createdAt,
+    startedAt: record.startedAt,
+    finishedAt: record.finishedAt ?? null,
+    interrupt: record.interrupt
+      ? { key: record.interrupt.key, payload: record.interrupt.payload }
+      : null,
+    error: record.error ? errorOf(record.error) : null,
+    unsafeCall: record.unsafeCall ?? null,
+  };
+}
+
+/** An execution's view: its record and the calls of its own journal. */
+export function executionViewOf(
+  programs: ProgramsReader,
+  executionId: string,
+): InspectExecutionView | null {
+  const record = programs.get(executionId);
+  if (record === null) return null;
+  const view: InspectExecutionView = {
+    version: INSPECT_SHAPE_VERSION,
+    execution: executionOf(record),
+    calls: programs.calls(executionId).map(decodedCall),
+  };
+  if (record.state === "completed") view.result = record.result;
+  return view;
+}
