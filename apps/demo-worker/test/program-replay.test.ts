@@ -288,6 +288,15 @@ describe("demo.program@v1: a program run inside a task", () => {
       ["1.1.1", "codemode:jobs#Run", "wait", "value", []],
       ["1.2", "codemode:jobs#Job", "info", "value", []],
     ]);
+    // Which attempt ran each call live: the first ran createJob and start, and was released at
+    // approval; the one the resume event woke answered those two from the journal and ran the rest.
+    expect(view.journals[0]?.calls.map((c) => [c.key, c.attempt])).toEqual([
+      ["1", 1],
+      ["1.1", 1],
+      ["2", 2],
+      ["1.1.1", 2],
+      ["1.2", 2],
+    ]);
   });
 
   it("refuses an input without code when the run starts, and fails a program the bridge refuses without retrying it", async () => {

@@ -34,6 +34,7 @@ function decodedCall(call: BridgeCallRecord): InspectCall {
     error: call.error ? errorOf(call.error) : null,
     refused: call.refused,
     decoded: call.unreadable !== true,
+    attempt: null,
   };
 }
 
@@ -52,6 +53,7 @@ function rawCall(entry: JournalEntry): InspectCall {
     error: null,
     refused: false,
     decoded: false,
+    attempt: null,
   };
 }
 

@@ -96,6 +96,18 @@ function attemptOf(attempt: TaskAttemptSnapshot): InspectAttempt {
 }
 
 /**
+ * The attempt that ran a call recorded at `at`: the last attempt that started at or before it (an
+ * attempt's calls are recorded between its start and the next attempt's), or null before the first.
+ */
+function attemptAt(attempts: readonly InspectAttempt[], at: number): number | null {
+  let found: number | null = null;
+  for (const attempt of attempts) {
+    if (attempt.startedAt <= at) found = attempt.attempt;
+  }
+  return found;
+}
+
+/**
  * A run's history as the run view: its facts, its input, its result, its attempts, its steps on a
  * time axis, and the calls of the programs it ran (`journals`).
  */
@@ -107,14 +119,18 @@ export function runViewOf(history: TaskRunHistory, journals: InspectJournal[]): 
     steps.push(view);
     from = view.to;
   });
+  // A history from a tasks version without attempts has none to show.
+  const attempts = (history.attempts ?? []).map(attemptOf);
   const view: InspectRunView = {
     version: INSPECT_SHAPE_VERSION,
     run: runOf(history.run),
     input: history.input,
-    // A history from a tasks version without attempts has none to show.
-    attempts: (history.attempts ?? []).map(attemptOf),
+    attempts,
     steps,
-    journals,
+    journals: journals.map((journal) => ({
+      ...journal,
+      calls: journal.calls.map((call) => ({ ...call, attempt: attemptAt(attempts, call.at) })),
+    })),
   };
   if (history.run.state === "completed") view.result = history.run.result;
   return view;

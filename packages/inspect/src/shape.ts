@@ -136,6 +136,13 @@ export interface InspectCall {
   refused: boolean;
   /** Whether the bridge decoded its payload. */
   decoded: boolean;
+  /**
+   * In a run view: the attempt of the run that ran the call live (the one running when its outcome
+   * was recorded; for an interrupt resolved on resume, the attempt that resumed it). Every later
+   * attempt that reached the call answered it from the journal. `null` in an execution view, or
+   * when no attempt of the run covers its time.
+   */
+  attempt: number | null;
 }
 
 /** A step journal of a run: the calls of the program it ran (`step.journal(name)`). */

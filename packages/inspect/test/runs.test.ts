@@ -218,6 +218,8 @@ describe("the inspector's task runs", () => {
       code: "E_CLOSED",
     });
     expect(calls.every((c) => c.bytes > 0 && c.handles.length === 0 && !c.refused)).toBe(true);
+    // One attempt ran them all live.
+    expect(calls.map((c) => c.attempt)).toEqual([1, 1, 1]);
 
     // The execution's own record, through the executor; its calls live in the task's journal.
     const execution = await within(stub, ({ inspector }) =>
@@ -240,6 +242,7 @@ describe("the inspector's task runs", () => {
       return inspector.execution("own");
     });
     expect(view?.execution.state).toBe("completed");
+    expect(view?.calls.every((c) => c.attempt === null)).toBe(true);
     expect(view?.calls.map((c) => [c.key, c.method, c.outcome, c.error?.code ?? null])).toEqual([
       ["1", "greet", "value", null],
       ["2", "fail", "error", "E_CLOSED"],

@@ -339,10 +339,10 @@ function renderRun(view) {
 function callTable(calls) {
   const table = el("table", undefined, "calls");
   const head = document.createElement("thead");
-  head.append(row(["key", "module", "method", "outcome", "bytes", "returned", "error"]));
+  head.append(row(["key", "module", "method", "outcome", "ran in attempt", "bytes", "returned", "error"]));
   const body = document.createElement("tbody");
   for (const c of calls) {
-    const tr = row([c.key, c.module, c.method, c.outcome + (c.refused ? " (refused)" : ""), c.bytes, c.handles.join(", "), c.error ? (c.error.code ? c.error.code + ": " : "") + c.error.message : ""]);
+    const tr = row([c.key, c.module, c.method, c.outcome + (c.refused ? " (refused)" : ""), c.attempt === null ? "" : c.attempt, c.bytes, c.handles.join(", "), c.error ? (c.error.code ? c.error.code + ": " : "") + c.error.message : ""]);
     tr.dataset.outcome = c.outcome;
     body.append(tr);
   }
