@@ -6,32 +6,38 @@ import { defineConfig } from "tsup";
 /**
  * The build every published package shares: `dist/index.js` (one ESM bundle) with its source map, and
  * `dist/index.d.ts` (one bundled declaration file) with its declaration map, both pointing into the
- * package's shipped `src/`. tsup's own `dts` bundler turns declaration maps off, so declarations are
- * bundled here by rollup-plugin-dts after the JavaScript build.
+ * package's shipped `src/` — and the same for each other entry a package names (a subpath export,
+ * e.g. `src/otel.ts` → `dist/otel.js`). tsup's own `dts` bundler turns declaration maps off, so
+ * declarations are bundled here by rollup-plugin-dts after the JavaScript build.
  */
-export function packageBuild(): ReturnType<typeof defineConfig> {
+export function packageBuild(
+  options: { entries?: readonly string[] } = {},
+): ReturnType<typeof defineConfig> {
+  const entries = options.entries ?? ["index"];
   return defineConfig({
-    entry: ["src/index.ts"],
+    entry: entries.map((entry) => `src/${entry}.ts`),
     format: ["esm"],
     dts: false,
     sourcemap: true,
     clean: true,
     target: "es2023",
     external: [/^cloudflare:/],
-    onSuccess: bundleDeclarations,
+    onSuccess: async () => {
+      for (const entry of entries) await bundleDeclarations(entry);
+    },
   });
 }
 
-/** Bundles `src/index.ts`'s declarations into `dist/index.d.ts` + `dist/index.d.ts.map`. */
-async function bundleDeclarations(): Promise<void> {
+/** Bundles `src/<entry>.ts`'s declarations into `dist/<entry>.d.ts` + its declaration map. */
+async function bundleDeclarations(entry: string): Promise<void> {
   const bundle = await rollup({
-    input: "src/index.ts",
+    input: `src/${entry}.ts`,
     plugins: [dts({ tsconfig: "tsconfig.json", sourcemap: true })],
     // Only the package's own modules are bundled; every bare specifier stays an import.
     external: (id, _importer, isResolved) => !isResolved && !id.startsWith(".") && !isAbsolute(id),
   });
   try {
-    await bundle.write({ file: "dist/index.d.ts", format: "es", sourcemap: true });
+    await bundle.write({ file: `dist/${entry}.d.ts`, format: "es", sourcemap: true });
   } finally {
     await bundle.close();
   }

@@ -1,3 +1,4 @@
 import { packageBuild } from "../../tsup.base";
 
-export default packageBuild();
+// `@durablekit/inspect/otel` is its own entry: only it imports `@opentelemetry/api`.
+export default packageBuild({ entries: ["index", "otel"] });

@@ -272,6 +272,7 @@ describe("demo.program@v1: a program run inside a task", () => {
           method: string;
           outcome: string;
           handles: string[];
+          attempt: number | null;
         }>;
       }>;
     };

@@ -18,7 +18,12 @@ interface RunRef {
  */
 export type TaskEvent =
   | ({ type: "task:accepted" } & RunRef)
-  | ({ type: "task:attempt:started"; attempt: number } & RunRef)
+  | ({
+      type: "task:attempt:started";
+      attempt: number;
+      /** The W3C `traceparent` the run was started under, when it was given one. */
+      trace?: string;
+    } & RunRef)
   | ({
       type: "task:attempt:interrupted";
       /** The attempt that died. */

@@ -70,6 +70,8 @@ export interface RunRow {
   stalls: number;
   created_at: number;
   started_at: number | null;
+  /** The W3C `traceparent` the run was started under (v4), or null. */
+  trace: string | null;
   /** When the current (or last) attempt was claimed (v4; null for a run last claimed before it). */
   attempt_started_at: number | null;
   updated_at: number;

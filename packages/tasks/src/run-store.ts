@@ -59,18 +59,20 @@ export class RunStore {
     metadata: string | null;
     key: string | null;
     retain: boolean;
+    trace: string | null;
     now: number;
   }): void {
     this.#sql.exec(
       `INSERT INTO dk_tasks_runs
-        (run_id, definition, state, input, metadata, idempotency_key, retain, next_at, created_at, updated_at)
-       VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)`,
+        (run_id, definition, state, input, metadata, idempotency_key, retain, trace, next_at, created_at, updated_at)
+       VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)`,
       row.runId,
       row.definition,
       row.input,
       row.metadata,
       row.key,
       row.retain ? 1 : 0,
+      row.trace,
       row.now,
       row.now,
       row.now,

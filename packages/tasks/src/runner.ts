@@ -173,7 +173,12 @@ export class Runner {
       startsLive: number === 1,
     });
     this.active.set(runId, attempt);
-    this.emit({ type: "task:attempt:started", ...ref, attempt: number });
+    this.emit({
+      type: "task:attempt:started",
+      ...ref,
+      attempt: number,
+      ...(row.trace === null || row.trace === undefined ? {} : { trace: row.trace }),
+    });
     return this.#drive(attempt, handler, row.input, new ReplayStep(attempt, interrupted));
   }
 

@@ -103,6 +103,8 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
   // row: a run that completes in one attempt writes no attempt row.
   [
     "ALTER TABLE dk_tasks_runs ADD COLUMN attempt_started_at INTEGER",
+    // The W3C trace context a run was started under (`run(…, { trace })`), for tracing its attempts.
+    "ALTER TABLE dk_tasks_runs ADD COLUMN trace TEXT",
     `CREATE TABLE dk_tasks_attempts (
       run_id TEXT NOT NULL,
       attempt INTEGER NOT NULL,

@@ -13,6 +13,7 @@ export function toRunSnapshot(row: RunRow): TaskRunSnapshot {
     updatedAt: row.updated_at,
     ...(row.idempotency_key === null ? {} : { idempotencyKey: row.idempotency_key }),
     ...(row.metadata === null ? {} : { metadata: decodeValue(row.metadata) }),
+    ...(row.trace === null || row.trace === undefined ? {} : { trace: row.trace }),
   };
   const status = row.status_message === null ? {} : { statusMessage: row.status_message };
   const settledAt = row.settled_at ?? row.updated_at;

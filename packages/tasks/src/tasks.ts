@@ -29,6 +29,13 @@ import type {
 import { DEFAULT_MAX_VALUE_BYTES, decodeValue, encodeValue } from "./values";
 
 const DEFAULT_CLAIM_TIMEOUT_MS = 60_000;
+
+/** A W3C `traceparent` of version 00, with trace and parent ids that are not all zero. */
+function isTraceparent(value: unknown): value is string {
+  if (typeof value !== "string") return false;
+  const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/.exec(value);
+  return match !== null && !/^0+$/.test(match[1] as string) && !/^0+$/.test(match[2] as string);
+}
 const DEFAULT_MAX_STEPS = 10_000;
 /** As `agents`' breaker: three consecutive resets without progress, then the run fails. */
 const DEFAULT_MAX_ATTEMPTS_WITHOUT_PROGRESS = 3;
@@ -155,6 +162,12 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     const { runId: givenId, idempotencyKey: key } = options;
     if (givenId !== undefined) checkName(givenId, "A run id", false);
     if (key !== undefined) checkName(key, "An idempotency key", false);
+    if (options.trace !== undefined && !isTraceparent(options.trace)) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `run() option trace must be a W3C traceparent ("00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>", ids not all zero); got ${JSON.stringify(String(options.trace)).slice(0, 100)}.`,
+      );
+    }
     if (options.retain !== undefined && typeof options.retain !== "boolean") {
       throw new TasksError(
         "tasks/invalid-argument",
@@ -208,6 +221,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       metadata,
       key: key ?? null,
       retain: options.retain !== false,
+      trace: options.trace ?? null,
       now,
     });
     this.#runner.emit({ type: "task:accepted", runId, definition });

@@ -235,6 +235,12 @@ export interface TaskRunOptions {
   metadata?: unknown;
   /** `false` deletes a completed run's records as it completes. Default `true`. */
   retain?: boolean;
+  /**
+   * The W3C `traceparent` of the span that starts the run (e.g. the request's), kept with the run so
+   * every attempt — after evictions, restarts and resumes days later — can be traced under it
+   * (`task:attempt:started` carries it). Version `00` only.
+   */
+  trace?: string;
 }
 
 /** What `run()` returns, without waiting for the run. */
@@ -262,6 +268,8 @@ interface SnapshotBase {
   updatedAt: number;
   idempotencyKey?: string;
   metadata?: unknown;
+  /** The W3C `traceparent` the run was started under (`run(…, { trace })`). */
+  trace?: string;
 }
 
 /** A read-only view of one run, discriminated by `state`. */

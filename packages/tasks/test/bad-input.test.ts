@@ -296,6 +296,7 @@ describe("bad input", () => {
       "DROP TABLE dk_tasks_calls",
       "DROP TABLE dk_tasks_attempts",
       "ALTER TABLE dk_tasks_runs DROP COLUMN attempt_started_at",
+      "ALTER TABLE dk_tasks_runs DROP COLUMN trace",
     ]);
   });
 
@@ -305,6 +306,7 @@ describe("bad input", () => {
       "DROP TABLE dk_tasks_calls",
       "DROP TABLE dk_tasks_attempts",
       "ALTER TABLE dk_tasks_runs DROP COLUMN attempt_started_at",
+      "ALTER TABLE dk_tasks_runs DROP COLUMN trace",
     ]);
   });
 
@@ -313,6 +315,7 @@ describe("bad input", () => {
     await expectMigratedInPlace(3, [
       "DROP TABLE dk_tasks_attempts",
       "ALTER TABLE dk_tasks_runs DROP COLUMN attempt_started_at",
+      "ALTER TABLE dk_tasks_runs DROP COLUMN trace",
     ]);
   });
 
