@@ -2,6 +2,7 @@ export { InspectError, type InspectErrorCode, isInspectError } from "./errors";
 export { type InspectResponseOptions, inspectorResponse } from "./http/response";
 export {
   type InspectChunkOptions,
+  type InspectExecutionListOptions,
   type InspectListOptions,
   type InspectOptions,
   Inspector,

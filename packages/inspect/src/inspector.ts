@@ -2,7 +2,7 @@ import { createOptionChecks, isDurableKitError, isWellFormedName } from "@durabl
 import type { StreamStatus } from "@durablekit/streams";
 import { InspectError } from "./errors";
 import { type InspectedParts, inspectedParts } from "./parts";
-import { callsOf, executionViewOf } from "./programs";
+import { callsOf, executionsOf, executionViewOf } from "./programs";
 import { runOf, runViewOf } from "./runs";
 import {
   INSPECT_SHAPE_VERSION,
@@ -10,6 +10,7 @@ import {
   type InspectChatTurnView,
   type InspectChunk,
   type InspectCounts,
+  type InspectExecution,
   type InspectExecutionView,
   type InspectOverview,
   type InspectPage,
@@ -31,11 +32,22 @@ const COUNT_LIMIT = 1000;
 const MAX_ID = 256;
 const STATES = ["streaming", "completed", "errored"] as const;
 const RUN_STATES = ["pending", "running", "waiting", "completed", "failed", "cancelled"] as const;
+const EXECUTION_STATES = ["running", "interrupted", "completed", "failed", "cancelled"] as const;
 
 /** Options of the {@link Inspector} constructor. */
 export interface InspectOptions {
   /** The object's parts to read: its `Tasks`, `Executor`, `Streams` and `ChatTurns`, in any order. */
   parts: readonly object[];
+}
+
+/** Filters and paging of {@link Inspector.executions}. */
+export interface InspectExecutionListOptions {
+  /** Only executions in this state (or these states). */
+  state?: InspectExecution["state"] | InspectExecution["state"][];
+  /** Page size, 1–1000. Default 50. */
+  limit?: number;
+  /** The `next` token of the previous page. */
+  cursor?: string;
 }
 
 /** Filters and paging of {@link Inspector.runs}. */
@@ -226,6 +238,22 @@ export class Inspector {
       calls: callsOf(this.#parts.programs, journal.executionId, journal.entries),
     }));
     return runViewOf(history, journals);
+  }
+
+  /**
+   * One page of the object's program executions (its `Executor`'s), newest first, by `state`.
+   * @throws {InspectError} `inspect/not-found` without an `Executor` part (or one too old to list);
+   *   `inspect/invalid-argument` for a malformed filter, `limit` or `cursor`.
+   */
+  executions(options: InspectExecutionListOptions = {}): InspectPage<InspectExecution> {
+    const programs = this.#programsPart();
+    check.options(options, "executions() options");
+    const limit = check.count(options.limit, "limit", 50, { max: 1000 });
+    const states = options.state === undefined ? [] : [options.state].flat();
+    const state = states.map((one) => check.oneOf(one, "state", EXECUTION_STATES, "running"));
+    const cursor = options.cursor === undefined ? undefined : idOf(options.cursor, "cursor");
+    const page = reading(() => executionsOf(programs, { state, limit, cursor }));
+    return { version: INSPECT_SHAPE_VERSION, items: page.items, next: page.next };
   }
 
   /**

@@ -16,7 +16,9 @@ export type TasksReader = Readonly<
 >;
 
 /** The read methods of rpc-bridge's `Executor` the inspector calls, and nothing else. */
-export type ProgramsReader = Readonly<Pick<Executor, "get" | "calls">>;
+export type ProgramsReader = Readonly<
+  Pick<Executor, "get" | "calls"> & Partial<Pick<Executor, "list">>
+>;
 
 /** The parts an inspector reads, each narrowed to its read methods. */
 export interface InspectedParts {
@@ -51,6 +53,8 @@ const TASKS_READS = ["list", "history"] as const;
 /** Read by the run view where the part has it (`Tasks` from the version with step journal reads). */
 const TASKS_OPTIONAL_READS = ["journals"] as const;
 const PROGRAMS_READS = ["get", "calls"] as const;
+/** Read where the part has it (`Executor` from the version that lists executions). */
+const PROGRAMS_OPTIONAL_READS = ["list"] as const;
 
 /**
  * Recognizes each part by its public methods (the packages are peers, never imported) and keeps a
@@ -93,7 +97,10 @@ export function inspectedParts(parts: unknown): InspectedParts {
       const optional = TASKS_OPTIONAL_READS.filter((name) => typeof methods[name] === "function");
       found.tasks = readView<TasksReader>(methods, [...TASKS_READS, ...optional]);
     } else if (kind === "programs") {
-      found.programs = readView<ProgramsReader>(methods, PROGRAMS_READS);
+      const optional = PROGRAMS_OPTIONAL_READS.filter(
+        (name) => typeof methods[name] === "function",
+      );
+      found.programs = readView<ProgramsReader>(methods, [...PROGRAMS_READS, ...optional]);
     } else found.streams = readView<StreamsReader>(methods, STREAMS_READS);
   });
   return found;

@@ -1,5 +1,6 @@
 import type { BridgeCallRecord, BridgeExecutionRecord } from "@durablekit/rpc-bridge";
 import type { TaskStepJournalSnapshot } from "@durablekit/tasks";
+import { InspectError } from "./errors";
 import type { ProgramsReader } from "./parts";
 
 /** One entry of a step journal, as `Tasks.journals()` reads it. */
@@ -85,7 +86,27 @@ function executionOf(record: BridgeExecutionRecord): InspectExecution {
       : null,
     error: record.error ? errorOf(record.error) : null,
     unsafeCall: record.unsafeCall ?? null,
+    fingerprint: record.fingerprint ? { ...record.fingerprint } : null,
   };
+}
+
+/** A page of executions, newest first. */
+export function executionsOf(
+  programs: ProgramsReader,
+  options: { state?: InspectExecution["state"][]; limit: number; cursor?: string },
+): { items: InspectExecution[]; next: string | null } {
+  if (programs.list === undefined) {
+    throw new InspectError(
+      "inspect/not-found",
+      "This Executor cannot list its executions: upgrade @durablekit/rpc-bridge.",
+    );
+  }
+  const page = programs.list({
+    ...(options.state && options.state.length > 0 ? { state: options.state } : {}),
+    limit: options.limit,
+    ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+  });
+  return { items: page.items.map(executionOf), next: page.next };
 }
 
 /** An execution's view: its record and the calls of its own journal. */

@@ -172,6 +172,11 @@ export interface InspectExecution {
   error: InspectErrorInfo | null;
   /** The label of an `unsafeToRepeat` call that ran, which forbids restarting it. */
   unsafeCall: string | null;
+  /**
+   * A replay run's fingerprint: what a replay must match (digests of the program and source
+   * modules, compatibility date and flags, wire and journal formats); `null` for other runs.
+   */
+  fingerprint: Record<string, unknown> | null;
 }
 
 /** An execution and its journal's calls (`GET …/api/executions/:executionId`). */

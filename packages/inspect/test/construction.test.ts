@@ -60,7 +60,7 @@ describe("new Inspector(ctx, { parts })", () => {
   it("keeps only the read methods of each part: no write is reachable from the inspector", async () => {
     await inFixture(async ({ streams, chat, tasks, executor }) => {
       const held = inspectedParts([streams, chat, tasks, executor]);
-      expect(Object.keys(held.programs ?? {}).sort()).toEqual(["calls", "get"]);
+      expect(Object.keys(held.programs ?? {}).sort()).toEqual(["calls", "get", "list"]);
       expect(Object.keys(held.tasks ?? {}).sort()).toEqual(["history", "journals", "list"]);
       expect(Object.keys(held.streams ?? {}).sort()).toEqual(["list", "readPage", "status"]);
       expect(Object.keys(held.chat ?? {}).sort()).toEqual(["getTurn", "listTurns", "storedChunks"]);

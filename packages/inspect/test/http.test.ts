@@ -12,6 +12,7 @@ const ROUTES = [
   "/api/overview",
   "/api/runs",
   "/api/runs/r1",
+  "/api/executions",
   "/api/executions/e1",
   "/api/streams",
   "/api/streams/orders",

@@ -243,6 +243,21 @@ describe("the inspector's task runs", () => {
     });
     expect(view?.execution.state).toBe("completed");
     expect(view?.calls.every((c) => c.attempt === null)).toBe(true);
+    expect(view?.execution.fingerprint).toMatchObject({ program: expect.any(String) });
+    const listed = await within(stub, ({ inspector }) =>
+      inspector.executions({ state: "completed" }),
+    );
+    expect(listed).toMatchObject({
+      version: 1,
+      items: [{ executionId: "own", state: "completed" }],
+      next: null,
+    });
+    const refusals = await within(stub, ({ inspector }) => [
+      codeOf(() => inspector.executions({ limit: 0 })),
+      codeOf(() => inspector.executions({ state: "done" as never })),
+      codeOf(() => inspector.executions({ cursor: "forged" })),
+    ]);
+    expect(refusals).toEqual(Array(3).fill("inspect/invalid-argument"));
     expect(view?.calls.map((c) => [c.key, c.method, c.outcome, c.error?.code ?? null])).toEqual([
       ["1", "greet", "value", null],
       ["2", "fail", "error", "E_CLOSED"],

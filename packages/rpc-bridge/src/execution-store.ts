@@ -13,6 +13,7 @@ import type {
   BridgeExecutionRecord,
   BridgeExecutionState,
 } from "./execution";
+import type { BridgeReplayFingerprint } from "./fingerprint";
 
 /** Migration steps of the `dk_bridge_*` tables; the schema version is their count (see DESIGN.md). */
 const SCHEMA_STEPS = [
@@ -56,6 +57,10 @@ const SCHEMA_STEPS = [
       PRIMARY KEY (execution_id, field, part)
     )`,
     "ALTER TABLE dk_bridge_executions ADD COLUMN chunked INTEGER NOT NULL DEFAULT 0",
+  ],
+  // Step 4: executions listed newest first (`Executor.list`), keyset-paged by (created_at, id).
+  [
+    "CREATE INDEX IF NOT EXISTS dk_bridge_executions_by_created ON dk_bridge_executions (created_at, id)",
   ],
 ] as const;
 
@@ -427,7 +432,41 @@ export class ExecutionStore {
     const found = this.#sql
       .exec<Row>("SELECT * FROM dk_bridge_executions WHERE id = ?", id)
       .toArray()[0];
-    if (!found) return null;
+    return found ? this.#record(found) : null;
+  }
+
+  /**
+   * Executions newest first, after `after` (the last of the previous page), in `states`: at most
+   * `limit` records, one page of the `(created_at, id)` index.
+   */
+  list(options: {
+    states: readonly BridgeExecutionState[];
+    limit: number;
+    after?: { createdAt: number; id: string };
+  }): BridgeExecutionRecord[] {
+    const where: string[] = [];
+    const params: SqlStorageValue[] = [];
+    if (options.after !== undefined) {
+      where.push("(created_at < ? OR (created_at = ? AND id < ?))");
+      params.push(options.after.createdAt, options.after.createdAt, options.after.id);
+    }
+    if (options.states.length > 0) {
+      where.push(`state IN (${options.states.map(() => "?").join(", ")})`);
+      params.push(...options.states);
+    }
+    return this.#sql
+      .exec<Row>(
+        `SELECT * FROM dk_bridge_executions ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
+         ORDER BY created_at DESC, id DESC LIMIT ?`,
+        ...params,
+        options.limit,
+      )
+      .toArray()
+      .map((row) => this.#record(row));
+  }
+
+  /** A row as its public record. */
+  #record(found: Row): BridgeExecutionRecord {
     const row = this.#whole(found);
     const record: BridgeExecutionRecord = {
       executionId: row.id,
@@ -449,6 +488,9 @@ export class ExecutionStore {
         callId: callIdOf(row.id, row.interrupt_key),
         payload: row.interrupt_payload === null ? undefined : decode(row.interrupt_payload),
       };
+    }
+    if (row.fingerprint !== null) {
+      record.fingerprint = JSON.parse(row.fingerprint) as BridgeReplayFingerprint;
     }
     return record;
   }

@@ -1,4 +1,5 @@
 import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
+import type { BridgeReplayFingerprint } from "./fingerprint";
 
 /**
  * Where an execution is: `running` until it ends `completed`, `failed` or `cancelled`.
@@ -6,6 +7,31 @@ import type { BridgeAccess, BridgeInterruptPolicy } from "./context";
  * evictions and restarts; nothing recovers it but `resume`).
  */
 export type BridgeExecutionState = "running" | "interrupted" | "completed" | "failed" | "cancelled";
+
+/** Every {@link BridgeExecutionState}, in lifecycle order. */
+export const EXECUTION_STATES: readonly BridgeExecutionState[] = [
+  "running",
+  "interrupted",
+  "completed",
+  "failed",
+  "cancelled",
+];
+
+/** Filters and paging of `Executor.list`. */
+export interface BridgeListOptions {
+  /** Only executions in this state (or these states). */
+  state?: BridgeExecutionState | BridgeExecutionState[];
+  /** Page size, 1–1000. Default 50. */
+  limit?: number;
+  /** The `next` token of the previous page. */
+  cursor?: string;
+}
+
+/** One page of `Executor.list`: records newest first, and the next page's token (`null` on the last). */
+export interface BridgeExecutionPage {
+  items: BridgeExecutionRecord[];
+  next: string | null;
+}
 
 /**
  * An error an execution ended with, as handle-journal's error record body: `name`, `message`,
@@ -54,4 +80,9 @@ export interface BridgeExecutionRecord extends BridgeExecution {
   finishedAt?: number;
   /** The label of a call marked unsafeToRepeat that ran, which forbids restarting the run. */
   unsafeCall?: string;
+  /**
+   * A replay run's fingerprint, recorded when it started: digests of the program and source modules,
+   * the compatibility date and flags, and the wire and journal formats a replay must match.
+   */
+  fingerprint?: BridgeReplayFingerprint;
 }

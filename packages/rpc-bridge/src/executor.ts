@@ -23,7 +23,14 @@ import {
   fromJournalFailure,
 } from "./errors";
 import type { BridgeEvent } from "./events";
-import type { BridgeExecution, BridgeExecutionError, BridgeExecutionRecord } from "./execution";
+import {
+  type BridgeExecution,
+  type BridgeExecutionError,
+  type BridgeExecutionPage,
+  type BridgeExecutionRecord,
+  type BridgeListOptions,
+  EXECUTION_STATES,
+} from "./execution";
 import { ExecutionStore, type RunningExecution, type StoredExecution } from "./execution-store";
 import {
   type BridgeExecuteOptions,
@@ -38,7 +45,7 @@ import {
   DEFAULT_COMPATIBILITY_DATE,
   type ExecutorOptions,
 } from "./executor-options";
-import { fingerprintChange, fingerprintOf, type ReplayFingerprint } from "./fingerprint";
+import { type BridgeReplayFingerprint, fingerprintChange, fingerprintOf } from "./fingerprint";
 import { disposeQuietly } from "./handle-table";
 import { type BridgeLimits, resolveLimits } from "./limits";
 import { MAIN_MODULE, ModuleRegistry } from "./module-registry";
@@ -468,7 +475,7 @@ export class Executor implements AlarmPart {
   }
 
   /** The fingerprint of `source` under this executor's configuration. */
-  #fingerprint(source: string): ReplayFingerprint {
+  #fingerprint(source: string): BridgeReplayFingerprint {
     const sources: Array<{ specifier: string; source: string }> = [];
     for (const entry of this.#registry.bySpecifier.values()) {
       if (entry.kind === "source")
@@ -511,6 +518,44 @@ export class Executor implements AlarmPart {
     // nothing of the journal otherwise keeps a read from creating its tables.
     if (given === undefined && !this.#store.ownsJournal(executionId)) return [];
     return describeCalls((given ?? this.#ownJournal()).lookup(executionId));
+  }
+
+  /**
+   * One page of the executions this executor recorded, newest first, by `state`: `{ items, next }`.
+   * Pass `next` back as `cursor` for the following page (`null` on the last). One page of the
+   * `(created_at, id)` index; nothing written.
+   * @throws BridgeError `bridge/invalid-argument` for a bad state, `limit` (1–1000, default 50) or
+   *   `cursor`.
+   */
+  list(options: BridgeListOptions = {}): BridgeExecutionPage {
+    check.options(options, "list(options)");
+    const limit = check.count(options.limit, "limit", 50, { max: 1000 });
+    const states = options.state === undefined ? [] : [options.state].flat();
+    for (const state of states) {
+      if (!EXECUTION_STATES.includes(state)) {
+        throw invalid(
+          `list() state must be one of ${EXECUTION_STATES.join(", ")}; got ${JSON.stringify(state)}.`,
+        );
+      }
+    }
+    let after: { createdAt: number; id: string } | undefined;
+    if (options.cursor !== undefined) {
+      const match =
+        typeof options.cursor === "string" ? /^(\d+):(.+)$/s.exec(options.cursor) : null;
+      if (match === null) {
+        throw invalid(
+          "list() cursor is not a token list() returned; pass the `next` of the previous page.",
+        );
+      }
+      after = { createdAt: Number(match[1]), id: match[2] as string };
+    }
+    const rows = this.#store.list({ states, limit: limit + 1, after });
+    const items = rows.slice(0, limit);
+    const last = items.at(-1);
+    return {
+      items,
+      next: rows.length > limit && last ? `${last.createdAt}:${last.executionId}` : null,
+    };
   }
 
   /**

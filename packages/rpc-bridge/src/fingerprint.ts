@@ -8,7 +8,7 @@ import { WIRE_VERSION } from "./wire";
  * Host modules are left out on purpose: their code may change between attempts (a deploy), which
  * is what `[handle.revive]` maps are for. Stored as JSON in `dk_bridge_executions.fingerprint`.
  */
-export interface ReplayFingerprint {
+export interface BridgeReplayFingerprint {
   compatibilityDate: string;
   compatibilityFlags: string[];
   wire: number;
@@ -25,7 +25,7 @@ export function fingerprintOf(
   sources: Iterable<{ specifier: string; source: string }>,
   compatibilityDate: string,
   compatibilityFlags: readonly string[],
-): ReplayFingerprint {
+): BridgeReplayFingerprint {
   const digests: Record<string, string> = {};
   for (const { specifier, source } of sources) digests[specifier] = digestText(source);
   return {
@@ -42,11 +42,14 @@ export function fingerprintOf(
  * What changed between a recorded fingerprint (JSON, or null for a row that has none) and the one
  * now, in words; `null` when nothing did.
  */
-export function fingerprintChange(recorded: string | null, now: ReplayFingerprint): string | null {
+export function fingerprintChange(
+  recorded: string | null,
+  now: BridgeReplayFingerprint,
+): string | null {
   if (recorded === null) return "the run has no recorded fingerprint";
-  let was: Partial<ReplayFingerprint>;
+  let was: Partial<BridgeReplayFingerprint>;
   try {
-    was = JSON.parse(recorded) as Partial<ReplayFingerprint>;
+    was = JSON.parse(recorded) as Partial<BridgeReplayFingerprint>;
   } catch {
     return "its recorded fingerprint is unreadable";
   }

@@ -35,8 +35,10 @@ export type {
   BridgeExecution,
   BridgeExecutionError,
   BridgeExecutionInterrupt,
+  BridgeExecutionPage,
   BridgeExecutionRecord,
   BridgeExecutionState,
+  BridgeListOptions,
 } from "./execution";
 export { Executor } from "./executor";
 export {
@@ -46,6 +48,7 @@ export {
   DEFAULT_COMPATIBILITY_DATE,
   type ExecutorOptions,
 } from "./executor-options";
+export type { BridgeReplayFingerprint } from "./fingerprint";
 export { type BridgeLimits, DEFAULT_LIMITS } from "./limits";
 export {
   type BridgeClassDescription,

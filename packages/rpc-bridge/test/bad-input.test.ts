@@ -118,7 +118,7 @@ describe("bad input", () => {
       const code = await codeOf(() => new Executor(state, { loader: env.LOADER, modules: {} }));
       return { version, code };
     });
-    expect(result).toEqual({ version: 3, code: "bridge/schema-too-new" });
+    expect(result).toEqual({ version: 4, code: "bridge/schema-too-new" });
   });
 
   it("renames the meta table's key column of a 0.0 build to the shared convention", async () => {
@@ -145,8 +145,8 @@ describe("bad input", () => {
         .one().value;
     });
     // Renamed, then migrated forward to the current version (step 2 adds the replay columns, step
-    // 3 the chunk rows of long texts).
-    expect(version).toBe(3);
+    // 3 the chunk rows of long texts, step 4 the index executions are listed by).
+    expect(version).toBe(4);
   });
 
   it("asks for its recovery wake through the object's alarm, earlier-only", async () => {

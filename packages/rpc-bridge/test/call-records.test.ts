@@ -74,3 +74,63 @@ describe("Executor.calls: a replay run's journal, decoded for reading", () => {
     ]);
   });
 });
+
+describe("Executor.list: the executions it recorded, newest first", () => {
+  it("pages them by state with a next token, each with its record and a replay run's fingerprint", async () => {
+    const stub = freshReplay();
+    const pages = await inReplay(stub, async (instance) => {
+      const { executor } = instance;
+      const program = `import { echo } from "test:replay"; export default async () => echo(1);`;
+      for (let i = 0; i < 5; i++) {
+        await executor.execute(program, undefined, { id: `listed-${i}` });
+        // Distinct creation times: the list is ordered by them.
+        await scheduler.wait(2);
+      }
+      await executor.execute(`export default async () => { throw new Error("no"); };`, undefined, {
+        id: "listed-failed",
+        onInterrupt: "fail",
+      });
+      const first = executor.list({ limit: 2 });
+      const second = executor.list({ limit: 2, cursor: first.next ?? undefined });
+      const rest = executor.list({ limit: 10, cursor: second.next ?? undefined });
+      return {
+        ids: [...first.items, ...second.items, ...rest.items].map((r) => r.executionId),
+        lastNext: rest.next,
+        failed: executor.list({ state: "failed" }).items.map((r) => r.executionId),
+        completed: executor.list({ state: ["completed"], limit: 1000 }).items.length,
+        fingerprint: executor.get("listed-0")?.fingerprint,
+        plain: executor.get("listed-failed")?.fingerprint,
+        listedEqualsGet:
+          JSON.stringify(first.items[0]) ===
+          JSON.stringify(executor.get(first.items[0]?.executionId ?? "")),
+      };
+    });
+    expect(pages.ids).toEqual([
+      "listed-failed",
+      "listed-4",
+      "listed-3",
+      "listed-2",
+      "listed-1",
+      "listed-0",
+    ]);
+    expect(pages.lastNext).toBeNull();
+    expect(pages.failed).toEqual(["listed-failed"]);
+    expect(pages.completed).toBe(5);
+    expect(pages.fingerprint).toMatchObject({
+      compatibilityDate: expect.any(String),
+      program: expect.stringMatching(/^[0-9a-f]+$/),
+    });
+    expect(pages.plain).toBeUndefined();
+    expect(pages.listedEqualsGet).toBe(true);
+  });
+
+  it("refuses a bad state, limit or cursor", async () => {
+    const stub = freshReplay();
+    await inReplay(stub, (instance) => {
+      const { executor } = instance;
+      expect(() => executor.list({ state: "done" as never })).toThrow(/state must be one of/);
+      expect(() => executor.list({ limit: 0 })).toThrow(/limit/);
+      expect(() => executor.list({ cursor: "forged" })).toThrow(/cursor/);
+    });
+  });
+});

@@ -47,6 +47,10 @@ function route(inspector: Inspector, path: string, params: URLSearchParams): Api
     const view = inspector.run(id);
     return view === null ? notFound(`Run "${id}"`) : { status: 200, body: view };
   }
+  if (head === "executions" && parts.length === 1) {
+    const { state, limit, cursor } = listParams(params);
+    return { status: 200, body: inspector.executions({ state, limit, cursor }) };
+  }
   if (head === "executions" && parts.length === 2 && id !== undefined) {
     const view = inspector.execution(id);
     return view === null ? notFound(`Execution "${id}"`) : { status: 200, body: view };

@@ -37,6 +37,8 @@ const HTML = (base: string) => `<!doctype html>
     </form>
     <table id="runs"><thead><tr><th>run</th><th>definition</th><th>state</th><th>attempts</th><th>created</th><th>updated</th></tr></thead><tbody></tbody></table>
     <button id="runs-more" hidden>More runs</button>
+    <table id="executions" hidden><thead><tr><th>program</th><th>state</th><th>on interrupt</th><th>attempts</th><th>calls</th><th>created</th></tr></thead><tbody></tbody></table>
+    <button id="executions-more" hidden>More programs</button>
     <form id="stream-filter">
       <label>state <select id="stream-state">
         <option value="">any</option><option>streaming</option><option>completed</option><option>errored</option>
@@ -144,6 +146,22 @@ async function loadRuns(cursor) {
     show(null);
   } catch (error) { show(error.message); }
 }
+let executionsNext = null;
+async function loadExecutions(cursor) {
+  try {
+    const page = await api("/executions" + (cursor ? "?cursor=" + encodeURIComponent(cursor) : ""));
+    const body = $("executions").tBodies[0];
+    if (!cursor) body.replaceChildren();
+    for (const x of page.items) {
+      const tr = row([link(x.executionId, "#/executions/" + encodeURIComponent(x.executionId)), x.state, x.onInterrupt, x.attempts, x.callCount, time(x.createdAt)]);
+      tr.dataset.state = x.state;
+      body.append(tr);
+    }
+    executionsNext = page.next;
+    $("executions-more").hidden = page.next === null;
+    show(null);
+  } catch (error) { show(error.message); }
+}
 let streamsNext = null;
 function streamQuery(cursor) {
   const params = new URLSearchParams();
@@ -192,6 +210,10 @@ function renderOverview(overview) {
       group.append(badge);
     }
     counts.append(group);
+  }
+  if ($("executions").hidden === overview.parts.includes("programs")) {
+    $("executions").hidden = !overview.parts.includes("programs");
+    if (!$("executions").hidden) loadExecutions(null);
   }
   $("run-filter").hidden = !overview.parts.includes("tasks");
   $("runs").hidden = !overview.parts.includes("tasks");
@@ -363,7 +385,7 @@ function renderExecution(view) {
   const x = view.execution;
   $("detail-title").textContent = "program " + x.executionId;
   $("detail-view").dataset.state = x.state;
-  facts([["state", x.state], ["on interrupt", x.onInterrupt], ["attempts", x.attempts], ["calls", x.callCount], ["interrupted at", x.interrupt ? x.interrupt.key + " " + JSON.stringify(x.interrupt.payload) : null], ["error", x.error ? (x.error.code ? x.error.code + ": " : "") + x.error.message : null], ["unsafe call", x.unsafeCall], ["created", time(x.createdAt)], ["finished", time(x.finishedAt) || null], ["result", "result" in view ? JSON.stringify(view.result) : null]]);
+  facts([["state", x.state], ["on interrupt", x.onInterrupt], ["attempts", x.attempts], ["calls", x.callCount], ["interrupted at", x.interrupt ? x.interrupt.key + " " + JSON.stringify(x.interrupt.payload) : null], ["error", x.error ? (x.error.code ? x.error.code + ": " : "") + x.error.message : null], ["unsafe call", x.unsafeCall], ["program digest", x.fingerprint ? x.fingerprint.program : null], ["created", time(x.createdAt)], ["finished", time(x.finishedAt) || null], ["result", "result" in view ? JSON.stringify(view.result) : null]]);
   bar(x.createdAt, x.finishedAt, null);
   journals(view.calls.length > 0 ? [{ name: "own", executionId: x.executionId, calls: view.calls }] : []);
   $("detail-chunks").hidden = true;
@@ -400,6 +422,7 @@ function route() {
 
 $("run-filter").addEventListener("submit", (event) => { event.preventDefault(); loadRuns(null); });
 $("runs-more").addEventListener("click", () => loadRuns(runsNext));
+$("executions-more").addEventListener("click", () => loadExecutions(executionsNext));
 $("stream-filter").addEventListener("submit", (event) => { event.preventDefault(); loadStreams(null); });
 $("streams-more").addEventListener("click", () => loadStreams(streamsNext));
 $("chat-form").addEventListener("submit", (event) => {
