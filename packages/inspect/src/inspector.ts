@@ -56,6 +56,10 @@ export interface InspectRunListOptions {
   state?: InspectRunState | InspectRunState[];
   /** Only runs of this definition (`"order@v1"`). */
   definition?: string;
+  /** Only runs created after this time (epoch milliseconds, exclusive). */
+  createdAfter?: number;
+  /** Only runs created before this time (epoch milliseconds, exclusive). */
+  createdBefore?: number;
   /** Page size, 1–1000. Default 50. */
   limit?: number;
   /** The `next` token of the previous page. */
@@ -87,6 +91,18 @@ function idOf(value: unknown, what: string): string {
     throw new InspectError(
       "inspect/invalid-argument",
       `${what} must be a non-empty string of at most ${MAX_ID} characters with no lone surrogate.`,
+    );
+  }
+  return value;
+}
+
+/** A time filter in epoch milliseconds, checked; undefined when it was not given. */
+function timeOf(value: unknown, what: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw new InspectError(
+      "inspect/invalid-argument",
+      `${what} must be a time in epoch milliseconds; got ${String(value)}.`,
     );
   }
   return value;
@@ -202,7 +218,8 @@ export class Inspector {
   }
 
   /**
-   * One page of the object's task runs, newest first, by `state` and `definition`.
+   * One page of the object's task runs, newest first, by `state`, `definition` and creation time
+   * (`createdAfter`, `createdBefore`).
    * @throws {InspectError} `inspect/not-found` without a `Tasks` part; `inspect/invalid-argument`
    *   for a malformed filter, `limit` or `cursor`.
    */
@@ -215,8 +232,17 @@ export class Inspector {
     const definition =
       options.definition === undefined ? undefined : idOf(options.definition, "definition");
     const cursor = options.cursor === undefined ? undefined : idOf(options.cursor, "cursor");
+    const createdAfter = timeOf(options.createdAfter, "createdAfter");
+    const createdBefore = timeOf(options.createdBefore, "createdBefore");
     const page = reading(() =>
-      tasks.list({ state: state.length > 0 ? state : undefined, definition, limit, cursor }),
+      tasks.list({
+        state: state.length > 0 ? state : undefined,
+        definition,
+        limit,
+        cursor,
+        ...(createdAfter === undefined ? {} : { createdAfter }),
+        ...(createdBefore === undefined ? {} : { createdBefore }),
+      }),
     );
     return { version: INSPECT_SHAPE_VERSION, items: page.items.map(runOf), next: page.next };
   }

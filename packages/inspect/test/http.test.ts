@@ -162,6 +162,9 @@ describe("inspectorResponse", () => {
       input: { reason: "orders" },
     });
     expect((await get(stub, "/inspect/api/runs?state=done")).status).toBe(400);
+    expect((await get(stub, "/inspect/api/runs?createdAfter=soon")).status).toBe(400);
+    const none = await (await get(stub, "/inspect/api/runs?createdAfter=99999999999999")).json();
+    expect(none).toMatchObject({ items: [], next: null });
     expect((await get(stub, "/inspect/api/runs/nope")).status).toBe(404);
     expect((await get(stub, "/inspect/api/executions/nope")).status).toBe(404);
     expect((await get(stub, "/inspect/api/what")).status).toBe(404);

@@ -170,8 +170,11 @@ describe("the inspector's task runs", () => {
 
   it("pages runs newest first, refuses bad input, and answers null for an unknown run", async () => {
     await inFixture(async ({ tasks, inspector }) => {
-      for (let i = 0; i < 5; i++)
+      for (let i = 0; i < 5; i++) {
         await tasks.run("doomed@v1", { reason: `${i}` }, { runId: `r${i}` });
+        // Distinct creation times, so the time filter has edges between them.
+        await scheduler.wait(2);
+      }
       const first = inspector.runs({ limit: 2 });
       const second = inspector.runs({ limit: 2, cursor: first.next ?? undefined });
       const third = inspector.runs({ limit: 2, cursor: second.next ?? undefined });
@@ -183,6 +186,13 @@ describe("the inspector's task runs", () => {
         "r0",
       ]);
       expect(third.next).toBeNull();
+      // By creation time: the runs created after r1's and before r4's.
+      const at = (id: string) => tasks.get(id)?.createdAt ?? 0;
+      const between = inspector.runs({ createdAfter: at("r1"), createdBefore: at("r4") });
+      expect(between.items.map((r) => r.runId)).toEqual(["r3", "r2"]);
+      expect(codeOf(() => inspector.runs({ createdAfter: "noon" as never }))).toBe(
+        "inspect/invalid-argument",
+      );
       expect(inspector.run("no-such-run")).toBeNull();
       expect(codeOf(() => inspector.runs({ limit: 0 }))).toBe("inspect/invalid-argument");
       expect(codeOf(() => inspector.runs({ state: "done" as never }))).toBe(

@@ -21,6 +21,10 @@ export interface RunFilter {
   states?: readonly TaskRunState[];
   limit: number;
   after?: { createdAt: number; runId: string };
+  /** Only runs created after this time (epoch ms, exclusive). */
+  createdAfter?: number;
+  /** Only runs created before this time (epoch ms, exclusive). */
+  createdBefore?: number;
 }
 
 /**
@@ -259,6 +263,15 @@ export class RunStore {
     if (filter.after) {
       where.push("(created_at < ? OR (created_at = ? AND run_id < ?))");
       params.push(filter.after.createdAt, filter.after.createdAt, filter.after.runId);
+    }
+    // A range of the (created_at, run_id) index the page walks anyway.
+    if (filter.createdAfter !== undefined) {
+      where.push("created_at > ?");
+      params.push(filter.createdAfter);
+    }
+    if (filter.createdBefore !== undefined) {
+      where.push("created_at < ?");
+      params.push(filter.createdBefore);
     }
     const clause = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
     return this.#sql

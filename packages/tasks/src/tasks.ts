@@ -30,6 +30,19 @@ import { DEFAULT_MAX_VALUE_BYTES, decodeValue, encodeValue } from "./values";
 
 const DEFAULT_CLAIM_TIMEOUT_MS = 60_000;
 
+/** A `Date` or epoch-milliseconds option as milliseconds; undefined when it was not given. */
+function timeOption(value: unknown, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = value instanceof Date ? value.getTime() : value;
+  if (typeof ms !== "number" || !Number.isFinite(ms)) {
+    throw new TasksError(
+      "tasks/invalid-argument",
+      `list() ${name} must be a Date or epoch milliseconds; got ${String(value)}.`,
+    );
+  }
+  return ms;
+}
+
 /** A W3C `traceparent` of version 00, with trace and parent ids that are not all zero. */
 function isTraceparent(value: unknown): value is string {
   if (typeof value !== "string") return false;
@@ -393,12 +406,16 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       }
       after = { createdAt: Number(match[1]), runId: match[2] as string };
     }
+    const createdAfter = timeOption(options.createdAfter, "createdAfter");
+    const createdBefore = timeOption(options.createdBefore, "createdBefore");
     // One row more than the page tells whether another page follows.
     const rows = this.#store.runs.listRuns({
       definition: options.definition,
       states,
       limit: limit + 1,
       after,
+      ...(createdAfter === undefined ? {} : { createdAfter }),
+      ...(createdBefore === undefined ? {} : { createdBefore }),
     });
     const items = rows.slice(0, limit);
     const last = items[items.length - 1];

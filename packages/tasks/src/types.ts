@@ -369,6 +369,10 @@ export interface TaskRunHistory {
 /** Filters and paging of `list()`. */
 export interface TaskListOptions {
   definition?: string;
+  /** Only runs created after this time (a `Date` or epoch milliseconds, exclusive). */
+  createdAfter?: Date | number;
+  /** Only runs created before this time (a `Date` or epoch milliseconds, exclusive). */
+  createdBefore?: Date | number;
   /** Only runs in this state (or these states), as in the snapshot's `state`. */
   state?: TaskRunState | TaskRunState[];
   /** Page size, 1–1000 (100). */

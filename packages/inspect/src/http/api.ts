@@ -41,7 +41,12 @@ function route(inspector: Inspector, path: string, params: URLSearchParams): Api
   if (head === "runs" && parts.length === 1) {
     const { state, limit, cursor } = listParams(params);
     const definition = params.get("definition") ?? undefined;
-    return { status: 200, body: inspector.runs({ state, definition, limit, cursor }) };
+    const createdAfter = numberParam(params, "createdAfter");
+    const createdBefore = numberParam(params, "createdBefore");
+    return {
+      status: 200,
+      body: inspector.runs({ state, definition, limit, cursor, createdAfter, createdBefore }),
+    };
   }
   if (head === "runs" && parts.length === 2 && id !== undefined) {
     const view = inspector.run(id);
