@@ -8,6 +8,7 @@ import {
   type Tracer,
   trace,
 } from "@opentelemetry/api";
+import { InspectError } from "./errors";
 
 /** Options of {@link traceTaskEvents}. */
 export interface InspectTraceOptions {
@@ -84,6 +85,8 @@ function errorAttributes(error: { message: string; code?: string }): Attributes 
  *   `task.step.retry` on it (with the error), and an attempt that took over from one the object died
  *   under carries a span event `task.attempt.interrupted`.
  *
+ * @throws {InspectError} `inspect/invalid-argument` when `tracer` is not a `Tracer`.
+ *
  * ```ts
  * readonly tasks = new Tasks(this.ctx, {
  *   definitions,
@@ -94,7 +97,10 @@ function errorAttributes(error: { message: string; code?: string }): Attributes 
 export function traceTaskEvents(options: InspectTraceOptions): (event: TaskEvent) => void {
   const tracer = options?.tracer;
   if (typeof tracer?.startSpan !== "function") {
-    throw new TypeError("traceTaskEvents({ tracer }): tracer must be an OpenTelemetry Tracer.");
+    throw new InspectError(
+      "inspect/invalid-argument",
+      "traceTaskEvents({ tracer }): tracer must be an OpenTelemetry Tracer (trace.getTracer(name)).",
+    );
   }
   const now = options.now ?? Date.now;
   const live = new Map<string, LiveRun>();

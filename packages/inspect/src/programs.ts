@@ -6,19 +6,13 @@ import type { ProgramsReader } from "./parts";
 /** One entry of a step journal, as `Tasks.journals()` reads it. */
 type JournalEntry = TaskStepJournalSnapshot["entries"][number];
 
+import { errorInfoOf } from "./error-info";
 import {
   INSPECT_SHAPE_VERSION,
   type InspectCall,
-  type InspectErrorInfo,
   type InspectExecution,
   type InspectExecutionView,
 } from "./shape";
-
-function errorOf(error: { name: string; message: string; code?: string }): InspectErrorInfo {
-  const info: InspectErrorInfo = { name: String(error.name), message: String(error.message) };
-  if (typeof error.code === "string") info.code = error.code;
-  return info;
-}
 
 /** A call the bridge decoded. */
 function decodedCall(call: BridgeCallRecord): InspectCall {
@@ -32,7 +26,7 @@ function decodedCall(call: BridgeCallRecord): InspectCall {
     bytes: call.bytes,
     charged: call.charged,
     handles: [...call.handles],
-    error: call.error ? errorOf(call.error) : null,
+    error: call.error ? errorInfoOf(call.error) : null,
     refused: call.refused,
     decoded: call.unreadable !== true,
     attempt: null,
@@ -84,7 +78,7 @@ function executionOf(record: BridgeExecutionRecord): InspectExecution {
     interrupt: record.interrupt
       ? { key: record.interrupt.key, payload: record.interrupt.payload }
       : null,
-    error: record.error ? errorOf(record.error) : null,
+    error: record.error ? errorInfoOf(record.error) : null,
     unsafeCall: record.unsafeCall ?? null,
     fingerprint: record.fingerprint ? { ...record.fingerprint } : null,
   };

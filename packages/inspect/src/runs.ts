@@ -4,22 +4,15 @@ import type {
   TaskRunSnapshot,
   TaskStepSnapshot,
 } from "@durablekit/tasks";
+import { errorInfoOf } from "./error-info";
 import {
   INSPECT_SHAPE_VERSION,
   type InspectAttempt,
-  type InspectErrorInfo,
   type InspectJournal,
   type InspectRun,
   type InspectRunView,
   type InspectStep,
 } from "./shape";
-
-/** A stored error as the inspector shows it: its name, message and code, nothing else. */
-function errorOf(error: { name: string; message: string; code?: string }): InspectErrorInfo {
-  const info: InspectErrorInfo = { name: String(error.name), message: String(error.message) };
-  if (typeof error.code === "string") info.code = error.code;
-  return info;
-}
 
 /** A task run's snapshot, in the inspector's shape. */
 export function runOf(snapshot: TaskRunSnapshot): InspectRun {
@@ -52,7 +45,7 @@ export function runOf(snapshot: TaskRunSnapshot): InspectRun {
       break;
     case "failed":
       run.settledAt = snapshot.settledAt;
-      run.error = errorOf(snapshot.error);
+      run.error = errorInfoOf(snapshot.error);
       break;
     case "cancelled":
       run.settledAt = snapshot.settledAt;
@@ -78,7 +71,7 @@ function stepOf(step: TaskStepSnapshot, index: number, from: number): InspectSte
     to: Math.max(from, step.updatedAt),
     wakeAt: step.wakeAt ?? null,
     eventType: step.eventType ?? null,
-    error: step.error ? errorOf(step.error) : null,
+    error: step.error ? errorInfoOf(step.error) : null,
   };
   if ("result" in step) view.result = step.result;
   return view;
@@ -91,7 +84,7 @@ function attemptOf(attempt: TaskAttemptSnapshot): InspectAttempt {
     endedAt: attempt.endedAt,
     outcome: attempt.outcome,
     step: attempt.step ?? null,
-    error: attempt.error ? errorOf(attempt.error) : null,
+    error: attempt.error ? errorInfoOf(attempt.error) : null,
   };
 }
 

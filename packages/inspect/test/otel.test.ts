@@ -141,6 +141,8 @@ describe("traceTaskEvents: a run's lifecycle as OpenTelemetry spans", () => {
       ],
     ]);
 
-    expect(() => traceTaskEvents({ tracer: {} as never })).toThrow(/Tracer/);
+    expect(() => traceTaskEvents({ tracer: {} as never })).toThrow(
+      expect.objectContaining({ code: "inspect/invalid-argument" }),
+    );
   });
 });
