@@ -370,12 +370,15 @@ async function measure(context: WorkloadContext, runsOver: RunsOver): Promise<Fi
   const plainCallUs = await perCallUs(runs, false, sequentialCalls);
   const journaledCallUs = await perCallUs(runs, true, sequentialCalls);
   const batchedCallUs = await perCallUs(runs, true, batchedCalls);
+  const batchedPlainCallUs = await perCallUs(runs, false, batchedCalls);
   const replay = await replayFigures(runs, counts);
   return {
     plainCallUs,
     journaledCallUs,
     journaledVsPlain: journaledCallUs / plainCallUs,
     batchedCallUs,
+    batchedPlainCallUs,
+    batchedVsPlain: batchedCallUs / batchedPlainCallUs,
     floorUs,
     ...(await durableCost(context, runsOver)),
     ...replay,
@@ -434,6 +437,18 @@ export const bridgeReplay: Workload = {
       key: "batchedCallUs",
       label: `journaled live call, ${WIDTH} at a time (Promise.all: calls share commits)`,
       unit: "µs/call",
+      better: "lower",
+    },
+    {
+      key: "batchedPlainCallUs",
+      label: `plain live call, ${WIDTH} at a time (not journaled)`,
+      unit: "µs/call",
+      better: "lower",
+    },
+    {
+      key: "batchedVsPlain",
+      label: `journaled ÷ plain call, ${WIDTH} at a time`,
+      unit: "×",
       better: "lower",
     },
     {
