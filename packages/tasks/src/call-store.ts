@@ -83,18 +83,7 @@ export class CallStore {
   /** Every call of a run's step journals, by journal name and recording order (a read by the key's prefix). */
   listRun(runId: string): CallRow[] {
     return this.#sql
-      .exec<{
-        journal: string;
-        key: string;
-        seq: number;
-        executionId: string;
-        module: string;
-        method: string;
-        argsDigest: string;
-        outcome: string;
-        payload: string | null;
-        at: number;
-      }>(
+      .exec<CallRow & Record<string, SqlStorageValue>>(
         `SELECT journal, call_key AS key, seq, execution_id AS executionId, module, method,
            args_digest AS argsDigest, outcome, payload, at
          FROM dk_tasks_calls WHERE run_id = ? ORDER BY journal, seq`,
