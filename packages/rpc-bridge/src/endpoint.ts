@@ -1,17 +1,20 @@
 import { RpcTarget } from "cloudflare:workers";
+import { CallBatches } from "./call-batches";
 import type { Run } from "./run";
-import type { Answer } from "./wire";
+import type { Answer, BatchReply } from "./wire";
 
 /**
- * The RpcTarget the isolate holds: exactly four methods, and no state of its own. Workers RPC
- * exposes every method of an RpcTarget's class, so everything else lives in the private run.
+ * The RpcTarget the isolate holds: exactly six methods, and no state but private fields. Workers
+ * RPC exposes every method of an RpcTarget's class, so everything else lives in the private run.
  */
 export class BridgeEndpoint extends RpcTarget {
   readonly #run: Run;
+  readonly #batches: CallBatches;
 
   constructor(run: Run) {
     super();
     this.#run = run;
+    this.#batches = new CallBatches(run);
   }
 
   /**
@@ -29,6 +32,19 @@ export class BridgeEndpoint extends RpcTarget {
     answered?: unknown,
   ): Answer | Promise<Answer> {
     return this.#run.invoke(handleId, method, args, kind, events, answered);
+  }
+
+  /**
+   * Calls each of `calls` (`invoke`'s arguments as tuples, in call order) as `invoke` would, and
+   * answers them together; a call still waiting for I/O is answered by a ticket (see `BatchReply`).
+   */
+  invokeBatch(calls: unknown): BatchReply | Promise<BatchReply> {
+    return this.#batches.invoke(calls);
+  }
+
+  /** The answer of a call a batch answered by `ticket` (once). */
+  answer(ticket: unknown): Answer | Promise<Answer> {
+    return this.#batches.answer(ticket);
   }
 
   /** Releases a handle the program disposed. */

@@ -108,6 +108,39 @@ export function envelopeOf(message: Answer | Reply | unknown): Envelope | null {
 }
 
 /**
+ * Calls the program started in one synchronous stretch, sent together in one
+ * `invokeBatch(calls)`: each is `invoke`'s arguments as a tuple, in call order (so the host keys
+ * them as it would keys separate invokes). Only calls whose arguments are primitives (no symbol)
+ * are batched; any other message to the host first sends the batch it follows. A batch travels
+ * and commits as one: the journal rows of its calls that settle without I/O land in one SQLite
+ * commit, where separate invokes each wait for their own.
+ */
+export type BatchedCall = [
+  handleId: number,
+  method: string,
+  args: unknown[],
+  kind: ArgsKind,
+  events?: EventWindow,
+  answered?: AnsweredCalls,
+];
+
+/** Most calls in one batch; the host refuses a longer one. */
+export const MAX_BATCH_CALLS = 128;
+
+/** Most string characters the arguments of one batch carry; a call past it starts the next batch. */
+export const MAX_BATCH_WEIGHT = 1 << 20;
+
+/**
+ * The host's reply to a batch, by position: `tickets[i]` is 0 when `answers[i]` is call `i`'s
+ * answer; otherwise the call had not settled when the batch was answered (it waits for I/O), and
+ * `answer(tickets[i])` resolves to its answer, once.
+ */
+export interface BatchReply {
+  answers: Answer[];
+  tickets: number[];
+}
+
+/**
  * What the runner's `evaluate(input, bridge, options)` resolves to, once per attempt; it never
  * rejects for a program error. `"returned"`: the program's default export resolved to `value`.
  * `"threw"`: it threw (or could not load); `"unhandled-rejection"`: it left a rejected promise

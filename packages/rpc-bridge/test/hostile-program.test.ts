@@ -85,7 +85,8 @@ const BUILT_INS = [
  * The program: replaces the built-in at `path` (`mode` "throws": the replacement throws;
  * "inflates": it answers what the original does, with every array answer padded by 100,000
  * entries of 1, a valid event number), then calls host functions (one failing), an object's
- * method and a timer, is interrupted, and after the resume makes five more calls.
+ * method, two calls at once (one batch) and a timer, is interrupted, and after the resume makes
+ * five more calls.
  */
 function program(path: string, mode: "throws" | "inflates"): string {
   return `
@@ -121,6 +122,10 @@ function program(path: string, mode: "throws" | "inflates"): string {
       const job = await createJob({ name: "n" });
       sum += (await job.info()).name.length;
       sum += (await echo({ list: [1, 2] })).list.length;
+      // Two calls started in one stretch: they cross as one batch.
+      const twenty = echo(20);
+      const twentyOne = echo(21);
+      sum += (await twenty) + (await twentyOne) - 41;
       await scheduler.wait(1);
       await approval("go?");
       for (let i = 5; i < 10; i++) sum += await echo(i);

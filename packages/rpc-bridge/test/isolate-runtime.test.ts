@@ -11,8 +11,12 @@ import {
 import {
   type Answer,
   type ArgsKind,
+  type BatchedCall,
+  type BatchReply,
   failure,
   HALT,
+  MAX_BATCH_CALLS,
+  MAX_BATCH_WEIGHT,
   MAX_DEPTH,
   plain,
   TAG,
@@ -24,17 +28,35 @@ import {
 class RecordingHost implements BridgeStub {
   readonly requests: { args: unknown[]; kind: ArgsKind }[] = [];
   others = 0;
-  constructor(readonly answer: () => Answer = () => plain(1)) {}
+  constructor(readonly reply: () => Answer = () => plain(1)) {}
   invoke(_id: number, _method: string, args: unknown[], kind: ArgsKind): Promise<Answer> {
     this.requests.push({ args, kind });
-    return Promise.resolve(this.answer());
+    this.log.push("invoke");
+    return Promise.resolve(this.reply());
+  }
+  /** What reached the host, in order: `"invoke"`, `"batch:<calls>"`, `"dispose"`, … */
+  readonly log: string[] = [];
+  readonly batches: number[] = [];
+  invokeBatch(calls: BatchedCall[]): Promise<BatchReply> {
+    this.batches.push(calls.length);
+    this.log.push(`batch:${calls.length}`);
+    for (const [, , args, kind] of calls) this.requests.push({ args, kind });
+    return Promise.resolve({
+      answers: calls.map(() => this.reply()),
+      tickets: calls.map(() => 0),
+    });
+  }
+  answer(): Promise<Answer> {
+    return Promise.reject(new Error("no call is answered by ticket here"));
   }
   dispose(): Promise<void> {
     this.others++;
+    this.log.push("dispose");
     return Promise.resolve();
   }
   abort(): Promise<void> {
     this.others++;
+    this.log.push("abort");
     return Promise.resolve();
   }
   streamEnd(): Promise<JournalErrorRecord | null> {
@@ -205,5 +227,51 @@ describe("isolate runtime: wire and depth", () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(settled).toEqual([false, false]);
     expect(host.requests).toHaveLength(1);
+  });
+});
+
+describe("isolate runtime: call batches", () => {
+  it("sends the calls of one synchronous stretch with primitive arguments as one batch, in call order", async () => {
+    const host = new RecordingHost();
+    const runtime = attached(host);
+    const answers = await Promise.all([
+      runtime.call(1, "m", [1]),
+      runtime.call(1, "m", ["two"]),
+      runtime.call(1, "m", [3n, true, null, undefined]),
+    ]);
+    expect(answers).toEqual([1, 1, 1]);
+    expect(host.log).toEqual(["batch:3"]);
+    expect(host.requests.map((r) => r.args[0])).toEqual([1, "two", 3n]);
+    // One call alone goes as a plain invoke.
+    await runtime.call(1, "m", [4]);
+    expect(host.log).toEqual(["batch:3", "invoke"]);
+  });
+
+  it("sends the waiting batch before a call with objects or a symbol, so the host sees program order", async () => {
+    const host = new RecordingHost();
+    const runtime = attached(host);
+    const symbol = Symbol("s");
+    await Promise.allSettled([
+      runtime.call(1, "m", [1]),
+      runtime.call(1, "m", [2]),
+      runtime.call(1, "m", [{ three: 3 }]),
+      runtime.call(1, "m", [4]),
+      runtime.call(1, "m", [symbol]),
+      runtime.call(1, "m", [6]),
+    ]);
+    expect(host.log).toEqual(["batch:2", "invoke", "invoke", "invoke", "invoke"]);
+    expect(host.requests.map((r) => r.args[0])).toEqual([1, 2, { three: 3 }, 4, symbol, 6]);
+  });
+
+  it("keeps a batch within MAX_BATCH_CALLS calls and MAX_BATCH_WEIGHT characters", async () => {
+    const host = new RecordingHost();
+    const runtime = attached(host, Number.POSITIVE_INFINITY);
+    await Promise.all(
+      Array.from({ length: 2 * MAX_BATCH_CALLS + 3 }, (_, i) => runtime.call(1, "m", [i])),
+    );
+    expect(host.batches).toEqual([MAX_BATCH_CALLS, MAX_BATCH_CALLS, 3]);
+    const third = "x".repeat(Math.floor(MAX_BATCH_WEIGHT / 3) + 1);
+    await Promise.all([0, 1, 2, 3].map(() => runtime.call(1, "m", [third])));
+    expect(host.batches.slice(3)).toEqual([2, 2]);
   });
 });

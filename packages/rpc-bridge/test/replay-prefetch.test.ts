@@ -32,6 +32,8 @@ function resumeCounted(
     Object.assign(i.loader.traffic, {
       attempts: 0,
       invokes: 0,
+      batches: 0,
+      tickets: 0,
       reportedWithInvokes: 0,
       reportedAtEnd: 0,
       prefetched: 0,
@@ -76,6 +78,8 @@ describe("replay: recorded plain calls are answered inside the isolate", () => {
     expect(resumed.traffic).toEqual({
       attempts: 1,
       invokes: 0,
+      batches: 0,
+      tickets: 0,
       reportedWithInvokes: 0,
       reportedAtEnd: 22,
       prefetched: 22,

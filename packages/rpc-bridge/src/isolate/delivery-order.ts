@@ -93,8 +93,8 @@ export class DeliveryOrder {
   /**
    * True from a delivery until the next macrotask starts: at most one delivery per macrotask. A
    * Workers RPC answer and a real timer each reach the isolate in a macrotask of their own (workerd
-   * settles each from its event loop, after every queued microtask ran), so their callbacks clear
-   * it; where no such macrotask comes (the next held event is ready at once) a turn is taken.
+   * settles each from its event loop, after every queued microtask ran; the answers of one batch
+   * reply are resolved one per macrotask by the `CallBatcher`), so their callbacks clear it; where no such macrotask comes (the next held event is ready at once) a turn is taken.
    */
   #busy = false;
   /** A turn is on its way; it clears `#busy`. */

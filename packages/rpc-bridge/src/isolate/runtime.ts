@@ -53,6 +53,7 @@ import {
   tagged,
   tagOf,
 } from "../wire";
+import { type BridgeStub, CallBatcher } from "./call-batcher";
 import type { DeliveryOrder, RealTimers } from "./delivery-order";
 import { DeterministicIsolate } from "./deterministic-isolate";
 
@@ -67,20 +68,7 @@ import { DeterministicIsolate } from "./deterministic-isolate";
  * loaded (`../primordials`), so a program replacing one cannot change what it sends or stores.
  */
 
-/** The host's endpoint, as the isolate sees it (a Workers RPC stub of `BridgeEndpoint`). */
-export interface BridgeStub {
-  invoke(
-    handleId: number,
-    method: string,
-    args: unknown[],
-    kind: ArgsKind,
-    events?: EventWindow,
-    answered?: AnsweredCalls,
-  ): Promise<Answer>;
-  dispose(handleId: number): Promise<void>;
-  abort(signalId: number, reason: JournalErrorRecord): Promise<void>;
-  streamEnd(streamId: number): Promise<JournalErrorRecord | null>;
-}
+export type { BridgeStub };
 
 type Callable = (...args: unknown[]) => unknown;
 type CallbackWrapper = (answer: Answer) => Reply | Promise<Reply>;
@@ -157,7 +145,8 @@ function defineHidden(target: object, key: PropertyKey, value: unknown): void {
 export class IsolateRuntime {
   // ── State ──────────────────────────────────────────────────────────────────
 
-  #bridge: BridgeStub | null = null;
+  /** The way to the host: calls with primitive arguments go in batches (see {@link CallBatcher}). */
+  #bridge: CallBatcher | null = null;
   /** Once true, nothing more is sent to the host and every call stays pending forever. */
   #ended = false;
   #maxRequest = Number.POSITIVE_INFINITY;
@@ -184,7 +173,7 @@ export class IsolateRuntime {
   #weight = 0;
 
   attach(stub: BridgeStub, options?: Partial<EvaluateOptions>): void {
-    this.#bridge = stub;
+    this.#bridge = new CallBatcher(stub);
     if (typeof options?.maxRequestBytes === "number") this.#maxRequest = options.maxRequestBytes;
   }
 
@@ -192,8 +181,13 @@ export class IsolateRuntime {
    * Makes this a replay run: journaled answers go through `order`, each call sends its events, and
    * a top-level call at the key of one of `answers`, to its module function, is answered here.
    */
-  replay(order: DeliveryOrder, answers?: PrefetchedAnswers): void {
+  replay(
+    order: DeliveryOrder,
+    answers?: PrefetchedAnswers,
+    nextTurn?: RealTimers["nextTurn"],
+  ): void {
     this.#order = order;
+    if (nextTurn !== undefined) this.#bridge?.answerPerTurn(nextTurn);
     if (answers === undefined) return;
     this.#answers = answers;
     const keys = answers.keys;
@@ -232,21 +226,31 @@ export class IsolateRuntime {
     let wire = args;
     let kind: ArgsKind = "plain";
     let weight = 0;
+    // Primitives only (the rest array is the runtime's own: the program cannot change it before
+    // the batch is sent): the call may wait for the batch of this synchronous stretch.
+    let batchable = true;
     for (let i = 0; i < args.length; i++) {
       const v = args[i];
       if (typeof v === "string") weight += v.length;
+      else if (typeof v === "symbol") batchable = false;
       else if ((typeof v === "object" && v !== null) || typeof v === "function") {
         const payload = this.#payload(args);
         wire = payload.value as unknown[];
         kind = payload.special ? "tagged" : "plain";
         weight = payload.weight;
+        batchable = false;
         break;
       }
     }
     if (weight > this.#maxRequest) return promiseRejected(requestTooLarge(this.#maxRequest));
     try {
       const order = this.#order;
-      if (order === null) return thenOf(bridge.invoke(id, method, wire, kind), this.#onAnswer);
+      if (order === null) {
+        const sent = batchable
+          ? bridge.enqueue([id, method, wire, kind], weight)
+          : bridge.invoke(id, method, wire, kind);
+        return thenOf(sent, this.#onAnswer);
+      }
       const local = top ? this.#prefetch(SafeString(++this.#top), id, method, wire, kind) : -1;
       if (local >= 0) {
         const a = this.#answers as PrefetchedAnswers;
@@ -257,7 +261,8 @@ export class IsolateRuntime {
       }
       const answered = this.#answered.seqs.length > 0 ? this.takeAnswered() : undefined;
       return order.call(
-        (events) => this.#send(bridge, id, method, wire, kind, events, answered, top),
+        (events) =>
+          this.#send(bridge, id, method, wire, kind, events, answered, top, batchable, weight),
         this.#onAnswer,
       );
     } catch (error) {
@@ -313,7 +318,7 @@ export class IsolateRuntime {
    * by the host (a report already lost with it fails the run, as any lost report does).
    */
   #send(
-    bridge: BridgeStub,
+    bridge: CallBatcher,
     id: number,
     method: string,
     wire: unknown[],
@@ -321,10 +326,16 @@ export class IsolateRuntime {
     events: EventWindow,
     answered: AnsweredCalls | undefined,
     top: boolean,
+    batchable: boolean,
+    weight: number,
   ): Promise<Answer> {
     let sent: Promise<Answer>;
     try {
-      sent = bridge.invoke(id, method, wire, kind, events, answered);
+      // A batched call is sent after this returns; a failure to send it rejects (as a refusal that
+      // comes later does).
+      sent = batchable
+        ? bridge.enqueue([id, method, wire, kind, events, answered], weight)
+        : bridge.invoke(id, method, wire, kind, events, answered);
     } catch (error) {
       if (top) this.#top--;
       if (answered !== undefined) this.#answered = answered;
@@ -635,7 +646,7 @@ export function replay(
 ): DeterministicIsolate {
   const isolate = new DeterministicIsolate(options, real, onTimerError);
   isolate.install(globalThis);
-  runtime.replay(isolate.order, options.answers);
+  runtime.replay(isolate.order, options.answers, real.nextTurn);
   return isolate;
 }
 
