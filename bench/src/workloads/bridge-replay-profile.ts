@@ -21,6 +21,22 @@ class Direct extends RpcTarget {
   }
 }
 
+/** The same function, each call inserting one row in the object's SQLite first (a journal's write, alone). */
+class Writing extends RpcTarget {
+  readonly #sql: SqlStorage;
+  constructor(sql: SqlStorage) {
+    super();
+    this.#sql = sql;
+  }
+  add(args: [number, number]): number {
+    this.#sql.exec("INSERT INTO bench_profile_rows (body) VALUES (?)", "{}");
+    return add(args);
+  }
+  addMany(calls: [number, number][]): number[] {
+    return calls.map((args) => this.add(args));
+  }
+}
+
 const DIRECT_RUNNER = `import { WorkerEntrypoint } from "cloudflare:workers";
 export default class extends WorkerEntrypoint {
   async evaluate(calls, direct) {
@@ -28,7 +44,61 @@ export default class extends WorkerEntrypoint {
     for (let i = 0; i < calls; i++) sum = await direct.add([sum, 1]);
     return sum;
   }
+  async wide(calls, target, width) {
+    let sum = 0;
+    for (let i = 0; i < calls; i += width) {
+      const batch = [];
+      for (let j = 0; j < width; j++) batch.push(target.add([1, 0]));
+      for (const one of await Promise.all(batch)) sum += one;
+    }
+    return sum;
+  }
+  async batched(calls, target, width) {
+    let sum = 0;
+    for (let i = 0; i < calls; i += width) {
+      const batch = [];
+      for (let j = 0; j < width; j++) batch.push([1, 0]);
+      for (const one of await target.addMany(batch)) sum += one;
+    }
+    return sum;
+  }
 }`;
+
+/** Calls in flight at once in the commit floors (as bridge-replay's batched program). */
+const WIDTH = 25;
+/** Calls of each commit floor run. */
+const FLOOR_CALLS = 1_000;
+
+/**
+ * What Durable Object commits cost calls that arrive together, without the bridge: {@link WIDTH}
+ * direct Workers RPC calls in flight, each inserting one row (one incoming event, one commit
+ * each), against the same calls sent as one RPC of {@link WIDTH} (one event, one commit). Per call, µs.
+ */
+async function commitFloorsUs({
+  ctx,
+  env,
+}: WorkloadContext): Promise<{ wide: number; one: number }> {
+  ctx.storage.sql.exec(
+    "CREATE TABLE IF NOT EXISTS bench_profile_rows (id INTEGER PRIMARY KEY, body TEXT)",
+  );
+  const entry = loadRunner<{
+    wide(calls: number, target: Writing, width: number): Promise<number>;
+    batched(calls: number, target: Writing, width: number): Promise<number>;
+  }>(env.LOADER, DIRECT_RUNNER);
+  const target = new Writing(ctx.storage.sql);
+  await entry.wide(WIDTH, target, WIDTH);
+  await entry.batched(WIDTH, target, WIDTH);
+  const perCall = async (run: () => Promise<number>) => {
+    const start = performance.now();
+    const sum = await run();
+    if (sum !== FLOOR_CALLS) throw new Error(`a commit floor run returned ${sum}`);
+    return ((performance.now() - start) / FLOOR_CALLS) * 1_000;
+  };
+  return {
+    wide: await perCall(() => entry.wide(FLOOR_CALLS, target, WIDTH)),
+    one: await perCall(() => entry.batched(FLOOR_CALLS, target, WIDTH)),
+  };
+}
 
 /** A run of `calls` sequential direct Workers RPC calls from a fresh isolate, in ms. */
 async function directRpcMs({ env }: WorkloadContext, calls: number): Promise<number> {
@@ -88,6 +158,18 @@ export const bridgeReplayProfile: Workload = {
       unit: "µs/call",
       better: "lower",
     },
+    {
+      key: "wideWriteUs",
+      label: `commit floor: ${WIDTH} direct RPCs in flight, each inserting a row (an event and a commit each)`,
+      unit: "µs/call",
+      better: "lower",
+    },
+    {
+      key: "oneWriteUs",
+      label: `commit floor: the same ${WIDTH} inserts in one RPC (one event, one commit)`,
+      unit: "µs/call",
+      better: "lower",
+    },
   ],
   ours: {
     name: "rpc-bridge",
@@ -127,6 +209,7 @@ export const bridgeReplayProfile: Workload = {
         if (sum !== CALLS) throw new Error(`wrong plain result ${String(sum)}`);
       });
       const directMs = await directRpcMs(context, CALLS);
+      const floors = await commitFloorsUs(context);
       const us = (ms: number) => (ms / CALLS) * 1_000;
       return {
         resumeUs: us(resumeMs),
@@ -137,6 +220,8 @@ export const bridgeReplayProfile: Workload = {
         matchUs: us(matchMs),
         digestUs: us(digestMs),
         replayExtraUs: us(resumeMs - plainMs),
+        wideWriteUs: floors.wide,
+        oneWriteUs: floors.one,
       };
     },
   },
