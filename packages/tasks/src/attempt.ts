@@ -1,4 +1,5 @@
 import { checkName } from "./arguments";
+import type { ChildRuns } from "./child-runs";
 import { DuplicateStepError, isNonRetryable, ReplayDivergedError, TasksError } from "./errors";
 import type { TaskEvent } from "./events";
 import type { Journal, JournalRow } from "./journal";
@@ -28,6 +29,8 @@ export interface AttemptDeps {
   /** Called once when the attempt ends, whichever way. */
   release(attempt: Attempt): void;
   onFailed(error: Error, runId: string, definition: string): void;
+  /** Runs in other objects (the `children` option), or null. */
+  children: () => ChildRuns | null;
 }
 
 /** The identity of one claimed attempt. */
@@ -392,6 +395,10 @@ export class Attempt implements StepEngine {
 
   // ── Progress ──
 
+  children(): ChildRuns | null {
+    return this.#deps.children();
+  }
+
   writeStatus(message: string): void {
     if (!this.#live || this.#ended || message === this.#lastStatus) return;
     const { store, now } = this.#deps;
@@ -420,9 +427,11 @@ export class Attempt implements StepEngine {
     if (this.#retain) {
       settled = this.#settleHeld({ state: "completed", result });
     } else {
-      const { store } = this.#deps;
+      const { store, now } = this.#deps;
       // A run that is not retained keeps no journal.
-      settled = store.transaction(() => store.deleteSettledByAttempt(this.runId, this.generation));
+      settled = store.transaction(() =>
+        store.deleteSettledByAttempt(this.runId, this.generation, result, now()),
+      );
     }
     if (!settled) {
       this.end("superseded");

@@ -34,6 +34,7 @@ import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compos
  * Thrown into the run's handler (the handler may catch them):
  * - `tasks/step-timeout`: a step attempt outlived its timeout (retryable: the step's retry policy applies).
  * - `tasks/event-timeout`: `step.waitForEvent` reached its timeout before an event arrived.
+ * - `tasks/cancelled`: the error of a child run that was cancelled, as `step.awaitChildren` reports it.
  */
 export type TasksErrorCode = ErrorCodeOf<
   "tasks",
@@ -54,6 +55,7 @@ export type TasksErrorCode = ErrorCodeOf<
   | "non-retryable"
   | "step-timeout"
   | "event-timeout"
+  | "cancelled"
 >;
 
 const RETRYABLE: ReadonlySet<TasksErrorCode> = new Set<TasksErrorCode>(["tasks/step-timeout"]);

@@ -1,3 +1,13 @@
+export type { ChildReply } from "./child-messages";
+export {
+  CHILDREN_EVENT,
+  MAX_AWAITED_CHILDREN,
+  type TaskChildEndpoint,
+  type TaskChildOutcome,
+  type TaskChildRun,
+  type TaskChildrenOptions,
+  type TaskChildTarget,
+} from "./child-runs";
 export {
   DuplicateStepError,
   EventTimeoutError,
@@ -24,6 +34,7 @@ export { TASKS_SCHEMA_VERSION } from "./schema";
 export { Tasks } from "./tasks";
 export type {
   TaskAttemptSnapshot,
+  TaskAwaitChildrenOptions,
   TaskDefinitions,
   TaskDeleteOptions,
   TaskHandle,

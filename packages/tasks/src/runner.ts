@@ -1,5 +1,6 @@
 import { createEmitter, requestWake } from "@durablekit/compose";
 import { Attempt, type AttemptDeps } from "./attempt";
+import type { ChildRuns } from "./child-runs";
 import { MissingDefinitionError, TasksError } from "./errors";
 import type { TaskEvent } from "./events";
 import { Journal } from "./journal";
@@ -31,6 +32,8 @@ export interface RunnerConfig {
   maxAttemptsWithoutProgress: number;
   now: () => number;
   hooks: Pick<TasksOptions<TaskDefinitions>, "onEvent" | "onError">;
+  /** Runs in other objects (the `children` option), or null; read when an attempt needs them. */
+  children: () => ChildRuns | null;
 }
 
 /**
@@ -65,6 +68,7 @@ export class Runner {
         if (this.active.get(attempt.runId) === attempt) this.active.delete(attempt.runId);
       },
       onFailed: (error, runId, definition) => this.reportError(error, runId, definition),
+      children: config.children,
     };
   }
 

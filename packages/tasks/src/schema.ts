@@ -13,7 +13,7 @@ import { TasksError } from "./errors";
  */
 
 /** The schema version this code reads and writes (the number of migration steps). */
-export const TASKS_SCHEMA_VERSION = 4;
+export const TASKS_SCHEMA_VERSION = 5;
 
 /** `MIGRATIONS[n]` brings the tables from version n to n + 1. */
 const MIGRATIONS: ReadonlyArray<readonly string[]> = [
@@ -115,6 +115,46 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
       error TEXT,
       PRIMARY KEY (run_id, attempt)
     ) WITHOUT ROWID`,
+  ],
+  // v5: runs in other objects (child runs, see DESIGN.md "Child runs"). The parent's view of each
+  // child it started (written at the start, settled once by the child's notification), the waits
+  // of `awaitChildren` (a countdown, so a notification costs O(1)), the child's link to its parent,
+  // and the outbox of messages owed to other objects, retried by the alarm until acknowledged.
+  [
+    `CREATE TABLE dk_tasks_children (
+      parent_run_id TEXT NOT NULL,
+      child_run_id TEXT NOT NULL,
+      step TEXT NOT NULL,
+      target TEXT NOT NULL,
+      state TEXT NOT NULL CHECK (state IN ('running', 'completed', 'failed', 'cancelled')),
+      result TEXT,
+      error TEXT,
+      settled_at INTEGER,
+      wait_step TEXT,
+      PRIMARY KEY (parent_run_id, child_run_id)
+    ) WITHOUT ROWID`,
+    `CREATE TABLE dk_tasks_child_waits (
+      run_id TEXT NOT NULL,
+      step TEXT NOT NULL,
+      children TEXT NOT NULL,
+      remaining INTEGER NOT NULL,
+      PRIMARY KEY (run_id, step)
+    ) WITHOUT ROWID`,
+    `CREATE TABLE dk_tasks_parents (
+      child_run_id TEXT NOT NULL PRIMARY KEY,
+      parent TEXT NOT NULL,
+      parent_run_id TEXT NOT NULL,
+      key TEXT NOT NULL
+    ) WITHOUT ROWID`,
+    `CREATE TABLE dk_tasks_outbox (
+      id TEXT NOT NULL PRIMARY KEY,
+      target TEXT NOT NULL,
+      message TEXT NOT NULL,
+      attempts INTEGER NOT NULL,
+      next_at INTEGER NOT NULL,
+      created_at INTEGER NOT NULL
+    ) WITHOUT ROWID`,
+    "CREATE INDEX dk_tasks_outbox_next ON dk_tasks_outbox (next_at)",
   ],
 ];
 

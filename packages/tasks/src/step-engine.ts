@@ -1,3 +1,4 @@
+import type { ChildRuns } from "./child-runs";
 import type { TaskEvent } from "./events";
 import type { Journal, JournalRow } from "./journal";
 import type { StepPolicy } from "./policy";
@@ -122,6 +123,10 @@ export interface StepEngine {
    * loaded. Throws the end signal once the attempt is over, `tasks/invalid-argument` for a bad name.
    */
   stepJournal(name: string): TaskStepJournal;
+
+  // ── Runs in other objects ──
+  /** Child runs (`startChild`, `awaitChildren`); null when the `children` option is not set. */
+  children(): ChildRuns | null;
 
   // ── Progress ──
   /** Publishes a status message when live; replayed ground stays silent. */

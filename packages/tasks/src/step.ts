@@ -1,10 +1,19 @@
-import { checkMs, checkName, checkOptions } from "./arguments";
+import { check, checkMs, checkName, checkOptions } from "./arguments";
+import {
+  CHILDREN_EVENT,
+  type ChildRuns,
+  MAX_AWAITED_CHILDREN,
+  type TaskChildOutcome,
+  type TaskChildRun,
+  type TaskChildTarget,
+} from "./child-runs";
 import { EventTimeoutError, StepTimeoutError, TasksError } from "./errors";
 import { stepRow } from "./journal-writer";
 import { resolvePolicy, type StepPolicy, type TaskStepOptions } from "./policy";
 import { type TaskInterruptedStep, VERSION_MARKER_PREFIX } from "./rows";
 import type { StepEngine } from "./step-engine";
 import type {
+  TaskAwaitChildrenOptions,
   TaskStep,
   TaskStepAttemptContext,
   TaskStepJournal,
@@ -306,6 +315,114 @@ export class ReplayStep implements TaskStep {
     const text = a.encode(version, `step.version("${name}")`);
     if (!a.record(stepRow(marker, seq, "do", a.now(), { value: text }))) throw a.ended;
     return version;
+  }
+
+  startChild(
+    name: string,
+    target: TaskChildTarget,
+    definition: string,
+    input?: unknown,
+    options?: TaskStepOptions,
+  ): Promise<TaskChildRun> {
+    try {
+      const children = this.#childRuns(`startChild("${name}")`);
+      checkName(definition, `startChild("${name}") definition`);
+      // A bad target is refused at the call, not retried as a step; a journaled start is not
+      // checked again (a replay needs nothing of the target).
+      if (this.#a.journal.get(name) === undefined) children.address(target);
+      const start = () => children.start(this.runId, name, target, definition, input);
+      return options === undefined ? this.do(name, start) : this.do(name, options, start);
+    } catch (thrown) {
+      return Promise.reject(thrown);
+    }
+  }
+
+  /**
+   * An `awaitChildren` step is an event wait of the reserved type {@link CHILDREN_EVENT}: parked
+   * until the last child it needs settles (the parent's side of the protocol makes the run due),
+   * and journaled with the positions of the children settled when it was answered (`null`: all),
+   * so a replay reports the same ones settled whatever arrived since.
+   */
+  async awaitChildren(
+    name: string,
+    runs: TaskChildRun | readonly TaskChildRun[],
+    options: TaskAwaitChildrenOptions = {},
+  ): Promise<TaskChildOutcome[]> {
+    const a = this.#a;
+    const children = this.#childRuns(`awaitChildren("${name}")`);
+    checkOptions(options, `awaitChildren("${name}") options`);
+    const list: readonly TaskChildRun[] = Array.isArray(runs) ? runs : [runs as TaskChildRun];
+    if (list.length === 0 || list.length > MAX_AWAITED_CHILDREN) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `awaitChildren("${name}") takes 1 to ${MAX_AWAITED_CHILDREN} child runs; got ${list.length}.`,
+      );
+    }
+    for (const run of list) {
+      if (typeof run !== "object" || run === null || typeof run.runId !== "string") {
+        throw new TasksError(
+          "tasks/invalid-argument",
+          `awaitChildren("${name}") takes the child runs step.startChild returned.`,
+        );
+      }
+    }
+    const count = check.count(options.count, `awaitChildren("${name}") count`, list.length, {
+      max: list.length,
+    });
+    const timeoutMs =
+      options.timeoutMs === undefined
+        ? null
+        : checkMs(options.timeoutMs, `awaitChildren("${name}") timeoutMs`);
+    a.enter(name);
+    const row = a.journal.get(name);
+    if (row) {
+      a.expect(row, "event", CHILDREN_EVENT);
+      if (row.state === "completed") {
+        return children.outcomes(this.runId, list, decodeValue(row.value) as number[] | null);
+      }
+      if (row.state === "failed") throw a.journaledFailure(row.value);
+    } else {
+      a.countNewStep();
+    }
+    a.goLive();
+    const seq = row ? row.seq : a.journal.takeSeq();
+    const settled = children.settledPositions(this.runId, list);
+    const now = a.now();
+    const timedOut = row !== undefined && row.wake_at !== null && now >= row.wake_at;
+    if (settled.length >= count || timedOut) {
+      const positions = settled.length === list.length ? null : settled;
+      const text = a.encode(positions, `awaitChildren("${name}")`);
+      const written = a.record(
+        stepRow(name, seq, "event", now, { value: text, event_type: CHILDREN_EVENT }),
+      );
+      if (!written) throw a.ended;
+      children.clearWait(this.runId, name);
+      return children.outcomes(this.runId, list, positions);
+    }
+    children.registerWait(this.runId, name, list, count - settled.length);
+    if (row) throw a.parkAgain("event", row.wake_at, name, CHILDREN_EVENT);
+    const wakeAt = timeoutMs === null ? null : now + timeoutMs;
+    throw a.parkNew(
+      "event",
+      wakeAt,
+      stepRow(name, seq, "event", now, {
+        state: "waiting",
+        wake_at: wakeAt,
+        event_type: CHILDREN_EVENT,
+      }),
+      CHILDREN_EVENT,
+    );
+  }
+
+  #childRuns(what: string): ChildRuns {
+    const children = this.#a.children();
+    if (children === null) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `${what} needs runs in other objects: construct Tasks with { children: { namespaces: env, self: "<this object's binding>" } }.`,
+      );
+    }
+    return children;
   }
 
   journal(name: string): TaskStepJournal {

@@ -1,8 +1,12 @@
 import { AttemptStore } from "./attempt-store";
 import { CallStore } from "./call-store";
+import { ChildStore } from "./child-store";
+import { TasksError } from "./errors";
 import { EventBuffer } from "./event-buffer";
+import { OutboxStore } from "./outbox-store";
 import { RunStore, type Settlement } from "./run-store";
 import { StepStore } from "./step-store";
+import { errorText } from "./values";
 
 /** Raised inside a transaction when a fenced write finds another attempt holding the run. */
 export class FenceLost {
@@ -30,6 +34,12 @@ export class TaskStore {
   readonly attempts: AttemptStore;
   /** Buffered events. */
   readonly events: EventBuffer;
+  /** A parent's side of child runs: its children and the waits of `awaitChildren`. */
+  readonly children: ChildStore;
+  /** A child's link to its parent, and the messages owed to other objects. */
+  readonly outbox: OutboxStore;
+  /** Called with the time a message was queued in the outbox (the alarm delivers it). */
+  onOwed: (at: number) => void = () => {};
   readonly #storage: DurableObjectStorage;
 
   constructor(storage: DurableObjectStorage) {
@@ -39,6 +49,8 @@ export class TaskStore {
     this.calls = new CallStore(storage.sql);
     this.attempts = new AttemptStore(storage.sql);
     this.events = new EventBuffer(storage.sql);
+    this.children = new ChildStore(storage.sql);
+    this.outbox = new OutboxStore(storage.sql);
   }
 
   /** Runs `fn` as one SQLite transaction: it commits when `fn` returns and rolls back if it throws. */
@@ -57,8 +69,62 @@ export class TaskStore {
       if (generation === null) this.attempts.interrupted(runId);
       if (!this.runs.settle(runId, generation, settlement, now)) return false;
       this.events.deleteRun(runId);
+      this.#queueOwed(runId, settlement, now);
       return true;
     });
+  }
+
+  /**
+   * What a run owes other objects when it settles, queued in the settlement's transaction (so a
+   * settled run never loses them): its settlement, to the parent that started it, and a cancel to
+   * each of its own children still running (a child never outlives its parent's run).
+   */
+  #queueOwed(runId: string, settlement: Settlement, now: number): void {
+    let owed = false;
+    const link = this.outbox.takeLink(runId);
+    if (link !== undefined) {
+      const cancelled =
+        settlement.state === "cancelled"
+          ? errorText(
+              new TasksError(
+                "tasks/cancelled",
+                `Child run "${runId}" was cancelled${settlement.cancelReason ? `: ${settlement.cancelReason}` : ""}.`,
+              ),
+            )
+          : null;
+      this.outbox.enqueue(
+        `settled:${runId}`,
+        link.parent,
+        {
+          v: 1,
+          kind: "settled",
+          key: link.key,
+          parentRunId: link.parent_run_id,
+          childRunId: runId,
+          state: settlement.state,
+          result: settlement.state === "completed" ? (settlement.result ?? null) : null,
+          error: settlement.state === "failed" ? (settlement.error ?? null) : cancelled,
+        },
+        now,
+      );
+      owed = true;
+    }
+    for (const child of this.children.running(runId)) {
+      this.outbox.enqueue(
+        `cancel:${child.child_run_id}`,
+        child.target,
+        {
+          v: 1,
+          kind: "cancel",
+          key: `${runId}:${child.step}`,
+          childRunId: child.child_run_id,
+          reason: `its parent run "${runId}" ${settlement.state}`,
+        },
+        now,
+      );
+      owed = true;
+    }
+    if (owed) this.onOwed(now);
   }
 
   /**
@@ -90,10 +156,16 @@ export class TaskStore {
     }
   }
 
-  /** Deletes a completed run of an attempt that holds it (fenced), with its journals and events. */
-  deleteSettledByAttempt(runId: string, generation: string): boolean {
+  /**
+   * Deletes a completed run of an attempt that holds it (fenced), with its journals and events;
+   * its settlement (with `result`) is queued for its parent as {@link settle} queues it.
+   */
+  deleteSettledByAttempt(runId: string, generation: string, result: string, now: number): boolean {
     const deleted = this.runs.deleteHeld(runId, generation);
-    if (deleted) this.#deleteRunData(runId);
+    if (deleted) {
+      this.#queueOwed(runId, { state: "completed", result }, now);
+      this.#deleteRunData(runId);
+    }
     return deleted;
   }
 
@@ -110,6 +182,7 @@ export class TaskStore {
     this.calls.deleteRun(runId);
     this.attempts.deleteRun(runId);
     this.events.deleteRun(runId);
+    this.children.deleteRun(runId);
   }
 
   /**

@@ -1,5 +1,7 @@
 import type { AlarmPart } from "@durablekit/compose";
 import { check, checkName, checkOptions } from "./arguments";
+import type { ChildReply } from "./child-messages";
+import { ChildRuns, DEFAULT_DELIVERY_TIMEOUT_MS } from "./child-runs";
 import { TasksError } from "./errors";
 import { DEFAULT_STEP_POLICY, resolvePolicy } from "./policy";
 import { type RunRow, type TaskRunState, TERMINAL_STATES } from "./rows";
@@ -81,6 +83,8 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
   readonly #maxValueBytes: number;
   readonly #now: () => number;
   readonly #runner: Runner;
+  /** Runs in other objects; null without the `children` option. */
+  readonly #children: ChildRuns | null;
 
   /**
    * Creates the `dk_tasks_*` tables (or migrates them) and registers the definitions.
@@ -149,7 +153,10 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       maxAttemptsWithoutProgress,
       now: this.#now,
       hooks: { onEvent: options.onEvent, onError: options.onError },
+      children: () => this.#children,
     });
+    this.#store.onOwed = (at) => this.#runner.requestWake(at);
+    this.#children = this.#childRuns(ctx, options);
   }
 
   // ── Starting runs ──
@@ -169,6 +176,20 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     definition: Name,
     input?: TaskInput<Definitions[Name]>,
     options: TaskRunOptions = {},
+  ): Promise<TaskReceipt> {
+    return this.#accept(definition, input, options, null);
+  }
+
+  /**
+   * `run()`; `link`, when given, is called with the run's id before its first attempt starts (a
+   * new run) or when an unsettled run was joined: a child run's link to its parent is written in
+   * the transaction that accepts it.
+   */
+  async #accept(
+    definition: string,
+    input: unknown,
+    options: TaskRunOptions,
+    link: ((runId: string) => void) | null,
   ): Promise<TaskReceipt> {
     this.#assertDefinition(definition);
     checkOptions(options, "run() options");
@@ -211,6 +232,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       }
       // A fresh run id with a known key joins the run that owns the key (a client retrying with a
       // new id): the receipt names the owning run and says how it was joined.
+      if (link !== null && !TERMINAL_STATES.has(existing.state)) link(existing.run_id);
       return {
         runId: existing.run_id,
         definition,
@@ -227,15 +249,18 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         : encodeValue(options.metadata, this.#maxValueBytes, "metadata");
     const runId = givenId ?? `task_${crypto.randomUUID()}`;
     const now = this.#now();
-    this.#store.runs.insertRun({
-      runId,
-      definition,
-      input: inputText,
-      metadata,
-      key: key ?? null,
-      retain: options.retain !== false,
-      trace: options.trace ?? null,
-      now,
+    this.#store.transaction(() => {
+      this.#store.runs.insertRun({
+        runId,
+        definition,
+        input: inputText,
+        metadata,
+        key: key ?? null,
+        retain: options.retain !== false,
+        trace: options.trace ?? null,
+        now,
+      });
+      link?.(runId);
     });
     this.#runner.emit({ type: "task:accepted", runId, definition });
     // The warm path: the first attempt claims the run before this method returns.
@@ -519,7 +544,8 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    */
   async sendEvent(runId: string, type: string, payload?: unknown): Promise<TaskSendEventResult> {
     checkName(runId, "A run id", false);
-    checkName(type, "An event type", false);
+    // The `__dk` prefix is the engine's own (the waits of `awaitChildren`).
+    checkName(type, "An event type");
     const row = this.#store.runs.getRun(runId);
     if (!row) {
       throw new TasksError("tasks/not-found", `No run "${runId}" exists; check the run id.`);
@@ -553,9 +579,35 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
 
   // ── The alarm (AlarmPart) ──
 
-  /** The earliest time a run needs a wake (epoch ms), or `null` when none does. */
+  /**
+   * Applies a message another object's `Tasks` sent about child runs: a start, a child's settlement,
+   * a cancel. Expose it as the object's RPC method `receiveTasks` (one line:
+   * `receiveTasks(message: unknown) { return this.tasks.receive(message); }`); it is how parents and
+   * children reach each other. It never throws: a malformed message, or one this object refuses,
+   * is answered `{ ok: false, code, message }`, and a duplicate is acknowledged as the first was.
+   *
+   * @returns the reply the sending object reads.
+   */
+  async receive(message: unknown): Promise<ChildReply> {
+    const children = this.#children;
+    if (children === null) {
+      return {
+        v: 1,
+        ok: false,
+        code: "tasks/invalid-argument",
+        message:
+          'This object\'s Tasks has no children option: construct it with { children: { namespaces: env, self: "<its binding>" } }.',
+      };
+    }
+    return children.receive(message);
+  }
+
+  /** The earliest time a run needs a wake, or a message to another object is due (epoch ms); `null` when none does. */
   nextWakeAt(): number | null {
-    return this.#store.runs.nextWakeAt();
+    const run = this.#store.runs.nextWakeAt();
+    const owed = this.#children?.nextWakeAt() ?? null;
+    if (run === null) return owed;
+    return owed === null ? run : Math.min(run, owed);
   }
 
   /**
@@ -564,7 +616,58 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    * isolate, and waits up to 10 s for the attempts it started. Safe to call when nothing is due.
    */
   async alarm(): Promise<void> {
-    await this.#runner.alarm();
+    const children = this.#children;
+    if (children === null) {
+      await this.#runner.alarm();
+      return;
+    }
+    await Promise.all([this.#runner.alarm(), children.deliverDue()]);
+  }
+
+  /** The child runs of the `children` option, with what they need of this engine. */
+  #childRuns(ctx: DurableObjectState, options: TasksOptions<Definitions>): ChildRuns | null {
+    const given = options.children;
+    if (given === undefined) return null;
+    checkOptions(given, "new Tasks(ctx, options): children");
+    if (typeof given.namespaces !== "object" || given.namespaces === null) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        "children.namespaces must be an object of Durable Object namespaces by binding name: pass env.",
+      );
+    }
+    checkName(given.self, "children.self", false);
+    const deliveryTimeoutMs = check.ms(
+      given.deliveryTimeoutMs,
+      "children.deliveryTimeoutMs",
+      DEFAULT_DELIVERY_TIMEOUT_MS,
+      { min: 1 },
+    );
+    const store = this.#store;
+    const runner = this.#runner;
+    return new ChildRuns(
+      {
+        store,
+        ctx,
+        maxValueBytes: this.#maxValueBytes,
+        now: this.#now,
+        requestWake: (at) => runner.requestWake(at),
+        startRun: (runId, now) => {
+          runner.start(runId, now);
+        },
+        accept: async (message, input, link) => {
+          const receipt = await this.#accept(
+            message.definition,
+            input,
+            { idempotencyKey: message.key },
+            link,
+          );
+          return { runId: receipt.runId, terminal: TERMINAL_STATES.has(receipt.state) };
+        },
+        cancel: (runId, reason) => this.cancel(runId, reason),
+      },
+      given,
+      deliveryTimeoutMs,
+    );
   }
 
   #assertDefinition(name: string): void {

@@ -5,6 +5,12 @@ import type {
   OutcomeKind,
   RecordResult,
 } from "@durablekit/handle-journal";
+import type {
+  TaskChildOutcome,
+  TaskChildRun,
+  TaskChildrenOptions,
+  TaskChildTarget,
+} from "./child-runs";
 import type { TaskErrorInfo, TaskEvent } from "./events";
 import type { TaskRetryOptions, TaskStepOptions } from "./policy";
 import type {
@@ -23,6 +29,14 @@ export interface TaskStepAttemptContext {
   readonly idempotencyKey: string;
   /** Aborted when the attempt times out or the run is cancelled. */
   readonly signal: AbortSignal;
+}
+
+/** Options of `step.awaitChildren`. */
+export interface TaskAwaitChildrenOptions {
+  /** How many of the runs must settle (default: all of them): 1 for the first, N for the first N. */
+  count?: number;
+  /** Answers with the children settled so far once this many milliseconds passed (default: no limit). */
+  timeoutMs?: number;
 }
 
 /** Options of `step.waitForEvent`. */
@@ -168,6 +182,38 @@ export interface TaskStep {
    * @throws TasksError `tasks/invalid-argument` for a bad name.
    */
   journal(name: string): TaskStepJournal;
+  /**
+   * Starts a run of `definition` in another object (`target`: a namespace binding of the `children`
+   * option and the object's name or id), exactly once: a step whose child's idempotency key is
+   * `<runId>:<name>`, so a retry after a crash or a lost answer joins the same child run. Resolves
+   * to the child run (plain data, journaled); its settlement comes back to this run by itself.
+   * `options` are the step's (`retries`, `timeoutMs`): the start is retried as a `do` is.
+   *
+   * @throws TasksError `tasks/invalid-argument` without the `children` option or for a bad target;
+   *   NonRetryableError when the child's object refuses the start (an unknown definition there).
+   */
+  startChild(
+    name: string,
+    target: TaskChildTarget,
+    definition: string,
+    input?: unknown,
+    options?: TaskStepOptions,
+  ): Promise<TaskChildRun>;
+  /**
+   * Waits until `count` of `runs` (default: all) have settled, or `timeoutMs` passed, and answers
+   * each child's outcome in the order given: `completed` with its result, `failed` or `cancelled`
+   * with its coded error, or `running` (not settled when the wait was answered). The answer is
+   * journaled: a replay answers the same children as settled. At most 10,000 runs, started by this
+   * run.
+   *
+   * @throws TasksError `tasks/invalid-argument` without the `children` option, for an empty or
+   *   over-long list, or a `count` out of range.
+   */
+  awaitChildren(
+    name: string,
+    runs: TaskChildRun | readonly TaskChildRun[],
+    options?: TaskAwaitChildrenOptions,
+  ): Promise<TaskChildOutcome[]>;
   /** Publishes a progress message on the run's snapshot; silent while replaying journaled ground. */
   status(message: string): Promise<void>;
   /** The idempotency key `step.do(name, …)` gets: `<runId>:<name>`. */
@@ -223,6 +269,12 @@ export interface TasksOptions<Definitions extends TaskDefinitions> {
   onEvent?: (event: TaskEvent) => void;
   /** The clock, epoch milliseconds (default `Date.now`): run, step, sleep and claim times are read from it. */
   now?: () => number;
+  /**
+   * Runs in other objects: how this object reaches the objects it starts child runs in
+   * (`step.startChild`) and the parents of its own child runs. Without it, `startChild` and
+   * `awaitChildren` refuse and `receive()` answers every message refused.
+   */
+  children?: TaskChildrenOptions;
 }
 
 /** Options of `run()`. */

@@ -46,11 +46,23 @@ const anyTasks = (tasks: Tasks<TaskDefinitions>) =>
  * statements), then builds the engine again: it migrates to the current version in place and the
  * run completes.
  */
-async function expectMigratedInPlace(version: number, downgrade: string[]): Promise<void> {
+/** What version 5 added (child runs): dropped to stand for the tables of an earlier version. */
+const V5_TABLES = [
+  "DROP TABLE dk_tasks_children",
+  "DROP TABLE dk_tasks_child_waits",
+  "DROP TABLE dk_tasks_parents",
+  "DROP TABLE dk_tasks_outbox",
+];
+
+async function expectMigratedInPlace(
+  version: number,
+  downgrade: string[],
+  attempts: Array<[number, string]> = [[2, "completed"]],
+): Promise<void> {
   await inFixture(async (fixture, state) => {
     const { runId } = await fixture.tasks.run("sleepy@v1", { ms: 50 });
     await fixture.until(runId, (s) => s === "waiting");
-    for (const statement of downgrade) state.storage.sql.exec(statement);
+    for (const statement of [...downgrade, ...V5_TABLES]) state.storage.sql.exec(statement);
     state.storage.sql.exec(
       "UPDATE dk_tasks_meta SET value = ? WHERE name = 'schema_version'",
       version,
@@ -61,7 +73,7 @@ async function expectMigratedInPlace(version: number, downgrade: string[]): Prom
         .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE name = 'schema_version'")
         .one().value,
     ).toBe(TASKS_SCHEMA_VERSION);
-    expect(TASKS_SCHEMA_VERSION).toBe(4);
+    expect(TASKS_SCHEMA_VERSION).toBe(5);
     expect(
       state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_calls").one().n,
     ).toBe(0);
@@ -69,8 +81,8 @@ async function expectMigratedInPlace(version: number, downgrade: string[]): Prom
       state: "completed",
       result: "woke",
     });
-    // The attempt before the migration left no row; the one after it is recorded.
-    expect(tasks.attempts(runId)?.map((a) => [a.attempt, a.outcome])).toEqual([[2, "completed"]]);
+    // Before version 4 the attempt before the migration left no row; the one after it is recorded.
+    expect(tasks.attempts(runId)?.map((a) => [a.attempt, a.outcome])).toEqual(attempts);
   });
 }
 
@@ -319,11 +331,23 @@ describe("bad input", () => {
     ]);
   });
 
+  it("migrates schema version 4 tables in place, adding the child-run tables", async () => {
+    // The tables as version 4 left them: no child-run tables.
+    await expectMigratedInPlace(
+      4,
+      [],
+      [
+        [1, "sleep"],
+        [2, "completed"],
+      ],
+    );
+  });
+
   it("refuses tables written by a newer version with tasks/schema-too-new", async () => {
     await inFixture(async (fixture, state) => {
       state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 99 WHERE name = 'schema_version'");
       await expectCode("tasks/schema-too-new", () => fixture.build(fixture.definitions()));
-      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 4 WHERE name = 'schema_version'");
+      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 5 WHERE name = 'schema_version'");
     });
   });
 });

@@ -3,10 +3,12 @@ declare namespace Cloudflare {
   interface Env {
     FIXTURE: DurableObjectNamespace<import("./fixtures/worker").Fixture>;
     PROGRAM: DurableObjectNamespace<import("./fixtures/program-host").ProgramHost>;
+    PARENT: DurableObjectNamespace<import("./fixtures/child-objects").ParentObject>;
+    SHARD: DurableObjectNamespace<import("./fixtures/child-objects").ShardObject>;
     LOADER: WorkerLoader;
   }
   interface GlobalProps {
     mainModule: typeof import("./fixtures/worker");
-    durableNamespaces: "Fixture" | "ProgramHost";
+    durableNamespaces: "Fixture" | "ProgramHost" | "ParentObject" | "ShardObject";
   }
 }

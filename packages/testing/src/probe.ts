@@ -1,5 +1,9 @@
 import { createOptionChecks } from "@durablekit/compose";
 import type {
+  TaskAwaitChildrenOptions,
+  TaskChildOutcome,
+  TaskChildRun,
+  TaskChildTarget,
   TaskDefinitions,
   TaskInterruptedStep,
   TaskStep,
@@ -204,6 +208,27 @@ class ProbedStep implements TaskStep {
     return this.#wait("event", name, () => this.#step.waitForEvent<T>(name, options));
   }
 
+  /** A child start is a step like a `do`: a boundary before and after it. */
+  startChild(
+    name: string,
+    target: TaskChildTarget,
+    definition: string,
+    input?: unknown,
+    options?: TaskStepOptions,
+  ): Promise<TaskChildRun> {
+    return this.#wait("do", name, () =>
+      this.#step.startChild(name, target, definition, input, options),
+    );
+  }
+
+  awaitChildren(
+    name: string,
+    runs: TaskChildRun | readonly TaskChildRun[],
+    options?: TaskAwaitChildrenOptions,
+  ): Promise<TaskChildOutcome[]> {
+    return this.#wait("event", name, () => this.#step.awaitChildren(name, runs, options));
+  }
+
   async version(name: string, latest: number): Promise<number> {
     const label = `version:${name}`;
     await crashAt(this.#store, label, "before");
@@ -213,7 +238,7 @@ class ProbedStep implements TaskStep {
     return version;
   }
 
-  /** A sleep or an event wait: a boundary whether it passes or parks the run. */
+  /** A sleep, an event wait or a child start: a boundary whether it passes or parks the run. */
   async #wait<T>(kind: TestingBoundaryKind, name: string, call: () => Promise<T>): Promise<T> {
     const label = `${kind}:${name}`;
     await crashAt(this.#store, label, "before");

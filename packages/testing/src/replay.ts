@@ -2,6 +2,10 @@ import { encode } from "@durablekit/handle-journal";
 import {
   DuplicateStepError,
   ReplayDivergedError,
+  type TaskAwaitChildrenOptions,
+  type TaskChildOutcome,
+  type TaskChildRun,
+  type TaskChildTarget,
   type TaskInterruptedStep,
   type TaskStep,
   type TaskStepAttemptContext,
@@ -261,6 +265,31 @@ class RecordedStep implements TaskStep {
     }
     // As the engine: recorded ground still ahead means the run predates the marker.
     return this.#enteredRecorded < this.#size ? 0 : latest;
+  }
+
+  /** A child start is a `do` step: answered from the recording, never sent. */
+  startChild(
+    name: string,
+    _target: TaskChildTarget,
+    _definition: string,
+    _input?: unknown,
+    options?: TaskStepOptions,
+  ): Promise<TaskChildRun> {
+    const unsent = (): TaskChildRun => {
+      throw new TestingError("testing/unsupported", `Child run "${name}" is not recorded.`);
+    };
+    return options === undefined ? this.do(name, unsent) : this.do(name, options, unsent);
+  }
+
+  awaitChildren(
+    name: string,
+    _runs: TaskChildRun | readonly TaskChildRun[],
+    _options?: TaskAwaitChildrenOptions,
+  ): Promise<TaskChildOutcome[]> {
+    throw new TestingError(
+      "testing/unsupported",
+      `replayAgainst: the handler awaits child runs at "${name}"; their outcomes live in the parent object's tables, which a recording does not hold.`,
+    );
   }
 
   journal(name: string): TaskStepJournal {

@@ -1,0 +1,310 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { TaskChildOutcome } from "../src/index";
+import type { FanInput, ParentObject } from "./fixtures/child-objects";
+import { sleep } from "./helpers";
+
+type Parent = DurableObjectStub<ParentObject>;
+type Shard = DurableObjectStub<import("./fixtures/child-objects").ShardObject>;
+
+const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+
+/** What the tests read of a run's snapshot. */
+type Snapshot = { state: string; result?: unknown; eventType?: string };
+
+/**
+ * A parent object and its shard objects, by name. A stub whose object restarted stays broken, so
+ * every call takes a new stub.
+ */
+function world(shards: number) {
+  const prefix = `s-${crypto.randomUUID()}`;
+  const parentName = `p-${crypto.randomUUID()}`;
+  const parent = (): Parent => env.PARENT.getByName(parentName);
+  const children = Array.from(
+    { length: shards },
+    (_, i) => (): Shard => env.SHARD.getByName(`${prefix}-${i}`),
+  );
+  return { prefix, parent, children };
+}
+
+/** Calls a fresh stub until it answers (an object a fault just restarted refuses the call in flight). */
+async function retry<S, T>(stub: () => S, fn: (s: S) => Promise<T>): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await fn(stub());
+    } catch (error) {
+      if (i > 50) throw error;
+      await sleep(20);
+    }
+  }
+}
+
+/**
+ * Drives every object's alarm until the parent run settled and no object owes a message; answers
+ * the parent's snapshot. Real time passes between rounds (claims of 300 ms, back-offs from 1 s).
+ */
+async function settle(
+  parent: () => Parent,
+  runId: string,
+  children: Array<() => Shard>,
+): Promise<Snapshot> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    for (const stub of [parent, ...children]) {
+      await runDurableObjectAlarm(stub()).catch(() => false);
+    }
+    const run = await retry(parent, (p) => p.get(runId));
+    let owed = await retry(parent, (p) => p.outbox());
+    for (const child of children) owed += await retry(child, (c) => c.outbox());
+    const seen = run as Snapshot | null;
+    if (seen && TERMINAL.has(seen.state) && owed === 0) return seen;
+    if (Date.now() > deadline) {
+      throw new Error(`not settled: ${JSON.stringify(run)}, ${owed} messages owed`);
+    }
+    await sleep(50);
+  }
+}
+
+/** The fan-out of `shards` children settled: each child ran its work once, one run per key, each settlement applied once. */
+async function expectOnce(
+  parent: () => Parent,
+  runId: string,
+  children: Array<() => Shard>,
+  outcomes: TaskChildOutcome[],
+): Promise<void> {
+  const applied = await retry(parent, (p) => p.counts());
+  for (let i = 0; i < children.length; i++) {
+    const child = children[i] as () => Shard;
+    const runs = await retry(child, (c) => c.runsWithKey(`${runId}:start ${i}`));
+    expect(runs, `one child run for start ${i}`).toHaveLength(1);
+    const childRunId = runs[0] as string;
+    expect(outcomes[i]).toEqual({
+      runId: childRunId,
+      state: "completed",
+      result: { i, doubled: i * 2 },
+    });
+    const counts = await retry(child, (c) => c.counts());
+    expect(counts[`work:${childRunId}`], `work of child ${i}`).toBe(1);
+    expect(applied[`applied:${childRunId}`], `settlement of child ${i} applied`).toBe(1);
+  }
+}
+
+async function fan(parent: () => Parent, input: FanInput): Promise<string> {
+  return (await retry(parent, (p) => p.start("fan@v1", input))).runId;
+}
+
+/** The child run `start <i>` of a parent run started in shard `i`. */
+async function childRun(child: () => Shard, runId: string, i: number) {
+  const [childRunId] = await retry(child, (c) => c.runsWithKey(`${runId}:start ${i}`));
+  return (await retry(child, (c) => c.get(childRunId as string))) as Snapshot | null;
+}
+
+// Faults restart objects and deliveries back off (1 s, doubling): these tests take seconds.
+describe("child runs: a run starts runs in other objects and awaits them", {
+  timeout: 30_000,
+}, () => {
+  it("fans out to three objects and fans in their results, each child run once", async () => {
+    const { prefix, parent, children } = world(3);
+    const runId = await fan(parent, { shards: 3, prefix });
+    const run = await settle(parent, runId, children);
+    expect(run.state).toBe("completed");
+    await expectOnce(parent, runId, children, run.result as TaskChildOutcome[]);
+  });
+
+  const faults: Array<[string, "parent" | "child", string]> = [
+    ["before the start call", "parent", "before-start"],
+    ["after the start call, before the parent journaled it", "child", "after-start"],
+    ["after the child settled, before its settlement was applied", "parent", "before-apply"],
+    ["after the settlement was applied, before the child heard so", "parent", "after-apply"],
+  ];
+  for (const [when, where, fault] of faults) {
+    it(`restarts the parent ${when}: one child run per key, the parent settles with the child's result, the settlement applied once`, async () => {
+      const { prefix, parent, children } = world(2);
+      if (where === "parent") await parent().arm(fault);
+      else await (children[0] as () => Shard)().arm(fault);
+      const runId = await fan(parent, { shards: 2, prefix });
+      const run = await settle(parent, runId, children);
+      expect(run.state).toBe("completed");
+      await expectOnce(parent, runId, children, run.result as TaskChildOutcome[]);
+    });
+  }
+
+  it("restarts a child in the middle of its run: its step runs again after the restart, once to completion", async () => {
+    const { prefix, parent, children } = world(2);
+    await (children[1] as () => Shard)().arm("mid-run");
+    const runId = await fan(parent, { shards: 2, prefix });
+    const run = await settle(parent, runId, children);
+    expect(run.state).toBe("completed");
+    await expectOnce(parent, runId, children, run.result as TaskChildOutcome[]);
+  });
+
+  it("restarts a child in the middle of its notification: delivered again, applied once", async () => {
+    const { prefix, parent, children } = world(2);
+    await parent().arm("child-after-ack");
+    const runId = await fan(parent, { shards: 2, prefix });
+    const run = await settle(parent, runId, children);
+    expect(run.state).toBe("completed");
+    await expectOnce(parent, runId, children, run.result as TaskChildOutcome[]);
+  });
+});
+
+describe("child runs: first N, timeouts, failures and cancellation", { timeout: 30_000 }, () => {
+  it("answers the first child to settle, and cancels the children still running when the parent settles", async () => {
+    const { prefix, parent, children } = world(3);
+    const runId = await fan(parent, {
+      shards: 3,
+      prefix,
+      definitions: ["hang@v1", "work@v1", "hang@v1"],
+      count: 1,
+    });
+    const run = await settle(parent, runId, children);
+    expect(run.state).toBe("completed");
+    const outcomes = run.result as TaskChildOutcome[];
+    expect(outcomes.map((o) => o.state)).toEqual(["running", "completed", "running"]);
+    expect(outcomes[1]).toMatchObject({ result: { i: 1, doubled: 2 } });
+    expect((await childRun(children[0] as () => Shard, runId, 0))?.state).toBe("cancelled");
+    expect((await childRun(children[1] as () => Shard, runId, 1))?.state).toBe("completed");
+    expect((await childRun(children[2] as () => Shard, runId, 2))?.state).toBe("cancelled");
+  });
+
+  it("answers what settled when the timeout passes, and cancels the children still running", async () => {
+    const { prefix, parent, children } = world(2);
+    const runId = await fan(parent, { shards: 2, prefix, definition: "hang@v1", timeoutMs: 300 });
+    const run = await settle(parent, runId, children);
+    expect(run.state).toBe("completed");
+    const outcomes = run.result as TaskChildOutcome[];
+    expect(outcomes.map((o) => o.state)).toEqual(["running", "running"]);
+    for (let i = 0; i < 2; i++) {
+      expect((await childRun(children[i] as () => Shard, runId, i))?.state).toBe("cancelled");
+    }
+  });
+
+  it("reports a child that failed for good with its coded error", async () => {
+    const { prefix, parent, children } = world(1);
+    const runId = await fan(parent, { shards: 1, prefix, definition: "fail@v1" });
+    const run = await settle(parent, runId, children);
+    const [outcome] = run.result as TaskChildOutcome[];
+    expect(outcome).toMatchObject({
+      state: "failed",
+      error: {
+        name: "NonRetryableError",
+        code: "tasks/non-retryable",
+        message: "the shard says no",
+      },
+    });
+  });
+
+  it("cancels the children of a cancelled parent, and a child whose parent is gone drops its notification", async () => {
+    const { prefix, parent, children } = world(2);
+    const runId = await fan(parent, { shards: 2, prefix, definition: "hang@v1" });
+    // Both children started and the parent waits for them.
+    for (let i = 0; ; i++) {
+      const run = (await parent().get(runId)) as Snapshot | null;
+      if (run?.state === "waiting" && run.eventType === "__dk:children") break;
+      if (i > 200) throw new Error(`the parent did not reach its wait: ${JSON.stringify(run)}`);
+      await sleep(20);
+    }
+    expect(await parent().cancel(runId)).toBe(true);
+    const run = await settle(parent, runId, children);
+    expect(run.state).toBe("cancelled");
+    for (let i = 0; i < 2; i++) {
+      expect((await childRun(children[i] as () => Shard, runId, i))?.state).toBe("cancelled");
+    }
+    expect(await parent().counts()).toEqual({});
+  });
+});
+
+describe("child runs: bad input", () => {
+  const INVALID = "tasks/invalid-argument";
+  const cases: Array<[string, Record<string, unknown>]> = [
+    ["no runs", { code: INVALID }],
+    ["too many runs", { code: INVALID }],
+    ["not a run", { code: INVALID }],
+    ["count 0", { code: INVALID }],
+    ["count over the runs", { code: INVALID }],
+    ["bad timeoutMs", { code: INVALID }],
+    ["unknown binding", { code: INVALID }],
+    ["not a namespace", { code: INVALID }],
+    ["no name", { code: INVALID }],
+    [
+      "unknown definition",
+      { code: "tasks/non-retryable", message: expect.stringContaining("tasks/unknown-definition") },
+    ],
+  ];
+  for (const [name, expected] of cases) {
+    it(`refuses a step call with ${name}, coded, at the call`, async () => {
+      const { parent } = world(0);
+      const { runId } = await parent().start("misuse@v1", { case: name });
+      const run = await settle(parent, runId, []);
+      expect(run).toMatchObject({ state: "completed", result: expected });
+    });
+  }
+
+  it("answers a malformed or foreign message refused, coded, and changes nothing", async () => {
+    const { parent } = world(0);
+    const replies = await runInDurableObject(parent(), async (instance: ParentObject) => {
+      const { runId } = await instance.tasks.run("misuse@v1", { case: "no runs" } as never);
+      const messages: unknown[] = [
+        null,
+        "start",
+        [],
+        { v: 1, kind: "start" },
+        { v: 2, kind: "settled", key: "k" },
+        { v: 1, kind: "nope", key: "k" },
+        {
+          v: 1,
+          kind: "start",
+          key: "k",
+          definition: "fan@v1",
+          input: 5,
+          parent: {},
+          parentRunId: "p",
+        },
+        { v: 1, kind: "settled", key: "k", parentRunId: "p", childRunId: "c", state: "done" },
+        // A settlement whose key is not a step of the run it names.
+        {
+          v: 1,
+          kind: "settled",
+          key: "other:step",
+          parentRunId: runId,
+          childRunId: "c",
+          state: "completed",
+          result: null,
+          error: null,
+        },
+        // A cancel of a run under another key: a parent cancels only its own children.
+        { v: 1, kind: "cancel", key: "someone:else", childRunId: runId, reason: "no" },
+      ];
+      const out = [];
+      for (const message of messages) out.push(await instance.tasks.receive(message));
+      return { out, run: await instance.tasks.get(runId) };
+    });
+    expect(replies.out.map((r) => (r as { code?: string }).code)).toEqual([
+      "tasks/invalid-argument",
+      "tasks/invalid-argument",
+      "tasks/invalid-argument",
+      "tasks/invalid-argument",
+      "tasks/schema-too-new",
+      "tasks/invalid-argument",
+      "tasks/invalid-argument",
+      "tasks/invalid-argument",
+      "tasks/invalid-argument",
+      "tasks/conflict",
+    ]);
+    for (const reply of replies.out) expect(reply).toMatchObject({ ok: false });
+    expect(replies.run?.state).not.toBe("cancelled");
+  });
+
+  it("refuses event types with the engine's reserved prefix", async () => {
+    const { parent } = world(0);
+    const code = await runInDurableObject(parent(), async (instance: ParentObject) => {
+      const { runId } = await instance.tasks.run("misuse@v1", { case: "no runs" } as never);
+      return instance.tasks.sendEvent(runId, "__dk:children", [0]).then(
+        () => null,
+        (error: { code?: string }) => error.code,
+      );
+    });
+    expect(code).toBe("tasks/invalid-argument");
+  });
+});
