@@ -360,6 +360,9 @@ export class ChildRuns {
       due.map(async (row) => {
         if (now - row.created_at >= this.#deliveryTimeoutMs) {
           host.store.outbox.delete(row.id);
+          console.warn(
+            `@durablekit/tasks: dropped message ${row.id} after ${row.attempts} failed deliveries over deliveryTimeoutMs (${this.#deliveryTimeoutMs} ms); its receiver never acknowledged it.`,
+          );
           return;
         }
         const attempts = row.attempts + 1;

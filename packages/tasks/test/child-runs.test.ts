@@ -1,5 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { encode } from "@durablekit/handle-journal";
 import { describe, expect, it } from "vitest";
 import type { TaskChildOutcome } from "../src/index";
 import type { FanInput, ParentObject } from "./fixtures/child-objects";
@@ -212,6 +213,47 @@ describe("child runs: first N, timeouts, failures and cancellation", { timeout: 
       expect((await childRun(children[i] as () => Shard, runId, i))?.state).toBe("cancelled");
     }
     expect(await parent().counts()).toEqual({});
+  });
+});
+
+describe("child runs: a parent that cannot be reached", { timeout: 30_000 }, () => {
+  it("retries a settlement with back-off while the parent cannot take it, and drops it after deliveryTimeoutMs", async () => {
+    const name = `lonely-${crypto.randomUUID()}`;
+    const child = (): Shard => env.SHARD.getByName(name);
+    // A start whose parent is an object without receiveTasks: every delivery fails.
+    const nowhere = env.FIXTURE.idFromName(`nowhere-${crypto.randomUUID()}`).toString();
+    const reply = (await child().receiveTasks({
+      v: 1,
+      kind: "start",
+      key: "p1:s",
+      definition: "work@v1",
+      input: encode({ i: 3 }),
+      parent: { binding: "FIXTURE", id: nowhere },
+      parentRunId: "p1",
+    })) as { ok: boolean; runId: string };
+    expect(reply.ok).toBe(true);
+    for (let i = 0; (await retry(child, (c) => c.get(reply.runId)))?.state !== "completed"; i++) {
+      if (i > 200) {
+        throw new Error(
+          `the child run did not complete: ${JSON.stringify(await child().get(reply.runId))}`,
+        );
+      }
+      await sleep(20);
+    }
+    let tried: number[] = [];
+    const started = Date.now();
+    for (;;) {
+      await runDurableObjectAlarm(child()).catch(() => false);
+      const owed = await retry(child, (c) => c.outboxAttempts());
+      if (owed.length === 0) break;
+      tried = owed;
+      if (Date.now() - started > 15_000) throw new Error("the message was never dropped");
+      await sleep(100);
+    }
+    // Tried more than once (1 s, then 2 s of back-off), and gone after the 2.5 s deliveryTimeoutMs.
+    expect(Math.max(...tried)).toBeGreaterThanOrEqual(2);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2_500);
+    expect((await retry(child, (c) => c.get(reply.runId)))?.state).toBe("completed");
   });
 });
 
