@@ -53,7 +53,7 @@ export interface CancelMessage {
 export type ChildMessage = StartMessage | SettledMessage | CancelMessage;
 
 /** What `tasks.receive()` answers. */
-export type ChildReply =
+export type TaskChildReply =
   /**
    * The message was applied, or had been: a duplicate is acknowledged too. `runId` answers a
    * start; `applied` says whether a settlement changed anything (false for a duplicate).

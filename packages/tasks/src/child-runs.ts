@@ -1,7 +1,7 @@
 import {
   CHILD_MESSAGE_VERSION,
   type ChildMessage,
-  type ChildReply,
+  type TaskChildReply,
   type ObjectAddress,
   readChildMessage,
   type SettledMessage,
@@ -89,7 +89,7 @@ export interface ChildRunsHost {
   cancel(runId: string, reason: string): Promise<boolean>;
 }
 
-function refused(error: unknown): ChildReply {
+function refused(error: unknown): TaskChildReply {
   const code = isTasksError(error) ? error.code : "tasks/invalid-argument";
   const message = error instanceof Error ? error.message : String(error);
   return { v: 1, ok: false, code, message };
@@ -186,7 +186,7 @@ export class ChildRuns {
       parent: this.#self,
       parentRunId,
     };
-    const reply = (await this.#endpoint(address).receiveTasks(message)) as ChildReply | undefined;
+    const reply = (await this.#endpoint(address).receiveTasks(message)) as TaskChildReply | undefined;
     if (reply?.ok !== true || typeof (reply as { runId?: unknown }).runId !== "string") {
       const why =
         reply?.ok === false ? `${reply.message} (${reply.code})` : "it answered no run id";
@@ -256,7 +256,7 @@ export class ChildRuns {
   // ── Receiving (the RPC entry) ──
 
   /** Applies a message another object's Tasks sent (see `Tasks.receive`). */
-  async receive(message: unknown): Promise<ChildReply> {
+  async receive(message: unknown): Promise<TaskChildReply> {
     let m: ChildMessage;
     try {
       m = readChildMessage(message);
@@ -284,7 +284,7 @@ export class ChildRuns {
     }
   }
 
-  async #receiveStart(m: StartMessage): Promise<ChildReply> {
+  async #receiveStart(m: StartMessage): Promise<TaskChildReply> {
     const host = this.#host;
     const input = decodeValue(m.input);
     const { runId } = await host.accept(m, input, (childRunId) =>
@@ -297,7 +297,7 @@ export class ChildRuns {
    * A child's settlement: applied once (a duplicate is acknowledged and changes nothing); when it
    * ends the countdown of the step waiting for it, the parent run becomes due and starts.
    */
-  #receiveSettled(m: SettledMessage): ChildReply {
+  #receiveSettled(m: SettledMessage): TaskChildReply {
     const host = this.#host;
     const prefix = `${m.parentRunId}:`;
     if (!m.key.startsWith(prefix) || m.key.length === prefix.length) {
@@ -373,7 +373,7 @@ export class ChildRuns {
         try {
           const endpoint = this.#endpoint(JSON.parse(row.target) as ObjectAddress);
           const reply = (await endpoint.receiveTasks(JSON.parse(row.message))) as
-            | ChildReply
+            | TaskChildReply
             | undefined;
           delivered = reply?.ok === true;
         } catch {

@@ -1,4 +1,4 @@
-export type { ChildReply } from "./child-messages";
+export type { TaskChildReply } from "./child-messages";
 export {
   CHILDREN_EVENT,
   MAX_AWAITED_CHILDREN,

@@ -1,6 +1,6 @@
 import type { AlarmPart } from "@durablekit/compose";
 import { check, checkName, checkOptions } from "./arguments";
-import type { ChildReply } from "./child-messages";
+import type { TaskChildReply } from "./child-messages";
 import { ChildRuns, DEFAULT_DELIVERY_TIMEOUT_MS } from "./child-runs";
 import { TasksError } from "./errors";
 import { DEFAULT_STEP_POLICY, resolvePolicy } from "./policy";
@@ -588,7 +588,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    *
    * @returns the reply the sending object reads.
    */
-  async receive(message: unknown): Promise<ChildReply> {
+  async receive(message: unknown): Promise<TaskChildReply> {
     const children = this.#children;
     if (children === null) {
       return {

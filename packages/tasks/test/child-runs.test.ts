@@ -232,7 +232,9 @@ describe("child runs: a parent that cannot be reached", { timeout: 30_000 }, () 
       parentRunId: "p1",
     })) as { ok: boolean; runId: string };
     expect(reply.ok).toBe(true);
-    for (let i = 0; (await retry(child, (c) => c.get(reply.runId)))?.state !== "completed"; i++) {
+    const stateOf = async () =>
+      ((await retry(child, (c) => c.get(reply.runId))) as Snapshot | null)?.state;
+    for (let i = 0; (await stateOf()) !== "completed"; i++) {
       if (i > 200) {
         throw new Error(
           `the child run did not complete: ${JSON.stringify(await child().get(reply.runId))}`,
@@ -253,7 +255,7 @@ describe("child runs: a parent that cannot be reached", { timeout: 30_000 }, () 
     // Tried more than once (1 s, then 2 s of back-off), and gone after the 2.5 s deliveryTimeoutMs.
     expect(Math.max(...tried)).toBeGreaterThanOrEqual(2);
     expect(Date.now() - started).toBeGreaterThanOrEqual(2_500);
-    expect((await retry(child, (c) => c.get(reply.runId)))?.state).toBe("completed");
+    expect(await stateOf()).toBe("completed");
   });
 });
 
