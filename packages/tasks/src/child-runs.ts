@@ -1,11 +1,11 @@
 import {
   CHILD_MESSAGE_VERSION,
   type ChildMessage,
-  type TaskChildReply,
   type ObjectAddress,
   readChildMessage,
   type SettledMessage,
   type StartMessage,
+  type TaskChildReply,
 } from "./child-messages";
 import type { ChildRow } from "./child-store";
 import { isTasksError, NonRetryableError, TasksError } from "./errors";
@@ -32,6 +32,18 @@ export type TaskChildOutcome =
   | { runId: string; state: "failed" | "cancelled"; error: TaskErrorInfo }
   /** Not settled when the await was answered (it awaited fewer than all, or timed out). */
   | { runId: string; state: "running" };
+
+/** A child run as its parent's object knows it (`tasks.children(runId)`). */
+export interface TaskChildSnapshot {
+  runId: string;
+  /** The parent's step that started it. */
+  step: string;
+  /** Its object; null when its settlement arrived before the start's answer was noted. */
+  target: { binding: string; id: string } | null;
+  state: "running" | "completed" | "failed" | "cancelled";
+  /** When its settlement arrived (epoch ms), or null while it runs. */
+  settledAt: number | null;
+}
 
 /** Options of `new Tasks(ctx, { children })`: how this object reaches the objects of child runs and parents. */
 export interface TaskChildrenOptions {
@@ -186,7 +198,9 @@ export class ChildRuns {
       parent: this.#self,
       parentRunId,
     };
-    const reply = (await this.#endpoint(address).receiveTasks(message)) as TaskChildReply | undefined;
+    const reply = (await this.#endpoint(address).receiveTasks(message)) as
+      | TaskChildReply
+      | undefined;
     if (reply?.ok !== true || typeof (reply as { runId?: unknown }).runId !== "string") {
       const why =
         reply?.ok === false ? `${reply.message} (${reply.code})` : "it answered no run id";

@@ -95,6 +95,24 @@ export class ChildStore {
     return rows;
   }
 
+  /** Every child of a run, by step name. */
+  list(
+    parentRunId: string,
+  ): Array<RunningChild & { state: ChildState; settled_at: number | null }> {
+    return this.#sql
+      .exec<
+        RunningChild & { state: ChildState; settled_at: number | null } & Record<
+            string,
+            SqlStorageValue
+          >
+      >(
+        `SELECT child_run_id, step, target, state, settled_at FROM dk_tasks_children
+         WHERE parent_run_id = ? ORDER BY step`,
+        parentRunId,
+      )
+      .toArray();
+  }
+
   /** The children of a run still running, with their addresses. */
   running(parentRunId: string): RunningChild[] {
     return this.#sql

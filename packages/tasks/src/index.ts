@@ -6,6 +6,7 @@ export {
   type TaskChildOutcome,
   type TaskChildRun,
   type TaskChildrenOptions,
+  type TaskChildSnapshot,
   type TaskChildTarget,
 } from "./child-runs";
 export {

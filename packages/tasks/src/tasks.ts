@@ -1,7 +1,7 @@
 import type { AlarmPart } from "@durablekit/compose";
 import { check, checkName, checkOptions } from "./arguments";
 import type { TaskChildReply } from "./child-messages";
-import { ChildRuns, DEFAULT_DELIVERY_TIMEOUT_MS } from "./child-runs";
+import { ChildRuns, DEFAULT_DELIVERY_TIMEOUT_MS, type TaskChildSnapshot } from "./child-runs";
 import { TasksError } from "./errors";
 import { DEFAULT_STEP_POLICY, resolvePolicy } from "./policy";
 import { type RunRow, type TaskRunState, TERMINAL_STATES } from "./rows";
@@ -356,6 +356,26 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       steps: toStepSnapshots(this.#store.steps.listSteps(runId), this.#now()),
       attempts: toAttemptSnapshots(this.#store.attempts.list(runId), row),
     };
+  }
+
+  /**
+   * The child runs the run started in other objects (`step.startChild`), as this object knows them:
+   * each `{ runId, step, target, state, settledAt }`, `state` `running` until the child's
+   * settlement arrived; in start order of their steps' names; `null` when no such run exists. One
+   * read by the run's key, nothing written.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id.
+   */
+  children(runId: string): TaskChildSnapshot[] | null {
+    checkName(runId, "A run id", false);
+    if (!this.#store.runs.getRun(runId)) return null;
+    return this.#store.children.list(runId).map((row) => ({
+      runId: row.child_run_id,
+      step: row.step,
+      target: JSON.parse(row.target) as { binding: string; id: string } | null,
+      state: row.state,
+      settledAt: row.settled_at,
+    }));
   }
 
   /**

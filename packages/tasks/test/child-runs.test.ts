@@ -111,6 +111,16 @@ describe("child runs: a run starts runs in other objects and awaits them", {
     const run = await settle(parent, runId, children);
     expect(run.state).toBe("completed");
     await expectOnce(parent, runId, children, run.result as TaskChildOutcome[]);
+    const known = await parent().childrenOf(runId);
+    expect(known?.map((c) => [c.step, c.state, c.target?.binding])).toEqual([
+      ["start 0", "completed", "SHARD"],
+      ["start 1", "completed", "SHARD"],
+      ["start 2", "completed", "SHARD"],
+    ]);
+    expect(known?.map((c) => c.runId)).toEqual(
+      (run.result as TaskChildOutcome[]).map((o) => o.runId),
+    );
+    expect(await parent().childrenOf("no-such-run")).toBeNull();
   });
 
   const faults: Array<[string, "parent" | "child", string]> = [
