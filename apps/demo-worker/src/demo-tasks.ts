@@ -35,6 +35,29 @@ export interface ProgramInput {
   code: string;
 }
 
+/** Input of `demo.fanout@v1`. */
+export interface FanoutInput {
+  /** How many child runs, 1–1000: child `i` runs in shard object `shard-<i mod objects>`. */
+  children: number;
+  /** Over how many shard objects, 1–100 (default: `children`, at most 100). */
+  objects?: number;
+  /** How long each child's work takes, 0–10,000 ms (0). */
+  ms?: number;
+  /** A durable sleep between two starts, 0–1,000 ms (0): a fan-out that takes its time. */
+  spacingMs?: number;
+}
+
+/** What `demo.fanout@v1` completes with: each child's `i²` in order, and how many children did not complete. */
+export interface FanoutResult {
+  children: number;
+  objects: number;
+  squares: Array<number | null>;
+  notCompleted: number;
+}
+
+/** The most shard objects a fan-out spreads over. */
+export const MAX_FANOUT_OBJECTS = 100;
+
 /** What the demo definitions need from the object that hosts them. */
 export interface DemoTaskHost {
   readonly streams: Streams;
@@ -112,6 +135,27 @@ async function runProgram(
  */
 export function demoTaskDefinitions(host: DemoTaskHost) {
   return {
+    "demo.fanout@v1": async (input: FanoutInput, step: TaskStep): Promise<FanoutResult> => {
+      const objects = input.objects ?? Math.min(input.children, MAX_FANOUT_OBJECTS);
+      const runs = [];
+      for (let i = 0; i < input.children; i++) {
+        if (i > 0 && input.spacingMs) await step.sleep(`gap ${i}`, input.spacingMs);
+        const target = { binding: "SHARD", name: `shard-${i % objects}` };
+        runs.push(
+          await step.startChild(`child ${i}`, target, "demo.shard@v1", { i, ms: input.ms ?? 0 }),
+        );
+      }
+      const outcomes = await step.awaitChildren("fan-in", runs);
+      const squares = outcomes.map((o) =>
+        o.state === "completed" ? (o.result as { square: number }).square : null,
+      );
+      return {
+        children: input.children,
+        objects,
+        squares,
+        notCompleted: squares.filter((square) => square === null).length,
+      };
+    },
     "demo.count@v1": async (input: CountInput, step: TaskStep) => {
       const last = input.steps - 1;
       for (let i = 0; i < input.steps; i++) {
@@ -191,6 +235,8 @@ export const INPUT_SHAPES: Record<DemoDefinition, string> = {
   "demo.flaky@v1": '{ "failures": 0–5, "retryMs"?: 1–60000 }',
   "demo.approval@v1": `{ "timeoutMs"?: 1–${MAX_APPROVAL_MS} }`,
   "demo.program@v1": '{ "code": "<ES module source>" }',
+  "demo.fanout@v1":
+    '{ "children": 1–1000, "objects"?: 1–100, "ms"?: 0–10000, "spacingMs"?: 0–1000 }',
 };
 
 function isIntegerIn(value: unknown, min: number, max: number): boolean {
@@ -262,12 +308,39 @@ function programProblem(input: unknown): string | null {
   return null;
 }
 
+/** What is wrong with a `demo.fanout@v1` input, or null. */
+function fanoutProblem(input: unknown): string | null {
+  if (!isObject(input)) {
+    return `demo.fanout@v1 needs "input": ${INPUT_SHAPES["demo.fanout@v1"]}; got ${describeValue(input)} as "input".`;
+  }
+  const fields = ["children", "objects", "ms", "spacingMs"];
+  const extra = Object.keys(input).filter((key) => !fields.includes(key));
+  if (extra.length > 0) {
+    return `demo.fanout@v1's "input" has "children", "objects", "ms" and "spacingMs"; got ${extra.map((key) => JSON.stringify(key)).join(", ")} too.`;
+  }
+  const { children, objects, ms, spacingMs } = input;
+  if (!isIntegerIn(children, 1, 1000)) {
+    return `"input.children" must be an integer from 1 to 1000; got ${describeValue(children)}.`;
+  }
+  if (objects !== undefined && !isIntegerIn(objects, 1, MAX_FANOUT_OBJECTS)) {
+    return `"input.objects" must be an integer from 1 to ${MAX_FANOUT_OBJECTS}; got ${describeValue(objects)}.`;
+  }
+  if (ms !== undefined && !isIntegerIn(ms, 0, 10_000)) {
+    return `"input.ms" must be an integer from 0 to 10000 (milliseconds); got ${describeValue(ms)}.`;
+  }
+  if (spacingMs !== undefined && !isIntegerIn(spacingMs, 0, 1000)) {
+    return `"input.spacingMs" must be an integer from 0 to 1000 (milliseconds); got ${describeValue(spacingMs)}.`;
+  }
+  return null;
+}
+
 /** A message saying what is wrong with a definition's input, or null when it is acceptable. */
 export function checkInput(definition: string, input: unknown): string | null {
   if (definition === "demo.count@v1") return countProblem(input);
   if (definition === "demo.flaky@v1") return flakyProblem(input);
   if (definition === "demo.approval@v1") return approvalProblem(input);
   if (definition === "demo.program@v1") return programProblem(input);
+  if (definition === "demo.fanout@v1") return fanoutProblem(input);
   return null;
 }
 

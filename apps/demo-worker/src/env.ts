@@ -1,6 +1,7 @@
 import type { ChatRoom } from "./chat-room";
 import type { Programs } from "./programs";
 import type { ProtocolStream } from "./protocol-stream";
+import type { Shard } from "./shard";
 import type { Workspace } from "./workspace";
 
 /** Bindings and config vars of the demo Worker, as declared in `wrangler.jsonc`. */
@@ -10,6 +11,8 @@ export interface Env {
   PROGRAMS: DurableObjectNamespace<Programs>;
   /** One object per Durable Streams protocol stream (`/v1/stream/*`). */
   PROTOCOL_STREAMS: DurableObjectNamespace<ProtocolStream>;
+  /** The shard objects `demo.fanout@v1`'s child runs run in (`shard-0` … `shard-99`). */
+  SHARD: DurableObjectNamespace<Shard>;
   /** One object per chat (`/chat`, `/chat/:chatId/stream`), named by the chat id. */
   CHAT: DurableObjectNamespace<ChatRoom>;
   /** Optional `--var`: the scripted chat model's delay between tokens in ms (default 25). */

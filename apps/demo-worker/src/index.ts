@@ -2,6 +2,7 @@ import type { Env } from "./env";
 import { createRouter } from "./router";
 import { chatRoutes } from "./routes/chat";
 import { debugRoutes } from "./routes/debug";
+import { fanoutRoutes } from "./routes/fanout";
 import { healthRoutes } from "./routes/health";
 import { inspectRoutes } from "./routes/inspect";
 import { pageRoutes } from "./routes/page";
@@ -12,6 +13,7 @@ import { taskRoutes } from "./routes/tasks";
 export { ChatRoom } from "./chat-room";
 export { Programs } from "./programs";
 export { ProtocolStream } from "./protocol-stream";
+export { Shard } from "./shard";
 export { Workspace } from "./workspace";
 
 // Each area of the demo's HTTP API (see README) lives in its own module under routes/.
@@ -19,6 +21,7 @@ const route = createRouter([
   ...pageRoutes,
   ...healthRoutes,
   ...taskRoutes,
+  ...fanoutRoutes,
   ...debugRoutes,
   ...programRoutes,
   ...streamRoutes,

@@ -83,6 +83,22 @@ export const PAGE_HTML = `<!doctype html>
     </form>
     <div id="chats"></div>
   </section>
+  <section id="fanout">
+    <h2>Fan-out across objects</h2>
+    <p><code>POST /fanout</code> starts a task that starts one child run per child in the shard
+    objects (<code>shard-0</code> … <code>shard-99</code>), each exactly once, and awaits them all.
+    Each child's settlement comes back through its shard's outbox, retried until the workspace
+    acknowledges it; the card below shows the fan-in as it arrives (<code>GET /fanout/:runId</code>),
+    across reloads and server restarts.</p>
+    <form id="fanout-form">
+      <label>children <input id="fanout-children" type="number" min="1" max="1000" value="100"></label>
+      <label>objects <input id="fanout-objects" type="number" min="1" max="100" value="100"></label>
+      <label>ms per child <input id="fanout-ms" type="number" min="0" max="10000" value="200"></label>
+      <button id="fanout-start" type="submit">Fan out</button>
+    </form>
+    <p class="answer" id="fanout-answer"></p>
+    <div id="fanouts"></div>
+  </section>
   <section id="routes">
     <h2>Routes</h2>
     <table>
@@ -102,6 +118,8 @@ export const PAGE_HTML = `<!doctype html>
         <tr><td><code>GET /chat/:chatId/stream</code></td><td>the active turn from its start; 204 when none</td></tr>
         <tr><td><code>POST /chat/:chatId/stop</code></td><td>stops the chat's active turn, from any client</td></tr>
         <tr><td><code>GET /chat/:chatId/messages</code></td><td>the chat's history: each settled answer once</td></tr>
+        <tr><td><code>POST /fanout</code></td><td><code>{ "children": 1–1000, "objects"?: 1–100, "ms"?: 0–10000, "spacingMs"?: 0–1000, "idempotencyKey"? }</code> starts a <code>demo.fanout@v1</code> run: one child run per child in the shard objects, awaited all</td></tr>
+        <tr><td><code>GET /fanout/:runId</code></td><td>the fan-in so far: <code>{ state, children, started, settled, owed, result? }</code></td></tr>
         <tr><td><code>GET /debug/*</code></td><td>inspection routes, only with <code>DEMO_DEBUG=on</code></td></tr>
       </tbody>
     </table>
@@ -182,6 +200,7 @@ function load() {
 const saved = load();
 saved.programs = saved.programs || [];
 saved.chats = saved.chats || [];
+saved.fanouts = saved.fanouts || [];
 function save() {
   localStorage.setItem(STORE_KEY, JSON.stringify(saved));
 }
@@ -552,7 +571,68 @@ async function showSettledAnswer(chat, view) {
   setChatState(chat, view, "done");
 }
 
+// ── Fan-out ──
+// A saved fan-out is its run id; its card polls GET /fanout/:runId until the run settled.
+
+function showFanout(runId) {
+  const state = el("span", { className: "state" });
+  const progress = el("p", { className: "text" });
+  const bar = el("progress", { max: 1, value: 0 });
+  const card = el("div", { className: "card fanout" }, [
+    el("header", {}, [el("span", { className: "title", textContent: "fan-out " + runId }), state, inspectLink("/inspect/#/runs/" + encodeURIComponent(runId))]),
+    bar,
+    progress,
+  ]);
+  card.dataset.run = runId;
+  document.getElementById("fanouts").prepend(card);
+  return { runId, state, progress, bar };
+}
+
+async function followFanout(runId) {
+  const view = showFanout(runId);
+  for (;;) {
+    const response = await fetch("/fanout/" + encodeURIComponent(runId)).catch(() => null);
+    const body = response && response.ok ? await response.json().catch(() => null) : null;
+    if (body) {
+      view.state.textContent = body.state;
+      view.state.className = "state " + (body.state === "completed" ? "completed" : body.state === "failed" ? "failed" : "live");
+      view.bar.max = body.children;
+      view.bar.value = body.settled;
+      let text = "started " + body.started + " of " + body.children + " children · settled " + body.settled;
+      if (body.result) {
+        const sum = body.result.squares.reduce((total, square) => total + (square ?? 0), 0);
+        text += " · sum of squares " + sum + " · not completed " + body.result.notCompleted;
+      }
+      view.progress.textContent = text;
+      if (["completed", "failed", "cancelled"].includes(body.state)) return;
+    } else if (response && response.status === 404) {
+      view.state.textContent = "unknown";
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+}
+
+document.getElementById("fanout-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const answer = document.getElementById("fanout-answer");
+  const body = {
+    children: Number(document.getElementById("fanout-children").value),
+    objects: Number(document.getElementById("fanout-objects").value),
+    ms: Number(document.getElementById("fanout-ms").value),
+  };
+  setAnswer(answer, "starting…");
+  const response = await postJson("/fanout", body);
+  const started = await response.json().catch(() => null);
+  if (!response.ok) return setAnswer(answer, describeError(started, response.status), true);
+  setAnswer(answer, response.status + " " + JSON.stringify(started));
+  saved.fanouts.push(started.runId);
+  save();
+  followFanout(started.runId);
+});
+
 // ── Start: everything saved continues where it was ──
+for (const runId of saved.fanouts) followFanout(runId);
 for (const entry of saved.streams) watch(entry);
 for (const record of saved.programs) refreshProgram(record);
 for (const chat of saved.chats) resumeChat(chat);

@@ -17,6 +17,7 @@ import {
   type DemoDefinition,
   type DemoTaskHost,
   demoTaskDefinitions,
+  type FanoutResult,
   failure,
   programExecutionId,
   runNotFound,
@@ -32,6 +33,22 @@ import { PROGRAM_LIMITS } from "./programs";
 
 /** How long `GET /streams/:id/sse` waits for a stream that does not exist yet, unless `DEMO_SSE_WAIT_MS` says otherwise. */
 const DEFAULT_SSE_WAIT_MS = 10_000;
+
+/** A fan-out's fan-in so far (`GET /fanout/:runId`). */
+export interface FanoutStatus {
+  runId: string;
+  state: string;
+  /** Children the run starts in all. */
+  children: number;
+  /** Children started so far. */
+  started: number;
+  /** Children whose settlement arrived. */
+  settled: number;
+  /** Messages the workspace still owes other objects (cancels). */
+  owed: number;
+  result?: FanoutResult;
+  error?: unknown;
+}
 
 /** The name of the one workspace object that answers workspace-wide routes. */
 export const WORKSPACE_NAME = "default";
@@ -54,6 +71,8 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
     definitions: demoTaskDefinitions(this),
     claimTimeoutMs: 3_000,
     maxValueBytes: 65_536,
+    // `demo.fanout@v1` starts its children in the shard objects; they answer through WORKSPACE.
+    children: { namespaces: this.env as unknown as Record<string, unknown>, self: "WORKSPACE" },
     onEvent: (event) => {
       if (event.type === "task:failed") this.#endRunStream(event.runId, event.error.message);
       if (event.type === "task:cancelled") this.#endRunStream(event.runId, event.reason);
@@ -155,6 +174,37 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
     const run = this.tasks.get(runId);
     if (!run) return runNotFound(runId);
     return { ok: true, value: { ...run, steps: this.tasks.steps(runId) ?? [] } };
+  }
+
+  /** The one RPC entry of child runs: the shards' settlements of `demo.fanout@v1`'s children. */
+  receiveTasks(message: unknown): Promise<unknown> {
+    return this.tasks.receive(message);
+  }
+
+  /**
+   * A fan-out's fan-in so far (`GET /fanout/:runId`): the run's state, how many children it has
+   * started and how many of them settled, and its result once completed.
+   */
+  fanout(runId: string): TaskCall<FanoutStatus> {
+    const run = this.tasks.get(runId);
+    if (!run || run.definition !== "demo.fanout@v1") return runNotFound(runId);
+    const children = this.tasks.children(runId) ?? [];
+    const input = this.tasks.history(runId)?.input as { children?: number } | undefined;
+    return {
+      ok: true,
+      value: {
+        runId,
+        state: run.state,
+        children: input?.children ?? children.length,
+        started: children.length,
+        settled: children.filter((child) => child.state !== "running").length,
+        owed: this.ctx.storage.sql
+          .exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_outbox")
+          .one().n,
+        ...(run.state === "completed" ? { result: run.result as FanoutResult } : {}),
+        ...(run.state === "failed" ? { error: run.error } : {}),
+      },
+    };
   }
 
   /** Cancels a run (`POST /tasks/:runId/cancel`); `cancelled` is false for a settled run. */
