@@ -2,6 +2,8 @@ import { DurableObject } from "cloudflare:workers";
 import type { BenchEnv, Figures, WorkloadInfo } from "./workload";
 import { workloads } from "./workloads/index";
 
+// The parent and shard classes of the fan-out workload (bindings in wrangler.jsonc).
+export { FanParent, FanShard } from "./workloads/fan-out";
 // The Workflow class the tasks-workflows workload compares against (binding in wrangler.jsonc).
 export { TasksBenchWorkflow } from "./workloads/tasks-workflows";
 

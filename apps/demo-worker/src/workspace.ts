@@ -187,7 +187,7 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
    */
   fanout(runId: string): TaskCall<FanoutStatus> {
     const run = this.tasks.get(runId);
-    if (!run || run.definition !== "demo.fanout@v1") return runNotFound(runId);
+    if (run?.definition !== "demo.fanout@v1") return runNotFound(runId);
     const children = this.tasks.children(runId) ?? [];
     const input = this.tasks.history(runId)?.input as { children?: number } | undefined;
     return {

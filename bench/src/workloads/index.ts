@@ -1,6 +1,7 @@
 import type { Workload } from "../workload";
 import { bridgeWorkloads } from "./bridge-workloads";
 import { chatTurns, chatTurnsReclaim } from "./chat-turns";
+import { fanOut } from "./fan-out";
 import { inspectViews } from "./inspect";
 import { journalWorkloads } from "./journal-workloads";
 import { sqliteFloor } from "./sqlite-floor";
@@ -13,6 +14,7 @@ export const workloads: Workload[] = [
   ...journalWorkloads,
   ...streamsWorkloads,
   ...tasksWorkloads,
+  fanOut,
   ...bridgeWorkloads,
   chatTurns,
   chatTurnsReclaim,
