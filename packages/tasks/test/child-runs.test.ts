@@ -121,6 +121,8 @@ describe("child runs: a run starts runs in other objects and awaits them", {
       (run.result as TaskChildOutcome[]).map((o) => o.runId),
     );
     expect(await parent().childrenOf("no-such-run")).toBeNull();
+    // The await parks once at most and is woken once, by the last settlement: two attempts at most.
+    expect(await parent().attemptsOf(runId)).toBeLessThanOrEqual(2);
   });
 
   const faults: Array<[string, "parent" | "child", string]> = [

@@ -161,6 +161,33 @@ describe("the demo page in headless Chromium under wrangler dev", () => {
     await context.close();
   });
 
+  it("fans a job out from its form, shows the fan-in grow on its card, and after a reload shows the completed fan-in again", async () => {
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    await page.goto(`${dev.url}/`);
+    await page.fill("#fanout-children", "30");
+    await page.fill("#fanout-objects", "10");
+    await page.fill("#fanout-ms", "300");
+    await page.click("#fanout-start");
+    const card = page.locator(".card.fanout").first();
+    // The fan-in grows: the card shows settled children before the run completed.
+    await card.locator(".state", { hasText: "waiting" }).waitFor({ timeout: 30_000 });
+    await card.locator(".state", { hasText: "completed" }).waitFor({ timeout: 60_000 });
+    const text = await card.locator(".text").textContent();
+    const sum = Array.from({ length: 30 }, (_, i) => i * i).reduce((a, b) => a + b, 0);
+    expect(text).toContain("started 30 of 30 children · settled 30");
+    expect(text).toContain(`sum of squares ${sum} · not completed 0`);
+    expect(await card.locator("progress").getAttribute("value")).toBe("30");
+    // A reload follows the saved fan-out again, from the server.
+    await page.reload();
+    const again = page.locator(".card.fanout").first();
+    await again.locator(".state", { hasText: "completed" }).waitFor({ timeout: 30_000 });
+    expect(await again.locator(".text").textContent()).toContain(`sum of squares ${sum}`);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
   it("runs the approval example to its interrupt, and after a reload resumes it from its card to completion, the job started once", async () => {
     const page = await browser.newPage();
     const problems: string[] = [];
