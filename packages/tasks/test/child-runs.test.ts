@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { encode } from "@durablekit/handle-journal";
 import { describe, expect, it } from "vitest";
@@ -142,6 +142,15 @@ describe("child runs: a run starts runs in other objects and awaits them", {
       await expectOnce(parent, runId, children, run.result as TaskChildOutcome[]);
     });
   }
+
+  it("restarts every object at once (abortAllDurableObjects) as soon as the fan-out started: one child run per key, each settlement applied once", async () => {
+    const { prefix, parent, children } = world(3);
+    const runId = await fan(parent, { shards: 3, prefix });
+    await abortAllDurableObjects();
+    const run = await settle(parent, runId, children);
+    expect(run.state).toBe("completed");
+    await expectOnce(parent, runId, children, run.result as TaskChildOutcome[]);
+  });
 
   it("restarts a child in the middle of its run: its step runs again after the restart, once to completion", async () => {
     const { prefix, parent, children } = world(2);
