@@ -213,6 +213,26 @@ export class ChildRuns {
     return { runId, step, target: address };
   }
 
+  /**
+   * Refuses a list a wait could never finish: a child named twice, or a run this run did not
+   * start (its settlement would never come here).
+   * @throws TasksError `tasks/invalid-argument`.
+   */
+  checkAwaitable(parentRunId: string, runs: readonly TaskChildRun[], what: string): void {
+    const ids = runs.map((run) => run.runId);
+    if (new Set(ids).size !== ids.length) {
+      throw new TasksError("tasks/invalid-argument", `${what} names a child run twice.`);
+    }
+    const rows = this.#host.store.children.rows(parentRunId, ids);
+    const foreign = ids.find((id) => !rows.has(id));
+    if (foreign !== undefined) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `${what} names run "${foreign}", which is not a child run this run started with step.startChild.`,
+      );
+    }
+  }
+
   /** Positions in `runs` of the children already settled. */
   settledPositions(parentRunId: string, runs: readonly TaskChildRun[]): number[] {
     const rows = this.#host.store.children.rows(

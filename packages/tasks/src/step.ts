@@ -386,6 +386,7 @@ export class ReplayStep implements TaskStep {
     }
     a.goLive();
     const seq = row ? row.seq : a.journal.takeSeq();
+    children.checkAwaitable(this.runId, list, `awaitChildren("${name}")`);
     const settled = children.settledPositions(this.runId, list);
     const now = a.now();
     const timedOut = row !== undefined && row.wake_at !== null && now >= row.wake_at;

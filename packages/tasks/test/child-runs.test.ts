@@ -286,6 +286,11 @@ describe("child runs: bad input", () => {
     ["no runs", { code: INVALID }],
     ["too many runs", { code: INVALID }],
     ["not a run", { code: INVALID }],
+    ["a run twice", { code: INVALID, message: expect.stringContaining("twice") }],
+    [
+      "a run it did not start",
+      { code: INVALID, message: expect.stringContaining("not a child run") },
+    ],
     ["count 0", { code: INVALID }],
     ["count over the runs", { code: INVALID }],
     ["bad timeoutMs", { code: INVALID }],
