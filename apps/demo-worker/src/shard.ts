@@ -57,7 +57,7 @@ export class Shard extends DurableObject<Env> {
           }),
       },
       claimTimeoutMs: 3_000,
-      children: { namespaces: env as unknown as Record<string, unknown>, self: "SHARD" },
+      children: { namespaces: env, self: "SHARD" },
     });
     this.alarms = new Alarms(ctx, { parts: [this.tasks] });
   }

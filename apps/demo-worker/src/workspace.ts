@@ -72,7 +72,7 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
     claimTimeoutMs: 3_000,
     maxValueBytes: 65_536,
     // `demo.fanout@v1` starts its children in the shard objects; they answer through WORKSPACE.
-    children: { namespaces: this.env as unknown as Record<string, unknown>, self: "WORKSPACE" },
+    children: { namespaces: this.env, self: "WORKSPACE" },
     onEvent: (event) => {
       if (event.type === "task:failed") this.#endRunStream(event.runId, event.error.message);
       if (event.type === "task:cancelled") this.#endRunStream(event.runId, event.reason);

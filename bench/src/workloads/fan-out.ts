@@ -42,7 +42,7 @@ export class FanShard extends DurableObject<Env> implements Counted {
         "square@v1": async (input: { i: number }, step: TaskStep) =>
           step.do("work", () => input.i * input.i),
       },
-      children: { namespaces: env as unknown as Record<string, unknown>, self: "FAN_SHARD" },
+      children: { namespaces: env, self: "FAN_SHARD" },
     });
     this.alarms = new Alarms(this.#counted.state, { parts: [this.tasks] });
   }
@@ -109,7 +109,7 @@ export class FanParent extends DurableObject<Env> implements Counted {
         },
       },
       maxStepsPerRun: 2_000,
-      children: { namespaces: env as unknown as Record<string, unknown>, self: "FAN_PARENT" },
+      children: { namespaces: env, self: "FAN_PARENT" },
       onEvent: (event) => {
         if (event.type !== "task:completed") return;
         const done = this.#done.get(event.runId);

@@ -51,7 +51,7 @@ export interface TaskChildrenOptions {
    * The Durable Object namespaces child runs live in, and parents answer through, by binding name:
    * pass the Worker's `env`. A child target names one of them.
    */
-  namespaces: Record<string, unknown>;
+  namespaces: object;
   /** The binding this object's own class is bound as in `namespaces`: how its children reach it. */
   self: string;
   /**
@@ -118,13 +118,13 @@ function refused(error: unknown): TaskChildReply {
  */
 export class ChildRuns {
   readonly #host: ChildRunsHost;
-  readonly #namespaces: Record<string, unknown>;
+  readonly #namespaces: Readonly<Record<string, unknown>>;
   readonly #self: ObjectAddress;
   readonly #deliveryTimeoutMs: number;
 
   constructor(host: ChildRunsHost, options: TaskChildrenOptions, deliveryTimeoutMs: number) {
     this.#host = host;
-    this.#namespaces = options.namespaces;
+    this.#namespaces = options.namespaces as Readonly<Record<string, unknown>>;
     this.#self = { binding: options.self, id: host.ctx.id.toString() };
     this.#deliveryTimeoutMs = deliveryTimeoutMs;
     this.#namespace(options.self, "children.self");
