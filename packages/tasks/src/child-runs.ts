@@ -90,14 +90,10 @@ export interface ChildRunsHost {
   maxValueBytes: number;
   now(): number;
   requestWake(at: number): void;
-  /** Starts an attempt of a run that became due, in this invocation (null when it cannot). */
+  /** Starts an attempt of a run that became due, in this invocation (nothing when one is running). */
   startRun(runId: string, now: number): void;
-  /** `tasks.run()` with the child's idempotency key, linking the run to its parent before its first attempt. */
-  accept(
-    message: StartMessage,
-    input: unknown,
-    link: (runId: string) => void,
-  ): Promise<{ runId: string; terminal: boolean }>;
+  /** `tasks.run()` with the child's idempotency key, linking the run to its parent before its first attempt; answers its run id. */
+  accept(message: StartMessage, input: unknown, link: (runId: string) => void): Promise<string>;
   cancel(runId: string, reason: string): Promise<boolean>;
 }
 
@@ -321,7 +317,7 @@ export class ChildRuns {
   async #receiveStart(m: StartMessage): Promise<TaskChildReply> {
     const host = this.#host;
     const input = decodeValue(m.input);
-    const { runId } = await host.accept(m, input, (childRunId) =>
+    const runId = await host.accept(m, input, (childRunId) =>
       host.store.outbox.link(childRunId, m.parent, m.parentRunId, m.key),
     );
     return { v: 1, ok: true, runId };

@@ -99,9 +99,4 @@ export class OutboxStore {
       id,
     );
   }
-
-  /** Messages still owed. */
-  count(): number {
-    return this.#sql.exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_outbox").one().n;
-  }
 }

@@ -681,7 +681,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
             { idempotencyKey: message.key },
             link,
           );
-          return { runId: receipt.runId, terminal: TERMINAL_STATES.has(receipt.state) };
+          return receipt.runId;
         },
         cancel: (runId, reason) => this.cancel(runId, reason),
       },
