@@ -78,6 +78,9 @@ export const DEFAULT_DELIVERY_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 /** Messages one alarm delivers at most (the rest stay due: the alarm comes back at once). */
 const DELIVERIES_PER_ALARM = 256;
 
+/** How long an alarm waits for its deliveries (10 s, as it waits for the attempts it started). */
+const DELIVERY_WAIT_MS = 10_000;
+
 /** The back-off of a failed delivery: 1 s, doubling, at most 5 minutes. */
 function retryDelayMs(attempts: number): number {
   return Math.min(1000 * 2 ** Math.min(attempts - 1, 16), 300_000);
@@ -205,7 +208,28 @@ export class ChildRuns {
       );
     }
     const runId = (reply as { runId: string }).runId;
-    this.#host.store.children.started(parentRunId, runId, step, address);
+    const store = this.#host.store;
+    const parent = store.runs.getRun(parentRunId);
+    if (parent === undefined || TERMINAL_STATES.has(parent.state)) {
+      // The parent settled while the start was on its way (a cancel, say): the child it just
+      // started would outlive it. It gets the cancel the parent's settlement would have queued.
+      const now = this.#host.now();
+      store.outbox.enqueue(
+        `cancel:${runId}`,
+        JSON.stringify(address),
+        {
+          v: 1,
+          kind: "cancel",
+          key: message.key,
+          childRunId: runId,
+          reason: `its parent run "${parentRunId}" settled while it was being started`,
+        },
+        now,
+      );
+      this.#host.requestWake(now);
+    } else {
+      store.children.started(parentRunId, runId, step, address);
+    }
     return { runId, step, target: address };
   }
 
@@ -386,7 +410,7 @@ export class ChildRuns {
     const host = this.#host;
     const now = host.now();
     const due = host.store.outbox.due(now, DELIVERIES_PER_ALARM);
-    await Promise.all(
+    const all = Promise.all(
       due.map(async (row) => {
         if (now - row.created_at >= this.#deliveryTimeoutMs) {
           host.store.outbox.delete(row.id);
@@ -412,6 +436,16 @@ export class ChildRuns {
         if (delivered) host.store.outbox.delete(row.id);
       }),
     );
+    // A receiver that hangs must not hold the object's alarm: its message is leased, so it is
+    // delivered again after its back-off whatever this wait decides.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      all,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, DELIVERY_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
     if (due.length === DELIVERIES_PER_ALARM) host.requestWake(host.now());
   }
 }

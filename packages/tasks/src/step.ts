@@ -329,7 +329,14 @@ export class ReplayStep implements TaskStep {
       checkName(definition, `startChild("${name}") definition`);
       // A bad target is refused at the call, not retried as a step; a journaled start is not
       // checked again (a replay needs nothing of the target).
-      if (this.#a.journal.get(name) === undefined) children.address(target);
+      if (this.#a.journal.get(name) === undefined) {
+        children.address(target);
+        checkName(
+          this.idempotencyKey(name),
+          `startChild("${name}") child key (<run id>:<step>)`,
+          false,
+        );
+      }
       const start = () => children.start(this.runId, name, target, definition, input);
       return options === undefined ? this.do(name, start) : this.do(name, options, start);
     } catch (thrown) {

@@ -506,6 +506,9 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       definition: row.definition,
       reason: reason ?? null,
     });
+    // What the cancelled run owes other objects (its settlement, its children's cancels) is
+    // delivered by the alarm: the wake is set before this answers.
+    await this.#runner.flushWakes();
     return true;
   }
 
@@ -619,7 +622,10 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
           'This object\'s Tasks has no children option: construct it with { children: { namespaces: env, self: "<its binding>" } }.',
       };
     }
-    return children.receive(message);
+    const reply = await children.receive(message);
+    // A wake it asked for (a parent made due, a settlement queued) is set before it answers.
+    await this.#runner.flushWakes();
+    return reply;
   }
 
   /** The earliest time a run needs a wake, or a message to another object is due (epoch ms); `null` when none does. */

@@ -202,6 +202,18 @@ describe("child runs: first N, timeouts, failures and cancellation", { timeout: 
     }
   });
 
+  it("cancels a child whose start was answered after its parent was cancelled: no child outlives its parent", async () => {
+    const { prefix, parent, children } = world(2);
+    // Shard 1 accepts its child, then cancels the parent before it answers the start.
+    await (children[1] as () => Shard)().arm("cancel-parent-after-start");
+    const runId = await fan(parent, { shards: 2, prefix, definition: "hang@v1" });
+    const run = await settle(parent, runId, children);
+    expect(run.state).toBe("cancelled");
+    for (let i = 0; i < 2; i++) {
+      expect((await childRun(children[i] as () => Shard, runId, i))?.state).toBe("cancelled");
+    }
+  });
+
   it("reports a child that failed for good with its coded error", async () => {
     const { prefix, parent, children } = world(1);
     const runId = await fan(parent, { shards: 1, prefix, definition: "fail@v1" });
