@@ -1,5 +1,5 @@
 import { checkName } from "./arguments";
-import type { ChildRuns } from "./child-runs";
+import type { ChildSteps } from "./children/child-steps";
 import { DuplicateStepError, isNonRetryable, ReplayDivergedError, TasksError } from "./errors";
 import type { TaskEvent } from "./events";
 import type { Journal, JournalRow } from "./journal";
@@ -30,7 +30,7 @@ export interface AttemptDeps {
   release(attempt: Attempt): void;
   onFailed(error: Error, runId: string, definition: string): void;
   /** Runs in other objects (the `children` option), or null. */
-  children: () => ChildRuns | null;
+  children: () => ChildSteps | null;
 }
 
 /** The identity of one claimed attempt. */
@@ -203,9 +203,9 @@ export class Attempt implements StepEngine {
     return encodeValue(value, this.#deps.maxValueBytes, path);
   }
 
-  record(row: StepRow): boolean {
+  record(row: StepRow, extra?: () => void): boolean {
     // Written now, synchronously, before the step's promise resolves (see JournalWriter).
-    return this.#writer.write(row);
+    return this.#writer.write(row, extra);
   }
 
   stepFailed(
@@ -313,10 +313,11 @@ export class Attempt implements StepEngine {
     wakeAt: number | null,
     step: string,
     waitEvent?: string,
+    extra?: () => void,
   ): AttemptEnded {
     // An event wait names its step on the run row (deliveries match it); the others only here.
     const waitStep = waitEvent === undefined ? null : step;
-    return this.#park(reason, wakeAt, null, waitStep, waitEvent ?? null, step);
+    return this.#park(reason, wakeAt, null, waitStep, waitEvent ?? null, step, extra);
   }
 
   parkNew(
@@ -324,6 +325,7 @@ export class Attempt implements StepEngine {
     wakeAt: number | null,
     row: StepRow,
     waitEvent?: string,
+    extra?: () => void,
   ): AttemptEnded {
     return this.#park(
       reason,
@@ -331,6 +333,8 @@ export class Attempt implements StepEngine {
       row,
       waitEvent === undefined ? null : row.name,
       waitEvent ?? null,
+      row.name,
+      extra,
     );
   }
 
@@ -345,6 +349,7 @@ export class Attempt implements StepEngine {
     waitStep: string | null = null,
     waitEvent: string | null = null,
     step: string | null = row?.name ?? waitStep,
+    extra?: () => void,
   ): AttemptEnded {
     if (this.#ended) return this.#ended;
     // A pending cancel wins over the park (and the park's SQL refuses it too).
@@ -359,6 +364,7 @@ export class Attempt implements StepEngine {
           throw new FenceLost(this.runId);
         }
         if (row) store.steps.writeStep(this.runId, row);
+        extra?.();
         // The attempt ends here: at the step it parked at, with a retried step's error.
         const error = reason === "retry" ? (row?.value ?? null) : null;
         store.attempts.parked(this.runId, reason, step, error, at);
@@ -395,7 +401,7 @@ export class Attempt implements StepEngine {
 
   // ── Progress ──
 
-  children(): ChildRuns | null {
+  children(): ChildSteps | null {
     return this.#deps.children();
   }
 

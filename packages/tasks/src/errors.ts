@@ -20,7 +20,10 @@ import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compos
  * - `tasks/too-deep`: such a value nests deeper than the codec allows.
  * - `tasks/not-found`: `sendEvent()` named a run that does not exist.
  * - `tasks/closed`: `sendEvent()` named a run that is already completed, failed or cancelled.
- * - `tasks/schema-too-new`: the `dk_tasks_*` tables were written by a newer version of this package.
+ * - `tasks/schema-too-new`: the `dk_tasks_*` tables were written by a newer version of this package,
+ *   or a child-run message is of a newer protocol version (the sender retries it until a deploy).
+ * - `tasks/forbidden`: a child-run message (`tasks.receive`) did not prove it belongs to the exchange
+ *   it names (its secret, or the child it names, is not the exchange's); answered, never thrown.
  *
  * Recorded on a run (the run fails, the code is in its snapshot's `error.code`):
  * - `tasks/missing-definition`: the run's definition is no longer registered (removed by a deploy).
@@ -48,6 +51,7 @@ export type TasksErrorCode = ErrorCodeOf<
   | "schema-too-new"
   | "diverged",
   | "unknown-definition"
+  | "forbidden"
   | "missing-definition"
   | "duplicate-step"
   | "step-limit"

@@ -12,6 +12,19 @@ interface RunRef {
   definition: string;
 }
 
+/** The object a message about child runs went to or came from: its namespace binding and id. */
+export interface TaskChildAddress {
+  binding: string;
+  id: string;
+}
+
+/** Which message of the child-run protocol an event is about, and the exchange it names. */
+interface ChildMessageRef {
+  message: "start" | "settled" | "cancel";
+  /** The exchange's key (public; never its secret). */
+  key: string;
+}
+
 /**
  * A lifecycle event, delivered synchronously to the `onEvent` option. Replayed steps emit nothing:
  * `task:step:started` and `task:step:completed` mean the step's callback really ran.
@@ -54,7 +67,38 @@ export type TaskEvent =
   | ({ type: "task:completed" } & RunRef)
   | ({ type: "task:failed"; error: TaskErrorInfo } & RunRef)
   | ({ type: "task:cancelled"; reason: string | null } & RunRef)
-  | ({ type: "task:deleted" } & RunRef);
+  | ({ type: "task:deleted" } & RunRef)
+  /** A child run this run started answered its start (parent's side). */
+  | ({
+      type: "task:child:started";
+      step: string;
+      childRunId: string;
+      target: TaskChildAddress;
+    } & RunRef)
+  /** A child's settlement was applied to this run (parent's side); a duplicate emits nothing. */
+  | ({
+      type: "task:child:settled";
+      step: string;
+      childRunId: string;
+      state: "completed" | "failed" | "cancelled";
+    } & RunRef)
+  /** A message this object owed another object was acknowledged (and deleted from its outbox). */
+  | ({ type: "task:child:delivered"; target: TaskChildAddress } & ChildMessageRef)
+  /**
+   * A message about child runs was refused and changed nothing: one this object received (no
+   * `target`; `message` and `key` null when it was too malformed to tell), or one it sent that the
+   * receiver refused (`target`: it is retried until `deliveryTimeoutMs`).
+   */
+  | {
+      type: "task:child:refused";
+      message: ChildMessageRef["message"] | null;
+      key: string | null;
+      code: string;
+      reason: string;
+      target?: TaskChildAddress;
+    }
+  /** A message this object owed was dropped after `deliveryTimeoutMs` without an acknowledgement. */
+  | ({ type: "task:child:dropped"; target: TaskChildAddress; attempts: number } & ChildMessageRef);
 
 /** The `type` of every {@link TaskEvent}. */
 export type TaskEventType = TaskEvent["type"];

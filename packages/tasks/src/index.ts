@@ -1,4 +1,4 @@
-export type { TaskChildReply } from "./child-messages";
+export type { TaskChildMessageReply, TaskChildReply } from "./children/protocol";
 export {
   CHILDREN_EVENT,
   MAX_AWAITED_CHILDREN,
@@ -8,7 +8,7 @@ export {
   type TaskChildrenOptions,
   type TaskChildSnapshot,
   type TaskChildTarget,
-} from "./child-runs";
+} from "./children/types";
 export {
   DuplicateStepError,
   EventTimeoutError,
@@ -22,7 +22,7 @@ export {
   type TasksErrorCode,
   type TasksErrorOptions,
 } from "./errors";
-export type { TaskErrorInfo, TaskEvent, TaskEventType } from "./events";
+export type { TaskChildAddress, TaskErrorInfo, TaskEvent, TaskEventType } from "./events";
 export type { TaskBackoff, TaskRetryOptions, TaskStepOptions } from "./policy";
 export type {
   TaskInterruptedStep,

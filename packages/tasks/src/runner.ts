@@ -1,6 +1,6 @@
 import { createEmitter, requestWake } from "@durablekit/compose";
 import { Attempt, type AttemptDeps } from "./attempt";
-import type { ChildRuns } from "./child-runs";
+import type { ChildSteps } from "./children/child-steps";
 import { MissingDefinitionError, TasksError } from "./errors";
 import type { TaskEvent } from "./events";
 import { Journal } from "./journal";
@@ -33,7 +33,7 @@ export interface RunnerConfig {
   now: () => number;
   hooks: Pick<TasksOptions<TaskDefinitions>, "onEvent" | "onError">;
   /** Runs in other objects (the `children` option), or null; read when an attempt needs them. */
-  children: () => ChildRuns | null;
+  children: () => ChildSteps | null;
 }
 
 /**

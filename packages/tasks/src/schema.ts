@@ -13,7 +13,7 @@ import { TasksError } from "./errors";
  */
 
 /** The schema version this code reads and writes (the number of migration steps). */
-export const TASKS_SCHEMA_VERSION = 5;
+export const TASKS_SCHEMA_VERSION = 6;
 
 /** `MIGRATIONS[n]` brings the tables from version n to n + 1. */
 const MIGRATIONS: ReadonlyArray<readonly string[]> = [
@@ -150,6 +150,59 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
       id TEXT NOT NULL PRIMARY KEY,
       target TEXT NOT NULL,
       message TEXT NOT NULL,
+      attempts INTEGER NOT NULL,
+      next_at INTEGER NOT NULL,
+      created_at INTEGER NOT NULL
+    ) WITHOUT ROWID`,
+    "CREATE INDEX dk_tasks_outbox_next ON dk_tasks_outbox (next_at)",
+  ],
+  // v6: child runs whose every message proves its exchange (message version 2). A parent records
+  // its intent (the child's step, a random key and secret, the target) before the start leaves;
+  // the child keeps its side of the exchange by key in `dk_tasks_links`, after it settles too (a
+  // tombstone until `expires_at`); the outbox stores a settlement's result text apart from its
+  // envelope (one escaping, so a result of maxValueBytes fits a row). Version-1 exchanges carry no
+  // secret and cannot be proven: their tables are replaced, not carried over.
+  [
+    "DROP TABLE dk_tasks_children",
+    "DROP TABLE dk_tasks_parents",
+    "DROP TABLE dk_tasks_outbox",
+    "DELETE FROM dk_tasks_child_waits",
+    `CREATE TABLE dk_tasks_children (
+      parent_run_id TEXT NOT NULL,
+      step TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      key TEXT NOT NULL,
+      secret TEXT NOT NULL,
+      target TEXT NOT NULL,
+      definition TEXT NOT NULL,
+      child_run_id TEXT,
+      state TEXT NOT NULL CHECK (state IN ('starting', 'running', 'completed', 'failed', 'cancelled')),
+      result TEXT,
+      error TEXT,
+      settled_at INTEGER,
+      wait_step TEXT,
+      created_at INTEGER NOT NULL,
+      PRIMARY KEY (parent_run_id, step)
+    ) WITHOUT ROWID`,
+    `CREATE TABLE dk_tasks_links (
+      key TEXT NOT NULL PRIMARY KEY,
+      secret TEXT NOT NULL,
+      parent TEXT,
+      parent_run_id TEXT,
+      step TEXT,
+      definition TEXT,
+      child_run_id TEXT,
+      expires_at INTEGER
+    ) WITHOUT ROWID`,
+    `CREATE UNIQUE INDEX dk_tasks_links_by_run ON dk_tasks_links (child_run_id)
+      WHERE child_run_id IS NOT NULL`,
+    `CREATE INDEX dk_tasks_links_by_expiry ON dk_tasks_links (expires_at)
+      WHERE expires_at IS NOT NULL`,
+    `CREATE TABLE dk_tasks_outbox (
+      id TEXT NOT NULL PRIMARY KEY,
+      target TEXT NOT NULL,
+      envelope TEXT NOT NULL,
+      payload TEXT,
       attempts INTEGER NOT NULL,
       next_at INTEGER NOT NULL,
       created_at INTEGER NOT NULL

@@ -1,4 +1,4 @@
-import type { ChildRuns } from "./child-runs";
+import type { ChildSteps } from "./children/child-steps";
 import type { TaskEvent } from "./events";
 import type { Journal, JournalRow } from "./journal";
 import type { StepPolicy } from "./policy";
@@ -22,6 +22,8 @@ export interface StepEngine {
   readonly definition: string;
   /** The run's attempt number (1 for the first). */
   readonly number: number;
+  /** The generation this attempt's writes are fenced on. */
+  readonly generation: string;
   /** The journal as loaded when the attempt started: a hit is answered from it with no SQL. */
   readonly journal: Journal;
   /** The default step policy (the `retries` and `stepTimeoutMs` options). */
@@ -68,9 +70,10 @@ export interface StepEngine {
   encode(value: unknown, path: string): string;
   /**
    * Writes a settled step's row (a completed `do` with its encoded result, a sleep already past)
-   * now, before the step's promise resolves. False when superseded (the attempt has ended).
+   * now, before the step's promise resolves, with `extra` (when given) in the same transaction.
+   * False when superseded (the attempt has ended).
    */
-  record(row: StepRow): boolean;
+  record(row: StepRow, extra?: () => void): boolean;
   /**
    * Decides what a failed step attempt becomes — a retry park, a journaled failure, a cancel — and
    * returns what the step call rejects with: the rebuilt error, or the end signal.
@@ -90,19 +93,24 @@ export interface StepEngine {
   journaledFailure(record: string | null): Error;
 
   // ── Waits: sleeps, retries and event waits ──
-  /** Parks on a step that already has its row; returns the end signal to throw. */
+  /**
+   * Parks on a step that already has its row; returns the end signal to throw. `extra` (when
+   * given) is written in the park's fenced transaction.
+   */
   parkAgain(
     reason: TaskWaitReason,
     wakeAt: number | null,
     step: string,
     waitEvent?: string,
+    extra?: () => void,
   ): AttemptEnded;
-  /** Parks with a new waiting step row; returns the end signal to throw. */
+  /** Parks with a new waiting step row (and `extra`, as {@link parkAgain}); returns the end signal to throw. */
   parkNew(
     reason: TaskWaitReason,
     wakeAt: number | null,
     row: StepRow,
     waitEvent?: string,
+    extra?: () => void,
   ): AttemptEnded;
   /** The oldest buffered event of a type for this run, if any. */
   peekEvent(type: string): EventRow | undefined;
@@ -126,7 +134,7 @@ export interface StepEngine {
 
   // ── Runs in other objects ──
   /** Child runs (`startChild`, `awaitChildren`); null when the `children` option is not set. */
-  children(): ChildRuns | null;
+  children(): ChildSteps | null;
 
   // ── Progress ──
   /** Publishes a status message when live; replayed ground stays silent. */

@@ -1,12 +1,12 @@
 import { check, checkMs, checkName, checkOptions } from "./arguments";
+import type { ChildSteps } from "./children/child-steps";
 import {
   CHILDREN_EVENT,
-  type ChildRuns,
   MAX_AWAITED_CHILDREN,
   type TaskChildOutcome,
   type TaskChildRun,
   type TaskChildTarget,
-} from "./child-runs";
+} from "./children/types";
 import { EventTimeoutError, StepTimeoutError, TasksError } from "./errors";
 import { stepRow } from "./journal-writer";
 import { resolvePolicy, type StepPolicy, type TaskStepOptions } from "./policy";
@@ -325,19 +325,14 @@ export class ReplayStep implements TaskStep {
     options?: TaskStepOptions,
   ): Promise<TaskChildRun> {
     try {
+      const a = this.#a;
       const children = this.#childRuns(`startChild("${name}")`);
       checkName(definition, `startChild("${name}") definition`);
       // A bad target is refused at the call, not retried as a step; a journaled start is not
       // checked again (a replay needs nothing of the target).
-      if (this.#a.journal.get(name) === undefined) {
-        children.address(target);
-        checkName(
-          this.idempotencyKey(name),
-          `startChild("${name}") child key (<run id>:<step>)`,
-          false,
-        );
-      }
-      const start = () => children.start(this.runId, name, target, definition, input);
+      if (a.journal.get(name) === undefined) children.address(target);
+      const run = { runId: a.runId, generation: a.generation, definition: a.definition };
+      const start = () => children.start(run, name, target, definition, input);
       return options === undefined ? this.do(name, start) : this.do(name, options, start);
     } catch (thrown) {
       return Promise.reject(thrown);
@@ -400,15 +395,17 @@ export class ReplayStep implements TaskStep {
     if (settled.length >= count || timedOut) {
       const positions = settled.length === list.length ? null : settled;
       const text = a.encode(positions, `awaitChildren("${name}")`);
+      // The answer and the end of its wait are one fenced transaction.
       const written = a.record(
         stepRow(name, seq, "event", now, { value: text, event_type: CHILDREN_EVENT }),
+        () => children.clearWait(this.runId, name),
       );
       if (!written) throw a.ended;
-      children.clearWait(this.runId, name);
       return children.outcomes(this.runId, list, positions);
     }
-    children.registerWait(this.runId, name, list, count - settled.length);
-    if (row) throw a.parkAgain("event", row.wake_at, name, CHILDREN_EVENT);
+    // The wait's rows are written in the park's fenced transaction: a superseded attempt writes none.
+    const wait = () => children.registerWait(this.runId, name, list, count - settled.length);
+    if (row) throw a.parkAgain("event", row.wake_at, name, CHILDREN_EVENT, wait);
     const wakeAt = timeoutMs === null ? null : now + timeoutMs;
     throw a.parkNew(
       "event",
@@ -419,10 +416,11 @@ export class ReplayStep implements TaskStep {
         event_type: CHILDREN_EVENT,
       }),
       CHILDREN_EVENT,
+      wait,
     );
   }
 
-  #childRuns(what: string): ChildRuns {
+  #childRuns(what: string): ChildSteps {
     const children = this.#a.children();
     if (children === null) {
       throw new TasksError(

@@ -1,9 +1,11 @@
 import { AttemptStore } from "./attempt-store";
 import { CallStore } from "./call-store";
-import { ChildStore } from "./child-store";
+import { ChildStore } from "./children/child-store";
+import { LinkStore } from "./children/link-store";
+import { OutboxStore } from "./children/outbox-store";
+import { cancelMessage, settledMessage, toStored } from "./children/protocol";
 import { TasksError } from "./errors";
 import { EventBuffer } from "./event-buffer";
-import { OutboxStore } from "./outbox-store";
 import { RunStore, type Settlement } from "./run-store";
 import { StepStore } from "./step-store";
 import { errorText } from "./values";
@@ -36,10 +38,14 @@ export class TaskStore {
   readonly events: EventBuffer;
   /** A parent's side of child runs: its children and the waits of `awaitChildren`. */
   readonly children: ChildStore;
-  /** A child's link to its parent, and the messages owed to other objects. */
+  /** A child's side of its exchange with its parent (kept after it settles, for late starts). */
+  readonly links: LinkStore;
+  /** The messages owed to other objects. */
   readonly outbox: OutboxStore;
   /** Called with the time a message was queued in the outbox (the alarm delivers it). */
   onOwed: (at: number) => void = () => {};
+  /** How long a settled child's link is kept (the `children.deliveryTimeoutMs` option). */
+  linkRetentionMs = 0;
   readonly #storage: DurableObjectStorage;
 
   constructor(storage: DurableObjectStorage) {
@@ -50,6 +56,7 @@ export class TaskStore {
     this.attempts = new AttemptStore(storage.sql);
     this.events = new EventBuffer(storage.sql);
     this.children = new ChildStore(storage.sql);
+    this.links = new LinkStore(storage.sql);
     this.outbox = new OutboxStore(storage.sql);
   }
 
@@ -76,13 +83,15 @@ export class TaskStore {
 
   /**
    * What a run owes other objects when it settles, queued in the settlement's transaction (so a
-   * settled run never loses them): its settlement, to the parent that started it, and a cancel to
-   * each of its own children still running (a child never outlives its parent's run).
+   * settled run never loses them): its settlement, to the parent that started it (its link is kept
+   * for a start retried late), and a cancel to each of its own children still starting or running
+   * (a child never outlives its parent's run), which its parent's view then reports cancelled.
    */
   #queueOwed(runId: string, settlement: Settlement, now: number): void {
     let owed = false;
-    const link = this.outbox.takeLink(runId);
-    if (link !== undefined) {
+    const link = this.links.ofRun(runId);
+    if (link !== undefined && link.expires_at === null) {
+      this.links.settled(runId, now + this.linkRetentionMs);
       const cancelled =
         settlement.state === "cancelled"
           ? errorText(
@@ -92,34 +101,29 @@ export class TaskStore {
               ),
             )
           : null;
-      this.outbox.enqueue(
-        `settled:${runId}`,
-        link.parent,
-        {
-          v: 1,
-          kind: "settled",
-          key: link.key,
-          parentRunId: link.parent_run_id,
-          childRunId: runId,
-          state: settlement.state,
-          result: settlement.state === "completed" ? (settlement.result ?? null) : null,
-          error: settlement.state === "failed" ? (settlement.error ?? null) : cancelled,
-        },
-        now,
+      const message = settledMessage(
+        link,
+        link.parent_run_id as string,
+        link.step as string,
+        runId,
+        settlement.state,
+        settlement.result ?? null,
+        settlement.state === "failed" ? (settlement.error ?? null) : cancelled,
       );
+      this.outbox.enqueue(`settled:${link.key}`, link.parent as string, toStored(message), now);
       owed = true;
     }
-    for (const child of this.children.running(runId)) {
+    const reason = `its parent run "${runId}" ${settlement.state}`;
+    const live = this.children.cancelLive(
+      runId,
+      errorText(new TasksError("tasks/cancelled", `Child run cancelled: ${reason}.`)),
+      now,
+    );
+    for (const child of live) {
       this.outbox.enqueue(
-        `cancel:${child.child_run_id}`,
+        `cancel:${child.key}`,
         child.target,
-        {
-          v: 1,
-          kind: "cancel",
-          key: `${runId}:${child.step}`,
-          childRunId: child.child_run_id,
-          reason: `its parent run "${runId}" ${settlement.state}`,
-        },
+        toStored(cancelMessage(child, reason)),
         now,
       );
       owed = true;

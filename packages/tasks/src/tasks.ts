@@ -1,7 +1,8 @@
 import type { AlarmPart } from "@durablekit/compose";
 import { check, checkName, checkOptions } from "./arguments";
-import type { TaskChildReply } from "./child-messages";
-import { ChildRuns, DEFAULT_DELIVERY_TIMEOUT_MS, type TaskChildSnapshot } from "./child-runs";
+import { ChildRuns } from "./children/child-runs";
+import { refusal, type TaskChildReply } from "./children/protocol";
+import { DEFAULT_DELIVERY_TIMEOUT_MS, type TaskChildSnapshot } from "./children/types";
 import { TasksError } from "./errors";
 import { DEFAULT_STEP_POLICY, resolvePolicy } from "./policy";
 import { type RunRow, type TaskRunState, TERMINAL_STATES } from "./rows";
@@ -181,9 +182,8 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
   }
 
   /**
-   * `run()`; `link`, when given, is called with the run's id before its first attempt starts (a
-   * new run) or when an unsettled run was joined: a child run's link to its parent is written in
-   * the transaction that accepts it.
+   * `run()`; `link`, when given, is called with a new run's id in the transaction that accepts it,
+   * before its first attempt starts: a child run's side of its exchange is written with the run.
    */
   async #accept(
     definition: string,
@@ -232,7 +232,6 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       }
       // A fresh run id with a known key joins the run that owns the key (a client retrying with a
       // new id): the receipt names the owning run and says how it was joined.
-      if (link !== null && !TERMINAL_STATES.has(existing.state)) link(existing.run_id);
       return {
         runId: existing.run_id,
         definition,
@@ -360,9 +359,10 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
 
   /**
    * The child runs the run started in other objects (`step.startChild`), as this object knows them:
-   * each `{ runId, step, target, state, settledAt }`, `state` `running` until the child's
-   * settlement arrived; in start order of their steps' names; `null` when no such run exists. One
-   * read by the run's key, nothing written.
+   * each `{ runId, step, target, definition, state, settledAt }`, `state` `starting` until the
+   * child's object answered the start, `running` until its settlement arrived, `cancelled` once
+   * this run settled before it; in start order; `null` when no such run exists. One read by the
+   * run's key, nothing written.
    *
    * @throws TasksError `tasks/invalid-argument` for a malformed run id.
    */
@@ -372,7 +372,8 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     return this.#store.children.list(runId).map((row) => ({
       runId: row.child_run_id,
       step: row.step,
-      target: JSON.parse(row.target) as { binding: string; id: string } | null,
+      target: JSON.parse(row.target) as { binding: string; id: string },
+      definition: row.definition,
       state: row.state,
       settledAt: row.settled_at,
     }));
@@ -604,7 +605,8 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
 
   /**
    * Applies a message another object's `Tasks` sent about child runs: a start, a child's settlement,
-   * a cancel. Expose it as the object's RPC method `receiveTasks` (one line:
+   * a cancel, or a batch of them. Every message must prove it belongs to the exchange it names
+   * (its key and secret); one that does not is refused (`tasks/forbidden`) and changes nothing. Expose it as the object's RPC method `receiveTasks` (one line:
    * `receiveTasks(message: unknown) { return this.tasks.receive(message); }`); it is how parents and
    * children reach each other. It never throws: a malformed message, or one this object refuses,
    * is answered `{ ok: false, code, message }`, and a duplicate is acknowledged as the first was.
@@ -614,13 +616,10 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
   async receive(message: unknown): Promise<TaskChildReply> {
     const children = this.#children;
     if (children === null) {
-      return {
-        v: 1,
-        ok: false,
-        code: "tasks/invalid-argument",
-        message:
-          'This object\'s Tasks has no children option: construct it with { children: { namespaces: env, self: "<its binding>" } }.',
-      };
+      return refusal(
+        "tasks/invalid-argument",
+        'This object\'s Tasks has no children option: construct it with { children: { namespaces: env, self: "<its binding>" } }.',
+      );
     }
     const reply = await children.receive(message);
     // A wake it asked for (a parent made due, a settlement queued) is set before it answers.
@@ -675,20 +674,15 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         store,
         ctx,
         maxValueBytes: this.#maxValueBytes,
+        listening: options.onEvent !== undefined,
         now: this.#now,
+        emit: runner.emit,
         requestWake: (at) => runner.requestWake(at),
         startRun: (runId, now) => {
           runner.start(runId, now);
         },
-        accept: async (message, input, link) => {
-          const receipt = await this.#accept(
-            message.definition,
-            input,
-            { idempotencyKey: message.key },
-            link,
-          );
-          return receipt.runId;
-        },
+        accept: async (definition, input, link) =>
+          (await this.#accept(definition, input, {}, link)).runId,
         cancel: (runId, reason) => this.cancel(runId, reason),
       },
       given,

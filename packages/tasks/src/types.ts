@@ -10,7 +10,7 @@ import type {
   TaskChildRun,
   TaskChildrenOptions,
   TaskChildTarget,
-} from "./child-runs";
+} from "./children/types";
 import type { TaskErrorInfo, TaskEvent } from "./events";
 import type { TaskRetryOptions, TaskStepOptions } from "./policy";
 import type {

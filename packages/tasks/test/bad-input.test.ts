@@ -46,23 +46,42 @@ const anyTasks = (tasks: Tasks<TaskDefinitions>) =>
  * statements), then builds the engine again: it migrates to the current version in place and the
  * run completes.
  */
-/** What version 5 added (child runs): dropped to stand for the tables of an earlier version. */
-const V5_TABLES = [
+/** The child-run tables (versions 5 and 6): dropped to stand for the tables of an earlier version. */
+const CHILD_TABLES = [
   "DROP TABLE dk_tasks_children",
   "DROP TABLE dk_tasks_child_waits",
-  "DROP TABLE dk_tasks_parents",
+  "DROP TABLE dk_tasks_links",
   "DROP TABLE dk_tasks_outbox",
+];
+
+/** The child-run tables as version 5 left them (messages of protocol version 1, no secrets). */
+const V5_CHILD_TABLES = [
+  `CREATE TABLE dk_tasks_children (parent_run_id TEXT NOT NULL, child_run_id TEXT NOT NULL,
+     step TEXT NOT NULL, target TEXT NOT NULL, state TEXT NOT NULL, result TEXT, error TEXT,
+     settled_at INTEGER, wait_step TEXT, PRIMARY KEY (parent_run_id, child_run_id)) WITHOUT ROWID`,
+  `CREATE TABLE dk_tasks_child_waits (run_id TEXT NOT NULL, step TEXT NOT NULL,
+     children TEXT NOT NULL, remaining INTEGER NOT NULL, PRIMARY KEY (run_id, step)) WITHOUT ROWID`,
+  `CREATE TABLE dk_tasks_parents (child_run_id TEXT NOT NULL PRIMARY KEY, parent TEXT NOT NULL,
+     parent_run_id TEXT NOT NULL, key TEXT NOT NULL) WITHOUT ROWID`,
+  `CREATE TABLE dk_tasks_outbox (id TEXT NOT NULL PRIMARY KEY, target TEXT NOT NULL,
+     message TEXT NOT NULL, attempts INTEGER NOT NULL, next_at INTEGER NOT NULL,
+     created_at INTEGER NOT NULL) WITHOUT ROWID`,
+  "CREATE INDEX dk_tasks_outbox_next ON dk_tasks_outbox (next_at)",
+  `INSERT INTO dk_tasks_outbox VALUES ('settled:c1', '{}', '{"v":1}', 0, 0, 0)`,
 ];
 
 async function expectMigratedInPlace(
   version: number,
   downgrade: string[],
   attempts: Array<[number, string]> = [[2, "completed"]],
+  recreate: string[] = [],
 ): Promise<void> {
   await inFixture(async (fixture, state) => {
     const { runId } = await fixture.tasks.run("sleepy@v1", { ms: 50 });
     await fixture.until(runId, (s) => s === "waiting");
-    for (const statement of [...downgrade, ...V5_TABLES]) state.storage.sql.exec(statement);
+    for (const statement of [...downgrade, ...CHILD_TABLES, ...recreate]) {
+      state.storage.sql.exec(statement);
+    }
     state.storage.sql.exec(
       "UPDATE dk_tasks_meta SET value = ? WHERE name = 'schema_version'",
       version,
@@ -73,7 +92,11 @@ async function expectMigratedInPlace(
         .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE name = 'schema_version'")
         .one().value,
     ).toBe(TASKS_SCHEMA_VERSION);
-    expect(TASKS_SCHEMA_VERSION).toBe(5);
+    expect(TASKS_SCHEMA_VERSION).toBe(6);
+    // A version-1 exchange cannot be proven: its messages are not carried over.
+    expect(
+      state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_outbox").one().n,
+    ).toBe(0);
     expect(
       state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_calls").one().n,
     ).toBe(0);
@@ -343,11 +366,23 @@ describe("bad input", () => {
     );
   });
 
+  it("migrates schema version 5 tables in place, replacing the child-run tables of message version 1", async () => {
+    await expectMigratedInPlace(
+      5,
+      [],
+      [
+        [1, "sleep"],
+        [2, "completed"],
+      ],
+      V5_CHILD_TABLES,
+    );
+  });
+
   it("refuses tables written by a newer version with tasks/schema-too-new", async () => {
     await inFixture(async (fixture, state) => {
       state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 99 WHERE name = 'schema_version'");
       await expectCode("tasks/schema-too-new", () => fixture.build(fixture.definitions()));
-      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 5 WHERE name = 'schema_version'");
+      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 6 WHERE name = 'schema_version'");
     });
   });
 });

@@ -6,6 +6,13 @@ import type { TaskChildOutcome } from "../src/index";
 import type { FanInput, ParentObject } from "./fixtures/child-objects";
 import { sleep } from "./helpers";
 
+/** A key or secret of the child-run protocol: 32 random hex digits. */
+function token(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) =>
+    b.toString(16).padStart(2, "0"),
+  ).join("");
+}
+
 type Parent = DurableObjectStub<ParentObject>;
 type Shard = DurableObjectStub<import("./fixtures/child-objects").ShardObject>;
 
@@ -77,7 +84,7 @@ async function expectOnce(
   const applied = await retry(parent, (p) => p.counts());
   for (let i = 0; i < children.length; i++) {
     const child = children[i] as () => Shard;
-    const runs = await retry(child, (c) => c.runsWithKey(`${runId}:start ${i}`));
+    const runs = await retry(child, (c) => c.childRunsOf(runId, `start ${i}`));
     expect(runs, `one child run for start ${i}`).toHaveLength(1);
     const childRunId = runs[0] as string;
     expect(outcomes[i]).toEqual({
@@ -97,7 +104,7 @@ async function fan(parent: () => Parent, input: FanInput): Promise<string> {
 
 /** The child run `start <i>` of a parent run started in shard `i`. */
 async function childRun(child: () => Shard, runId: string, i: number) {
-  const [childRunId] = await retry(child, (c) => c.runsWithKey(`${runId}:start ${i}`));
+  const [childRunId] = await retry(child, (c) => c.childRunsOf(runId, `start ${i}`));
   return (await retry(child, (c) => c.get(childRunId as string))) as Snapshot | null;
 }
 
@@ -256,13 +263,15 @@ describe("child runs: a parent that cannot be reached", { timeout: 30_000 }, () 
     // A start whose parent is an object without receiveTasks: every delivery fails.
     const nowhere = env.FIXTURE.idFromName(`nowhere-${crypto.randomUUID()}`).toString();
     const reply = (await child().receiveTasks({
-      v: 1,
+      v: 2,
       kind: "start",
-      key: "p1:s",
+      key: token(),
+      secret: token(),
       definition: "work@v1",
       input: encode({ i: 3 }),
       parent: { binding: "FIXTURE", id: nowhere },
       parentRunId: "p1",
+      step: "s",
     })) as { ok: boolean; runId: string };
     expect(reply.ok).toBe(true);
     const stateOf = async () =>
@@ -289,6 +298,11 @@ describe("child runs: a parent that cannot be reached", { timeout: 30_000 }, () 
     expect(Math.max(...tried)).toBeGreaterThanOrEqual(2);
     expect(Date.now() - started).toBeGreaterThanOrEqual(2_500);
     expect(await stateOf()).toBe("completed");
+    // Reported as an event, not only logged.
+    const dropped = await retry(child, (c) => c.eventsOf("task:child:dropped"));
+    expect(dropped).toEqual([
+      expect.objectContaining({ message: "settled", target: { binding: "FIXTURE", id: nowhere } }),
+    ]);
   });
 });
 
@@ -309,6 +323,11 @@ describe("child runs: bad input", () => {
     ["unknown binding", { code: INVALID }],
     ["not a namespace", { code: INVALID }],
     ["no name", { code: INVALID }],
+    ["not an id", { code: INVALID, message: expect.stringContaining("not an id of namespace") }],
+    [
+      "an id of another namespace",
+      { code: INVALID, message: expect.stringContaining("not an id of namespace") },
+    ],
     [
       "unknown definition",
       { code: "tasks/non-retryable", message: expect.stringContaining("tasks/unknown-definition") },
@@ -327,42 +346,71 @@ describe("child runs: bad input", () => {
     const { parent } = world(0);
     const replies = await runInDurableObject(parent(), async (instance: ParentObject) => {
       const { runId } = await instance.tasks.run("misuse@v1", { case: "no runs" } as never);
+      const exchange = { key: token(), secret: token() };
       const messages: unknown[] = [
         null,
         "start",
         [],
-        { v: 1, kind: "start" },
-        { v: 2, kind: "settled", key: "k" },
-        { v: 1, kind: "nope", key: "k" },
+        { kind: "start" },
+        { v: 0, kind: "start" },
+        { v: 1, kind: "start", key: "k" },
+        { v: 3, kind: "settled", key: "k" },
+        { v: 2, kind: "nope", ...exchange },
+        { v: 2, kind: "start", key: "not hex", secret: exchange.secret },
         {
-          v: 1,
+          v: 2,
           kind: "start",
-          key: "k",
+          ...exchange,
           definition: "fan@v1",
           input: 5,
           parent: {},
           parentRunId: "p",
+          step: "s",
         },
-        { v: 1, kind: "settled", key: "k", parentRunId: "p", childRunId: "c", state: "done" },
-        // A settlement whose key is not a step of the run it names.
         {
-          v: 1,
+          v: 2,
+          kind: "start",
+          ...exchange,
+          definition: "fan@v1",
+          input: "1",
+          parent: { binding: "PARENT", id: "not-an-id" },
+          parentRunId: "p",
+          step: "s",
+        },
+        {
+          v: 2,
           kind: "settled",
-          key: "other:step",
-          parentRunId: runId,
+          ...exchange,
+          parentRunId: "p",
+          step: "s",
+          childRunId: "c",
+          state: "done",
+        },
+        {
+          v: 2,
+          kind: "settled",
+          ...exchange,
+          parentRunId: "p",
+          step: "s",
           childRunId: "c",
           state: "completed",
           result: null,
-          error: null,
+          error: "{}",
         },
-        // A cancel of a run under another key: a parent cancels only its own children.
-        { v: 1, kind: "cancel", key: "someone:else", childRunId: runId, reason: "no" },
+        { v: 2, kind: "batch", messages: [] },
+        { v: 2, kind: "batch", messages: [{ v: 2, kind: "cancel", key: 1 }] },
       ];
       const out = [];
       for (const message of messages) out.push(await instance.tasks.receive(message));
-      return { out, run: await instance.tasks.get(runId) };
+      return {
+        out,
+        run: await instance.tasks.get(runId),
+        refused: instance.eventsOf("task:child:refused").length,
+      };
     });
     expect(replies.out.map((r) => (r as { code?: string }).code)).toEqual([
+      "tasks/invalid-argument",
+      "tasks/invalid-argument",
       "tasks/invalid-argument",
       "tasks/invalid-argument",
       "tasks/invalid-argument",
@@ -372,8 +420,16 @@ describe("child runs: bad input", () => {
       "tasks/invalid-argument",
       "tasks/invalid-argument",
       "tasks/invalid-argument",
-      "tasks/conflict",
+      "tasks/invalid-argument",
+      "tasks/invalid-argument",
+      "tasks/invalid-argument",
+      "tasks/invalid-argument",
     ]);
+    // A message without a version says so; it is not taken for a newer one.
+    expect((replies.out[3] as { message: string }).message).toContain("carries no version");
+    expect((replies.out[4] as { message: string }).message).toContain("carries no version");
+    // Each refusal is reported as an event.
+    expect(replies.refused).toBe(replies.out.length);
     for (const reply of replies.out) expect(reply).toMatchObject({ ok: false });
     expect(replies.run?.state).not.toBe("cancelled");
   });

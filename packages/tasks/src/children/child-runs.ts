@@ -1,0 +1,642 @@
+import { isErrorRecord, utf8ByteLength } from "@durablekit/handle-journal";
+import { isTasksError, NonRetryableError, TasksError } from "../errors";
+import type { TaskEvent } from "../events";
+import { TERMINAL_STATES } from "../rows";
+import type { TaskStore } from "../store";
+import { decodeValue, encodeValue, errorInfo } from "../values";
+import type { ChildRow } from "./child-store";
+import type { ChildStarter, ChildSteps } from "./child-steps";
+import {
+  acknowledged,
+  batchMessage,
+  type CancelMessage,
+  type ChildMessage,
+  fromStored,
+  GONE,
+  MAX_BATCH_MESSAGES,
+  newExchange,
+  type ObjectAddress,
+  provesSecret,
+  readChildMessage,
+  refusal,
+  type SettledMessage,
+  type StartMessage,
+  startMessage,
+  type TaskChildMessageReply,
+  type TaskChildReply,
+} from "./protocol";
+import type {
+  TaskChildEndpoint,
+  TaskChildOutcome,
+  TaskChildRun,
+  TaskChildrenOptions,
+  TaskChildTarget,
+} from "./types";
+
+/** Messages one alarm delivers at most (the rest stay due: the alarm comes back at once). */
+const DELIVERIES_PER_ALARM = 1024;
+
+/** Characters of payload one batch carries at most (a larger message travels alone). */
+const BATCH_CHARS = 4 * 1024 * 1024;
+
+/** Expired links one alarm deletes at most. */
+const SWEEP_PER_ALARM = 1024;
+
+/** How long an alarm waits for its deliveries (10 s, as it waits for the attempts it started). */
+const DELIVERY_WAIT_MS = 10_000;
+
+/** The back-off of a failed delivery: 1 s, doubling, at most 5 minutes. */
+function retryDelayMs(attempts: number): number {
+  return Math.min(1000 * 2 ** Math.min(attempts - 1, 16), 300_000);
+}
+
+/** What child runs need of the engine around them. */
+export interface ChildRunsHost {
+  store: TaskStore;
+  ctx: DurableObjectState;
+  maxValueBytes: number;
+  /** False when nobody listens to events: a dropped message is then also logged. */
+  listening: boolean;
+  now(): number;
+  emit(event: TaskEvent): void;
+  requestWake(at: number): void;
+  /** Starts an attempt of a run that became due, in this invocation (nothing when one is running). */
+  startRun(runId: string, now: number): void;
+  /**
+   * Accepts a new run of `definition` (no idempotency key: a child run is found by its exchange,
+   * never by a key a user could send), calling `link` with its id in the accepting transaction.
+   */
+  accept(definition: string, input: unknown, link: (runId: string) => void): Promise<string>;
+  cancel(runId: string, reason: string): Promise<boolean>;
+}
+
+/** The reply of a message refused because it failed its checks. */
+function refusedBy(error: unknown): TaskChildMessageReply {
+  const code = isTasksError(error) ? error.code : "tasks/invalid-argument";
+  const message = error instanceof Error ? error.message : String(error);
+  return refusal(code, message);
+}
+
+/** A refusal that says nothing of the exchange: the same for a wrong secret and a wrong child. */
+function forbidden(kind: ChildMessage["kind"]): TaskChildMessageReply {
+  return refusal(
+    "tasks/forbidden",
+    `This object holds no child-run exchange that this ${kind} message proves it belongs to; only the two objects of an exchange can send its messages.`,
+  );
+}
+
+/**
+ * Runs across objects (DESIGN.md, "Child runs"). A parent run records its intent to start a child
+ * (the step, a random key and secret, the target) before the start leaves, so a start is joined by
+ * every retry and a parent that settles cancels even a child whose start it never heard answered.
+ * The child keeps its side of the exchange by key (its link, kept after it settles for late
+ * retries), queues its settlement in the transaction that settles it, and the alarm delivers it,
+ * batched per receiving object, with back-off until acknowledged. Every message carries the key
+ * and secret and is checked before anything is stored: no object can start, settle or cancel an
+ * exchange it is not part of. No coordinator: Durable Object stubs, RPC, each object's SQLite and
+ * its alarm.
+ */
+export class ChildRuns implements ChildSteps {
+  readonly #host: ChildRunsHost;
+  readonly #namespaces: Readonly<Record<string, unknown>>;
+  readonly #self: ObjectAddress;
+  readonly #deliveryTimeoutMs: number;
+
+  constructor(host: ChildRunsHost, options: TaskChildrenOptions, deliveryTimeoutMs: number) {
+    this.#host = host;
+    this.#namespaces = options.namespaces as Readonly<Record<string, unknown>>;
+    this.#self = { binding: options.self, id: host.ctx.id.toString() };
+    this.#deliveryTimeoutMs = deliveryTimeoutMs;
+    this.#namespace(options.self, "children.self");
+    host.store.linkRetentionMs = deliveryTimeoutMs;
+  }
+
+  // ── Addresses ──
+
+  #namespace(binding: string, what: string): DurableObjectNamespace {
+    const ns = Object.hasOwn(this.#namespaces, binding) ? this.#namespaces[binding] : undefined;
+    if (
+      typeof ns !== "object" ||
+      ns === null ||
+      typeof (ns as DurableObjectNamespace).idFromString !== "function"
+    ) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `${what} "${binding}" is not a Durable Object namespace in children.namespaces; bind it in wrangler.jsonc and pass env.`,
+      );
+    }
+    return ns as DurableObjectNamespace;
+  }
+
+  address(target: TaskChildTarget): ObjectAddress {
+    if (typeof target !== "object" || target === null || typeof target.binding !== "string") {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        "A child target is { binding, name } or { binding, id }: a namespace binding in children.namespaces and the object's name or id.",
+      );
+    }
+    const ns = this.#namespace(target.binding, "The child target's binding");
+    if ("id" in target && typeof target.id === "string") {
+      try {
+        return { binding: target.binding, id: ns.idFromString(target.id).toString() };
+      } catch (error) {
+        throw new TasksError(
+          "tasks/invalid-argument",
+          `The child target's id "${target.id.slice(0, 80)}" is not an id of namespace "${target.binding}" (${error instanceof Error ? error.message : String(error)}); pass an id this namespace made (newUniqueId, idFromName) as a string, or the object's name.`,
+          { cause: error },
+        );
+      }
+    }
+    if ("name" in target && typeof target.name === "string" && target.name.length > 0) {
+      return { binding: target.binding, id: ns.idFromName(target.name).toString() };
+    }
+    throw new TasksError(
+      "tasks/invalid-argument",
+      "A child target needs the object's name (a non-empty string) or its id.",
+    );
+  }
+
+  #endpoint(address: ObjectAddress): TaskChildEndpoint {
+    const ns = this.#namespace(address.binding, "The binding");
+    return ns.get(ns.idFromString(address.id)) as unknown as TaskChildEndpoint;
+  }
+
+  // ── The parent's side (the port of the steps) ──
+
+  async start(
+    run: ChildStarter,
+    step: string,
+    target: TaskChildTarget,
+    definition: string,
+    input: unknown,
+  ): Promise<TaskChildRun> {
+    const { store } = this.#host;
+    const inputText = encodeValue(input, this.#host.maxValueBytes, `step "${step}" child input`);
+    let row = store.children.get(run.runId, step);
+    if (row === undefined) {
+      const address = this.address(target);
+      const now = this.#host.now();
+      row = store.transaction(() =>
+        store.children.intent(
+          run.runId,
+          run.generation,
+          step,
+          newExchange(),
+          address,
+          definition,
+          now,
+        ),
+      );
+      if (row === undefined) {
+        throw new TasksError(
+          "tasks/conflict",
+          `Run "${run.runId}" is held by another attempt; this one starts no child.`,
+        );
+      }
+    }
+    const address = JSON.parse(row.target) as ObjectAddress;
+    // A retry after a lost answer: the settlement, or an earlier answer, named the child already.
+    if (row.child_run_id !== null) return { runId: row.child_run_id, step, target: address };
+    if (row.state === "cancelled") {
+      throw new NonRetryableError(
+        `Child run "${step}" of run "${run.runId}" was cancelled before it started: its parent settled.`,
+      );
+    }
+    const message = startMessage(row, this.#self, run.runId, step, row.definition, inputText);
+    const reply = (await this.#endpoint(address).receiveTasks(message)) as
+      | TaskChildMessageReply
+      | undefined;
+    if (reply?.ok === true && "runId" in reply && typeof reply.runId === "string") {
+      store.children.started(run.runId, step, row.key, reply.runId);
+      this.#host.emit({
+        type: "task:child:started",
+        runId: run.runId,
+        definition: run.definition,
+        step,
+        childRunId: reply.runId,
+        target: address,
+      });
+      return { runId: reply.runId, step, target: address };
+    }
+    const where = `Object ${address.binding}/${address.id}`;
+    if (reply?.ok === true && "gone" in reply) {
+      throw new NonRetryableError(
+        `${where} was told to cancel child run "${step}" of run "${run.runId}" before its start arrived; it started nothing.`,
+      );
+    }
+    if (reply?.ok === false && reply.code === "tasks/schema-too-new") {
+      // A deploy cures it (a rolling deploy half done): retried with the step's back-off.
+      throw new TasksError(
+        "tasks/schema-too-new",
+        `${where} cannot read this start yet: ${reply.message}`,
+      );
+    }
+    if (reply?.ok === false) {
+      throw new NonRetryableError(
+        `${where} refused to start child run "${step}" of "${row.definition}": ${reply.message} (${reply.code}).`,
+      );
+    }
+    // Not a reply this package sends: the step retries it.
+    throw new TasksError(
+      "tasks/invalid-argument",
+      `${where} answered the start of child run "${step}" with no run id; is its receiveTasks() the one line return this.tasks.receive(message)?`,
+    );
+  }
+
+  checkAwaitable(runId: string, runs: readonly TaskChildRun[], what: string): void {
+    const ids = runs.map((run) => run.runId);
+    if (new Set(ids).size !== ids.length) {
+      throw new TasksError("tasks/invalid-argument", `${what} names a child run twice.`);
+    }
+    const rows = this.#host.store.children.rows(runId, ids);
+    const foreign = ids.find((id) => !rows.has(id));
+    if (foreign !== undefined) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `${what} names run "${foreign}", which is not a child run this run started with step.startChild.`,
+      );
+    }
+  }
+
+  settledPositions(runId: string, runs: readonly TaskChildRun[]): number[] {
+    const rows = this.#host.store.children.rows(
+      runId,
+      runs.map((run) => run.runId),
+    );
+    const settled: number[] = [];
+    for (let i = 0; i < runs.length; i++) {
+      const row = rows.get((runs[i] as TaskChildRun).runId);
+      if (row !== undefined && isSettled(row)) settled.push(i);
+    }
+    return settled;
+  }
+
+  outcomes(
+    runId: string,
+    runs: readonly TaskChildRun[],
+    positions: readonly number[] | null,
+  ): TaskChildOutcome[] {
+    const rows = this.#host.store.children.rows(
+      runId,
+      runs.map((run) => run.runId),
+    );
+    const settled = positions === null ? null : new Set(positions);
+    return runs.map((run, i) => {
+      const row = rows.get(run.runId);
+      if (row === undefined || !isSettled(row) || (settled !== null && !settled.has(i))) {
+        return { runId: run.runId, state: "running" };
+      }
+      return outcomeOf(run.runId, row);
+    });
+  }
+
+  registerWait(
+    runId: string,
+    step: string,
+    runs: readonly TaskChildRun[],
+    remaining: number,
+  ): void {
+    this.#host.store.children.registerWait(
+      runId,
+      step,
+      runs.map((run) => run.runId),
+      remaining,
+    );
+  }
+
+  clearWait(runId: string, step: string): void {
+    this.#host.store.children.deleteWait(runId, step);
+  }
+
+  // ── Receiving (the RPC entry) ──
+
+  /** Applies what another object's Tasks sent (see `Tasks.receive`): one message or a batch. */
+  async receive(message: unknown): Promise<TaskChildReply> {
+    let read: ReturnType<typeof readChildMessage>;
+    try {
+      read = readChildMessage(message);
+    } catch (error) {
+      return this.#refused(null, error);
+    }
+    if (read.kind !== "batch") return this.#receiveOne(read);
+    const replies: TaskChildMessageReply[] = [];
+    // Settlements are applied synchronously, one after another: a batch of them is one commit.
+    for (const one of read.messages) {
+      replies.push(
+        one.kind === "settled" ? this.#receiveSettled(one) : await this.#receiveOne(one),
+      );
+    }
+    return { v: 2, ok: true, replies };
+  }
+
+  async #receiveOne(m: ChildMessage): Promise<TaskChildMessageReply> {
+    if (m.kind === "settled") return this.#receiveSettled(m);
+    try {
+      return m.kind === "start" ? await this.#receiveStart(m) : await this.#receiveCancel(m);
+    } catch (error) {
+      return this.#refused(m, error);
+    }
+  }
+
+  /** Reports a refused message and answers its refusal. */
+  #refused(m: ChildMessage | null, error: unknown): TaskChildMessageReply {
+    const reply = refusedBy(error);
+    this.#reportRefused(m, reply);
+    return reply;
+  }
+
+  #reportRefused(m: ChildMessage | null, reply: TaskChildMessageReply): void {
+    if (reply.ok) return;
+    this.#host.emit({
+      type: "task:child:refused",
+      message: m?.kind ?? null,
+      key: m?.key ?? null,
+      code: reply.code,
+      reason: reply.message,
+    });
+  }
+
+  /**
+   * A start: a new key starts a new run, linked to the exchange in the transaction that accepts
+   * it; a known key joins its run (or, cancelled before it started, starts nothing), once the
+   * message proves it holds the exchange's secret and names the same parent, run, step and definition.
+   */
+  async #receiveStart(m: StartMessage): Promise<TaskChildMessageReply> {
+    const host = this.#host;
+    const link = host.store.links.get(m.key);
+    if (link !== undefined) {
+      if (!provesSecret(link.secret, m.secret)) return this.#refusedSilently(m, forbidden(m.kind));
+      if (link.child_run_id === null) return GONE;
+      const same =
+        link.parent === JSON.stringify(m.parent) &&
+        link.parent_run_id === m.parentRunId &&
+        link.step === m.step &&
+        link.definition === m.definition;
+      if (!same) {
+        return this.#refusedSilently(
+          m,
+          refusal(
+            "tasks/conflict",
+            `The child-run exchange "${m.key}" was started by another parent, run, step or definition.`,
+          ),
+        );
+      }
+      return acknowledged({ runId: link.child_run_id });
+    }
+    const input = decodeValue(m.input);
+    // No await between the lookup above and the accept's transaction: two starts of one key
+    // cannot both miss the link.
+    const runId = await host.accept(m.definition, input, (childRunId) =>
+      host.store.links.link(m, childRunId),
+    );
+    return acknowledged({ runId });
+  }
+
+  /** A cancel from the parent of the exchange: cancels its child run, or, come before the start, leaves a tombstone. */
+  async #receiveCancel(m: CancelMessage): Promise<TaskChildMessageReply> {
+    const host = this.#host;
+    const link = host.store.links.get(m.key);
+    if (link === undefined) {
+      const expiresAt = host.now() + this.#deliveryTimeoutMs;
+      host.store.links.tombstone(m.key, m.secret, expiresAt);
+      host.requestWake(expiresAt);
+      return acknowledged();
+    }
+    if (!provesSecret(link.secret, m.secret)) return this.#refusedSilently(m, forbidden(m.kind));
+    if (link.child_run_id !== null) await host.cancel(link.child_run_id, m.reason);
+    return acknowledged();
+  }
+
+  #refusedSilently(m: ChildMessage, reply: TaskChildMessageReply): TaskChildMessageReply {
+    this.#reportRefused(m, reply);
+    return reply;
+  }
+
+  /**
+   * A child's settlement: checked (the exchange's key and secret for the step it names, the child
+   * it names, a result or error the codec reads within `maxValueBytes`), then applied once (a
+   * duplicate is acknowledged and changes nothing); when it ends the countdown of the step waiting
+   * for it, the parent run becomes due and starts. Synchronous: settlements of a batch share a commit.
+   */
+  #receiveSettled(m: SettledMessage): TaskChildMessageReply {
+    const host = this.#host;
+    const row = host.store.children.get(m.parentRunId, m.step);
+    // The exchange it names is not here (its run was deleted, or the run id was reused): drop it.
+    if (row === undefined || row.key !== m.key) return GONE;
+    if (!provesSecret(row.secret, m.secret)) return this.#refusedSilently(m, forbidden(m.kind));
+    if (row.child_run_id !== null && row.child_run_id !== m.childRunId) {
+      return this.#refusedSilently(m, forbidden(m.kind));
+    }
+    const parent = host.store.runs.getRun(m.parentRunId);
+    if (parent === undefined || TERMINAL_STATES.has(parent.state)) return GONE;
+    const bad = this.#checkContent(m);
+    if (bad !== null) return this.#refusedSilently(m, bad);
+    const now = host.now();
+    let applied = false;
+    const woke = host.store.transaction(() => {
+      const settled = host.store.children.settle(
+        m.parentRunId,
+        m.step,
+        m.childRunId,
+        m.state,
+        m.result,
+        m.error,
+        now,
+      );
+      applied = settled.applied;
+      if (!applied || settled.waitStep === null) return false;
+      const remaining = host.store.children.countDown(m.parentRunId, settled.waitStep);
+      if (remaining === null || remaining > 0) return false;
+      return host.store.runs.wakeForEvent(m.parentRunId, settled.waitStep, now);
+    });
+    if (applied) {
+      host.emit({
+        type: "task:child:settled",
+        runId: m.parentRunId,
+        definition: parent.definition,
+        step: m.step,
+        childRunId: m.childRunId,
+        state: m.state,
+      });
+    }
+    if (woke) {
+      host.requestWake(now);
+      host.startRun(m.parentRunId, now);
+    }
+    return acknowledged({ applied });
+  }
+
+  /** Null when a settlement's result or error is one this object can store and read back; its refusal otherwise. */
+  #checkContent(m: SettledMessage): TaskChildMessageReply | null {
+    const text = m.state === "completed" ? m.result : m.error;
+    if (text === null) return null;
+    const limit = this.#host.maxValueBytes;
+    if (utf8ByteLength(text) > limit) {
+      return refusal(
+        "tasks/too-large",
+        `The settlement of child run "${m.childRunId}" is over this object's maxValueBytes (${limit}); give both objects the same maxValueBytes.`,
+      );
+    }
+    try {
+      if (m.state === "completed") decodeValue(text);
+      else if (!isErrorRecord(JSON.parse(text))) throw new Error("not an error record");
+      return null;
+    } catch {
+      return refusal(
+        "tasks/invalid-argument",
+        `The settlement of child run "${m.childRunId}" carries a ${m.state === "completed" ? "result that is not codec text" : "error that is not an error record"}.`,
+      );
+    }
+  }
+
+  // ── Delivering (the alarm's share) ──
+
+  /** The earliest time a message is owed or a link expires, or null. */
+  nextWakeAt(): number | null {
+    const owed = this.#host.store.outbox.nextAt();
+    const expiry = this.#host.store.links.nextExpiry();
+    if (owed === null) return expiry;
+    return expiry === null ? owed : Math.min(owed, expiry);
+  }
+
+  /**
+   * Deletes expired links, then delivers the messages that are due, one RPC per receiving object
+   * (a batch when it owes that object several). Each is first rescheduled after its back-off (a
+   * lease written, with its wake, before the message leaves): an object that dies in the middle of
+   * a delivery finds it due again. An acknowledged one is deleted; one older than
+   * `deliveryTimeoutMs` is dropped.
+   */
+  async deliverDue(): Promise<void> {
+    const host = this.#host;
+    const now = host.now();
+    if (host.store.links.sweep(now, SWEEP_PER_ALARM) === SWEEP_PER_ALARM) host.requestWake(now);
+    const due = host.store.outbox.due(now, DELIVERIES_PER_ALARM);
+    const byTarget = new Map<string, typeof due>();
+    for (const row of due) {
+      const target = JSON.parse(row.target) as ObjectAddress;
+      const message = fromStored(row);
+      if (now - row.created_at >= this.#deliveryTimeoutMs) {
+        host.store.outbox.delete(row.id);
+        host.emit({
+          type: "task:child:dropped",
+          message: message.kind,
+          key: message.key,
+          target,
+          attempts: row.attempts,
+        });
+        if (!host.listening) {
+          console.warn(
+            `@durablekit/tasks: dropped message ${row.id} after ${row.attempts} failed deliveries over deliveryTimeoutMs (${this.#deliveryTimeoutMs} ms); its receiver never acknowledged it.`,
+          );
+        }
+        continue;
+      }
+      const attempts = row.attempts + 1;
+      const retryAt = now + retryDelayMs(attempts);
+      host.store.outbox.retryAt(row.id, attempts, retryAt);
+      host.requestWake(retryAt);
+      const list = byTarget.get(row.target);
+      if (list === undefined) byTarget.set(row.target, [row]);
+      else list.push(row);
+    }
+    const sends: Promise<void>[] = [];
+    for (const [targetText, rows] of byTarget) {
+      const target = JSON.parse(targetText) as ObjectAddress;
+      for (const group of batches(rows)) sends.push(this.#send(target, group));
+    }
+    // A receiver that hangs must not hold the object's alarm: its messages are leased, so they are
+    // delivered again after their back-off whatever this wait decides.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.all(sends),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, DELIVERY_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (due.length === DELIVERIES_PER_ALARM) host.requestWake(host.now());
+  }
+
+  /** Sends `rows` to `target` in one RPC, and deletes each one it acknowledged. */
+  async #send(target: ObjectAddress, rows: ReturnType<TaskStore["outbox"]["due"]>): Promise<void> {
+    const host = this.#host;
+    const messages = rows.map((row) => fromStored(row));
+    let replies: Array<TaskChildMessageReply | undefined>;
+    try {
+      const endpoint = this.#endpoint(target);
+      if (messages.length === 1) {
+        replies = [(await endpoint.receiveTasks(messages[0])) as TaskChildMessageReply | undefined];
+      } else {
+        const reply = (await endpoint.receiveTasks(batchMessage(messages))) as
+          | TaskChildReply
+          | undefined;
+        replies =
+          reply !== undefined && "replies" in reply && Array.isArray(reply.replies)
+            ? reply.replies
+            : messages.map(() => reply as TaskChildMessageReply | undefined);
+      }
+    } catch {
+      return;
+    }
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i] as (typeof rows)[number];
+      const message = messages[i] as ChildMessage;
+      const reply = replies[i];
+      if (reply?.ok === true) {
+        host.store.outbox.delete(row.id);
+        host.emit({
+          type: "task:child:delivered",
+          message: message.kind,
+          key: message.key,
+          target,
+        });
+      } else if (reply?.ok === false) {
+        host.emit({
+          type: "task:child:refused",
+          message: message.kind,
+          key: message.key,
+          code: reply.code,
+          reason: reply.message,
+          target,
+        });
+      }
+    }
+  }
+}
+
+/** Rows cut into batches of at most `BATCH_CHARS` payload characters (a larger row goes alone). */
+function batches<Row extends { envelope: string; payload: string | null }>(rows: Row[]): Row[][] {
+  const out: Row[][] = [];
+  let current: Row[] = [];
+  let size = 0;
+  for (const row of rows) {
+    const chars = row.envelope.length + (row.payload?.length ?? 0);
+    if (
+      current.length > 0 &&
+      (size + chars > BATCH_CHARS || current.length === MAX_BATCH_MESSAGES)
+    ) {
+      out.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(row);
+    size += chars;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+function isSettled(row: ChildRow): boolean {
+  return row.state !== "starting" && row.state !== "running";
+}
+
+function outcomeOf(runId: string, row: ChildRow): TaskChildOutcome {
+  if (row.state === "completed") {
+    return { runId, state: "completed", result: decodeValue(row.result) };
+  }
+  return {
+    runId,
+    state: row.state === "failed" ? "failed" : "cancelled",
+    error: errorInfo(row.error),
+  };
+}

@@ -1,0 +1,73 @@
+import type { StoredMessage } from "./protocol";
+
+/** One message owed to another object. */
+export interface OutboxRow extends StoredMessage {
+  id: string;
+  /** The receiver's address, as JSON. */
+  target: string;
+  attempts: number;
+  next_at: number;
+  created_at: number;
+}
+
+/**
+ * The SQL of `dk_tasks_outbox`: messages this object owes other objects, one per id
+ * (`settled:<key>`, `cancel:<key>`), each stored as its envelope and its one large field apart
+ * (see `StoredMessage`), retried by the alarm until the receiver acknowledges it. Each method is
+ * one statement.
+ */
+export class OutboxStore {
+  readonly #sql: SqlStorage;
+
+  constructor(sql: SqlStorage) {
+    this.#sql = sql;
+  }
+
+  /** Queues `message` for `target` as `id`, due at `now` (nothing when that id is queued already). */
+  enqueue(id: string, target: string, message: StoredMessage, now: number): void {
+    this.#sql.exec(
+      `INSERT INTO dk_tasks_outbox (id, target, envelope, payload, attempts, next_at, created_at)
+       VALUES (?, ?, ?, ?, 0, ?, ?) ON CONFLICT (id) DO NOTHING`,
+      id,
+      target,
+      message.envelope,
+      message.payload,
+      now,
+      now,
+    );
+  }
+
+  /** Messages due at `now`, earliest first. */
+  due(now: number, limit: number): OutboxRow[] {
+    return this.#sql
+      .exec<OutboxRow & Record<string, SqlStorageValue>>(
+        `SELECT id, target, envelope, payload, attempts, next_at, created_at FROM dk_tasks_outbox
+         WHERE next_at <= ? ORDER BY next_at LIMIT ?`,
+        now,
+        limit,
+      )
+      .toArray();
+  }
+
+  /** The earliest time a message is due, or null when the outbox is empty. */
+  nextAt(): number | null {
+    return this.#sql
+      .exec<{ at: number | null }>("SELECT min(next_at) AS at FROM dk_tasks_outbox")
+      .one().at;
+  }
+
+  /** Delivered (acknowledged) or dropped. */
+  delete(id: string): void {
+    this.#sql.exec("DELETE FROM dk_tasks_outbox WHERE id = ?", id);
+  }
+
+  /** A delivery leaves: tried again at `nextAt` unless it is acknowledged first. */
+  retryAt(id: string, attempts: number, nextAt: number): void {
+    this.#sql.exec(
+      "UPDATE dk_tasks_outbox SET attempts = ?, next_at = ? WHERE id = ?",
+      attempts,
+      nextAt,
+      id,
+    );
+  }
+}
