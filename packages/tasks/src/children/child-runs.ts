@@ -4,8 +4,8 @@ import type { TaskEvent } from "../events";
 import { TERMINAL_STATES } from "../rows";
 import type { TaskStore } from "../store";
 import { decodeValue, encodeValue, errorInfo } from "../values";
-import type { ChildRow } from "./child-store";
 import type { ChildStarter, ChildSteps } from "./child-steps";
+import type { ChildRow } from "./child-store";
 import {
   acknowledged,
   batchMessage,
@@ -421,12 +421,14 @@ export class ChildRuns implements ChildSteps {
   #receiveSettled(m: SettledMessage): TaskChildMessageReply {
     const host = this.#host;
     const row = host.store.children.get(m.parentRunId, m.step);
-    // The exchange it names is not here (its run was deleted, or the run id was reused): drop it.
-    if (row === undefined || row.key !== m.key) return GONE;
-    if (!provesSecret(row.secret, m.secret)) return this.#refusedSilently(m, forbidden(m.kind));
-    if (row.child_run_id !== null && row.child_run_id !== m.childRunId) {
-      return this.#refusedSilently(m, forbidden(m.kind));
-    }
+    // No child at that step (its run was deleted, or never started one): nothing to settle.
+    if (row === undefined) return GONE;
+    // Another exchange's key, a wrong secret, or another child than the one the start named.
+    const proven =
+      row.key === m.key &&
+      provesSecret(row.secret, m.secret) &&
+      (row.child_run_id === null || row.child_run_id === m.childRunId);
+    if (!proven) return this.#refusedSilently(m, forbidden(m.kind));
     const parent = host.store.runs.getRun(m.parentRunId);
     if (parent === undefined || TERMINAL_STATES.has(parent.state)) return GONE;
     const bad = this.#checkContent(m);
