@@ -10,10 +10,12 @@ import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compos
  * - `chat/closed`: a write reached a turn that already finished, failed, stopped or was replaced.
  * - `chat/storage`: the turn's stream refused a flush (it was deleted or expired under the turn);
  *   the turn is over. Retryable only in the sense that a new turn may be started.
+ * - `chat/schema-too-new`: the history's tables (`dk_chat_*`) were written by a newer version of
+ *   the package; deploy that version.
  */
 export type ChatErrorCode = ErrorCodeOf<
   "chat",
-  "invalid-argument" | "conflict" | "closed" | "storage"
+  "invalid-argument" | "conflict" | "closed" | "storage" | "schema-too-new"
 >;
 
 /**

@@ -1,4 +1,11 @@
 export {
+  ChatHistory,
+  type ChatHistoryEntry,
+  type ChatHistoryOptions,
+  type ChatHistoryTurn,
+  TURN_NOT_KEPT_TEXT,
+} from "./chat-history";
+export {
   FALLBACK_LEGACY_CHAT_ID,
   MAX_CHAT_ID_LENGTH,
   MAX_MESSAGE_ID_LENGTH,
@@ -18,6 +25,9 @@ export {
   ChatTurnClosedError,
   isChatError,
 } from "./errors";
+export { CHAT_TRIGGERS, type ChatRequest, readChatRequest } from "./history-request";
+export { CHAT_HISTORY_SCHEMA_VERSION } from "./history-schema";
+export { type ChatTurnEnd, turnEndOf } from "./turn-message";
 export {
   type ChatTurnEvidence,
   type ChatTurnModelContext,
