@@ -1,18 +1,21 @@
 import { DurableObject } from "cloudflare:workers";
 import {
+  ChatHistory,
+  type ChatTurnEnd,
   type ChatTurnEvidence,
   ChatTurns,
   type ChatTurnTaskInput,
   type ChatUIMessageChunk,
   chatTurnTask,
+  isChatError,
 } from "@durablekit/chat-adapter";
 import { Alarms } from "@durablekit/compose";
 import { Inspector, inspectorResponse } from "@durablekit/inspect";
 import { Streams } from "@durablekit/streams";
 import { type TaskStep, Tasks } from "@durablekit/tasks";
 import type { UIMessage } from "ai";
-import { ChatHistory } from "./chat-history";
 import type { Env } from "./env";
+import { errorResponse } from "./http";
 
 /** What the scripted model answers, token by token (deterministic: no network, no randomness). */
 export const SCRIPTED_ANSWER =
@@ -21,26 +24,36 @@ export const SCRIPTED_ANSWER =
   "from its first chunk after a closed tab, a dropped connection or a restart of the server. " +
   "Every word arrives once, in order, and the turn always ends: finished, or with an error chunk.";
 
+/** What the scripted model thinks before it answers, as reasoning parts. */
+export const SCRIPTED_REASONING =
+  "The question is about durability. Answer it plainly, one word at a time.";
+
 /** The delay between tokens unless `CHAT_TOKEN_DELAY_MS` says otherwise. */
 const DEFAULT_TOKEN_DELAY_MS = 25;
 
 /**
- * The scripted local model: the answer's words as `text-delta` chunks with a small delay, between
- * `text-start` and `text-end`, then `finish`. It can continue a turn from what is already stored,
- * which is what makes an interrupted turn end exactly as an uninterrupted one.
+ * The scripted local model: its reasoning's words as `reasoning-delta` chunks, then the answer's
+ * words as `text-delta` chunks, each with a small delay, each part between its `…-start` and
+ * `…-end`, then `finish`. It can continue a turn from what is already stored, which is what makes
+ * an interrupted turn end exactly as an uninterrupted one.
  */
 export class ScriptedModel {
   readonly #delayMs: number;
   readonly #tokens: string[];
+  readonly #thoughts: string[];
 
-  constructor(delayMs: number, text = SCRIPTED_ANSWER) {
+  constructor(delayMs: number, text = SCRIPTED_ANSWER, reasoning = SCRIPTED_REASONING) {
     this.#delayMs = delayMs;
     this.#tokens = text.match(/\S+\s*/g) ?? [];
+    this.#thoughts = reasoning.match(/\S+\s*/g) ?? [];
   }
 
   /** The chunks of the whole answer, in order (without the adapter's `start`). */
   chunks(): ChatUIMessageChunk[] {
     return [
+      { type: "reasoning-start", id: "reasoning-1" },
+      ...this.#thoughts.map((delta) => ({ type: "reasoning-delta", id: "reasoning-1", delta })),
+      { type: "reasoning-end", id: "reasoning-1" },
       { type: "text-start", id: "text-1" },
       ...this.#tokens.map((delta) => ({ type: "text-delta", id: "text-1", delta })),
       { type: "text-end", id: "text-1" },
@@ -60,7 +73,8 @@ export class ScriptedModel {
     const from = continueFrom?.chunks.filter((chunk) => chunk.type !== "start").length ?? 0;
     for (let index = from; index < chunks.length; index++) {
       const chunk = chunks[index] as ChatUIMessageChunk;
-      if (chunk.type === "text-delta") await sleep(this.#delayMs);
+      if (chunk.type === "text-delta" || chunk.type === "reasoning-delta")
+        await sleep(this.#delayMs);
       if (signal.aborted) return;
       yield chunk;
     }
@@ -92,7 +106,8 @@ interface ChatTurnRun extends ChatTurnTaskInput {
  * One chat (the object is named by the chat id): its turns on `Streams`, each a durable run of
  * `Tasks` (`chatTurnTask`), sharing the object's alarm. `POST /chat` starts a turn answered by the
  * scripted model; `GET /chat/:chatId/stream` resumes the active one; `POST /chat/:chatId/stop`
- * stops it; `GET /chat/:chatId/messages` is the chat's history. A turn cut by a restart is picked
+ * stops it; `GET /chat/:chatId/messages` is the chat's history (`ChatHistory`: the server's
+ * copy of each answer, in the conversation's order, with how each turn ended). A turn cut by a restart is picked
  * up by the alarm at the claim deadline, with no client attached, and continued from its stored
  * chunks — so it ends exactly as an uninterrupted turn — unless `CHAT_RECOVERY` is `end`, which
  * ends it with an error chunk instead. Its assistant message lands in the history once it settles.
@@ -105,7 +120,7 @@ export class ChatRoom extends DurableObject<Env> {
     streams: this.streams,
     interruptedTurns: this.#endInterrupted ? "end-on-resume" : "keep",
   });
-  readonly history = new ChatHistory(this.ctx.storage);
+  readonly history = new ChatHistory(this.ctx, { chat: this.chat });
   readonly tasks = new Tasks(this.ctx, {
     claimTimeoutMs: positiveMs(this.env.CHAT_RECOVERY_MS, DEFAULT_CHAT_RECOVERY_MS),
     definitions: { [CHAT_TURN]: this.#turnDefinition() },
@@ -127,16 +142,20 @@ export class ChatRoom extends DurableObject<Env> {
   }
 
   /**
-   * `POST /chat`: remembers the request's messages, starts a turn and its run, and answers with the
-   * turn as a UI message stream while the model writes it.
+   * `POST /chat`: the AI SDK's request through the history's door (validated, its new messages
+   * stored, the turn started in its place), then the turn's run; answers with the turn as a UI
+   * message stream while the model writes it, or 400 with the history's code (nothing stored).
    */
-  async answer(
-    chatId: string,
-    messageId: string | undefined,
-    messages: UIMessage[],
-  ): Promise<Response> {
-    this.history.rememberRequest(messages);
-    const turn = this.chat.startTurn(chatId, messageId === undefined ? {} : { messageId });
+  async answer(chatId: string, request: unknown): Promise<Response> {
+    let turn: Awaited<ReturnType<ChatHistory["startTurn"]>>["turn"];
+    try {
+      ({ turn } = await this.history.startTurn(chatId, request));
+    } catch (error) {
+      if (isChatError(error, "chat/invalid-argument") || isChatError(error, "chat/conflict")) {
+        return errorResponse(400, error.code, error.message);
+      }
+      throw error;
+    }
     const response = this.chat.turnResponse(turn);
     const input: ChatTurnRun = { chatId, turnId: turn.turnId, messageId: turn.messageId };
     await this.tasks.run(CHAT_TURN, input, { runId: turn.turnId });
@@ -154,9 +173,18 @@ export class ChatRoom extends DurableObject<Env> {
     return { stopped: turn !== null, turnId: turn?.turnId ?? null };
   }
 
-  /** `GET /chat/:chatId/messages`: the history, or null for a chat without one. */
-  messages(): UIMessage[] | null {
-    return this.history.messages();
+  /**
+   * `GET /chat/:chatId/messages`: the history (`useChat({ messages })` loads `messages`) and how
+   * each answer's turn ended, by message id; null for a chat without one.
+   */
+  async messages(
+    chatId: string,
+  ): Promise<{ messages: UIMessage[]; ends: Record<string, ChatTurnEnd> } | null> {
+    const entries = await this.history.entries(chatId);
+    if (entries.length === 0) return null;
+    const ends: Record<string, ChatTurnEnd> = {};
+    for (const entry of entries) if (entry.end !== null) ends[entry.message.id] = entry.end;
+    return { messages: entries.map((entry) => entry.message), ends };
   }
 
   /** A turn's run: the answer (live, or recovered after a restart), then its message remembered. */
@@ -169,8 +197,8 @@ export class ChatRoom extends DurableObject<Env> {
     return async (input: ChatTurnRun, step: TaskStep) => {
       const result = await answer(input, step);
       await step.do("remember", async () => {
-        const chunks = this.chat.storedChunks(input.turnId);
-        return chunks === null ? null : ((await this.history.rememberTurn(chunks))?.id ?? null);
+        const entry = await this.history.rememberTurn(input.turnId);
+        return entry?.message.id ?? null;
       });
       return result;
     };

@@ -1,4 +1,4 @@
-import { MAX_CHAT_ID_LENGTH, MAX_MESSAGE_ID_LENGTH } from "@durablekit/chat-adapter";
+import { type ChatTurnEnd, MAX_CHAT_ID_LENGTH } from "@durablekit/chat-adapter";
 import { isWellFormedName } from "@durablekit/compose";
 import type { UIMessage } from "ai";
 import type { Env } from "../env";
@@ -7,36 +7,12 @@ import type { Route } from "../router";
 
 /** The `ChatRoom` calls the routes make (typed here: the stub's inferred RPC type is too deep). */
 interface ChatRoomCalls {
-  answer(chatId: string, messageId: string | undefined, messages: UIMessage[]): Promise<Response>;
+  answer(chatId: string, request: unknown): Promise<Response>;
   resume(chatId: string): Promise<Response>;
   stop(chatId: string): Promise<{ stopped: boolean; turnId: string | null }>;
-  messages(): Promise<UIMessage[] | null>;
-}
-
-/** Most messages a request may carry. */
-const MAX_REQUEST_MESSAGES = 1_000;
-
-/**
- * The request's `messages` as the AI SDK sends them (each `{ id, role, parts: [] }`), or a
- * description of what is wrong. Nothing else of a message is read here; the history stores them.
- */
-function messagesOf(value: unknown): UIMessage[] | string {
-  if (value === undefined) return [];
-  if (!Array.isArray(value)) return '"messages" must be an array of UI messages';
-  if (value.length > MAX_REQUEST_MESSAGES) {
-    return `"messages" holds at most ${MAX_REQUEST_MESSAGES} messages`;
-  }
-  for (const [index, message] of value.entries()) {
-    const ok =
-      message !== null &&
-      typeof message === "object" &&
-      isWellFormedName((message as { id?: unknown }).id, MAX_MESSAGE_ID_LENGTH) &&
-      ["user", "assistant", "system"].includes((message as { role?: unknown }).role as string) &&
-      Array.isArray((message as { parts?: unknown }).parts);
-    if (!ok)
-      return `messages[${index}] must be { id, role: "user" | "assistant" | "system", parts: [...] }`;
-  }
-  return value as UIMessage[];
+  messages(
+    chatId: string,
+  ): Promise<{ messages: UIMessage[]; ends: Record<string, ChatTurnEnd> } | null>;
 }
 
 function room(env: Env, chatId: string): ChatRoomCalls {
@@ -52,12 +28,15 @@ function chatIdOf(value: unknown): string | null {
  * The AI SDK chat routes (`DefaultChatTransport` with `api: "/chat"`), one `ChatRoom` object per
  * chat id:
  * - `POST /chat` with `{ id, messages, trigger, messageId?, … }`: a new turn, answered by the
- *   scripted local model as a UI message stream;
+ *   scripted local model as a UI message stream; 400 `chat/invalid-argument` (nothing stored) for
+ *   messages the AI SDK's validator refuses or a `trigger` other than `submit-message` and
+ *   `regenerate-message`;
  * - `GET /chat/:chatId/stream`: the active turn replayed from its `start` chunk, then tailed; 204
  *   when the chat has none;
  * - `POST /chat/:chatId/stop`: stops the chat's active turn, from any client → `{ stopped, turnId }`;
- * - `GET /chat/:chatId/messages`: the chat's history `{ messages: UIMessage[] }` (what
- *   `useChat({ messages })` loads); 404 `demo/unknown-chat` for a chat without one.
+ * - `GET /chat/:chatId/messages`: the chat's history `{ messages: UIMessage[], ends }` (what
+ *   `useChat({ messages })` loads, and how each answer's turn ended by message id); 404
+ *   `demo/unknown-chat` for a chat without one.
  */
 export const chatRoutes: Route[] = [
   {
@@ -75,19 +54,7 @@ export const chatRoutes: Route[] = [
           `The body needs "id": the chat id, 1 to ${MAX_CHAT_ID_LENGTH} characters without lone surrogates (the AI SDK's chat request { "id", "messages", … }); got ${describeValue(body?.id)} as "id".`,
         );
       }
-      const given = body?.messageId;
-      const absent = given === undefined || given === null || given === "";
-      if (!absent && !isWellFormedName(given, MAX_MESSAGE_ID_LENGTH)) {
-        return errorResponse(
-          400,
-          "demo/bad-chat",
-          `"messageId", when given, is 1 to ${MAX_MESSAGE_ID_LENGTH} characters without lone surrogates; got ${describeValue(given)}.`,
-        );
-      }
-      const messageId = !absent && typeof given === "string" ? given : undefined;
-      const messages = messagesOf(body?.messages);
-      if (typeof messages === "string") return errorResponse(400, "demo/bad-chat", `${messages}.`);
-      return room(env, chatId).answer(chatId, messageId, messages);
+      return room(env, chatId).answer(chatId, body);
     },
   },
   {
@@ -120,11 +87,11 @@ export const chatRoutes: Route[] = [
     handle: async (_request, env, { chatId }) => {
       const id = chatIdOf(chatId);
       if (id === null) return badChatPath(chatId);
-      const messages = await room(env, id).messages();
-      if (messages === null) {
+      const history = await room(env, id).messages(id);
+      if (history === null) {
         return errorResponse(404, "demo/unknown-chat", `The chat "${id}" has no messages.`);
       }
-      return json({ messages });
+      return json(history);
     },
   },
 ];
