@@ -1,4 +1,4 @@
-import { ChatTurns } from "@durablekit/chat-adapter";
+import { ChatHistory, ChatTurns } from "@durablekit/chat-adapter";
 import { Streams } from "@durablekit/streams";
 import { countingState } from "@durablekit/test-kit";
 import { createChatStreams, ResumableStream } from "agents/chat";
@@ -173,4 +173,87 @@ export const chatTurnsReclaim: Workload = {
     run: (context) => runOurs(context, true),
   },
   anchor: { name: "agents@0.32.0 chat ResumableStream", run: runAgents },
+};
+
+const HISTORY_METRICS: MetricSpec[] = [
+  {
+    key: "rowChanges",
+    label: "SQLite row changes (total_changes), turns and history",
+    unit: "rows",
+    better: "lower",
+  },
+  {
+    key: "historyRowChanges",
+    label: "of which the history's (beside the turns' own)",
+    unit: "rows",
+    better: "lower",
+  },
+  {
+    key: "rowsWritten",
+    label: "cursor rowsWritten, turns and history",
+    unit: "rows",
+    better: "lower",
+  },
+  {
+    key: "ms",
+    label: "time for all turns, requests validated, answers remembered",
+    unit: "ms",
+    better: "lower",
+  },
+];
+
+/**
+ * The same 20 turns through `ChatHistory`: each turn starts from the AI SDK's request (the whole
+ * conversation so far, validated), its answer is remembered when it ends. The turns' own rows are
+ * measured first in the same object (the plain `chat-turns` workload), so the history's are the
+ * difference.
+ */
+async function runHistory({ ctx }: WorkloadContext): Promise<Figures> {
+  const counting = countingState(ctx);
+  const streams = new Streams(counting.state);
+  const chat = new ChatTurns(counting.state, { streams });
+  const history = new ChatHistory(counting.state, { chat });
+  const chunks = turnChunks();
+  let before = totalChanges(ctx);
+  for (let t = 0; t < TURNS; t++) {
+    const turn = chat.startTurn("plain");
+    for (const chunk of chunks) turn.write(chunk);
+    turn.finish();
+  }
+  const turnsOnly = totalChanges(ctx) - before;
+  const conversation: unknown[] = [];
+  before = totalChanges(ctx);
+  counting.reset();
+  const start = performance.now();
+  for (let t = 0; t < TURNS; t++) {
+    conversation.push({
+      id: `u${t}`,
+      role: "user",
+      parts: [{ type: "text", text: `question ${t}` }],
+    });
+    const { turn } = await history.startTurn(CHAT_ID, {
+      messages: conversation,
+      trigger: "submit-message",
+    });
+    for (const chunk of chunks) turn.write(chunk);
+    turn.finish();
+    const entry = await history.rememberTurn(turn.turnId);
+    conversation.push(entry?.message);
+  }
+  const ms = performance.now() - start;
+  const rowChanges = totalChanges(ctx) - before;
+  return {
+    rowChanges,
+    historyRowChanges: rowChanges - turnsOnly,
+    rowsWritten: counting.counts().rowsWritten,
+    ms,
+  };
+}
+
+/** Chat turns with the server's message history beside them: what the history adds per turn. */
+export const chatHistory: Workload = {
+  name: "chat-turns-history",
+  title: `${TURNS} turns of one chat × ${CHUNKS} chunks through ChatHistory (request validated, answer remembered)`,
+  metrics: HISTORY_METRICS,
+  ours: { name: "@durablekit/chat-adapter ChatTurns + ChatHistory", run: runHistory },
 };

@@ -1,7 +1,8 @@
 import type { Workload } from "../workload";
 import { bridgeWorkloads } from "./bridge-workloads";
-import { chatTurns, chatTurnsReclaim } from "./chat-turns";
+import { chatHistory, chatTurns, chatTurnsReclaim } from "./chat-turns";
 import { fanOut } from "./fan-out";
+import { fanOutWorkflows } from "./fan-out-workflows";
 import { inspectViews } from "./inspect";
 import { journalWorkloads } from "./journal-workloads";
 import { sqliteFloor } from "./sqlite-floor";
@@ -15,8 +16,10 @@ export const workloads: Workload[] = [
   ...streamsWorkloads,
   ...tasksWorkloads,
   fanOut,
+  fanOutWorkflows,
   ...bridgeWorkloads,
   chatTurns,
   chatTurnsReclaim,
+  chatHistory,
   inspectViews,
 ];
