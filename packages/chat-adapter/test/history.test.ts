@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { safeValidateUIMessages, type UIMessage } from "ai";
 import { describe, expect, it } from "vitest";
 import {
+  ChatHistory,
   type ChatHistoryEntry,
   ChatTurns,
   isChatError,
@@ -250,6 +251,43 @@ describe("the history's door", () => {
       expect(await entriesOf(stub)).toEqual([]);
     });
   }
+
+  it("refuses a request over maxRequestMessages, and a messageId the history holds with chat/conflict", async () => {
+    const { stub } = freshHost();
+    const outcome = await inHost(stub, async (host, state) => {
+      const small = new ChatHistory(state, { chat: host.chat, maxRequestMessages: 2 });
+      const tooMany = await small
+        .startTurn("c", submit(user("u1"), user("u2"), user("u3")))
+        .catch((error: unknown) => error);
+      const { turn } = await host.history.startTurn("c", submit(user("u1")));
+      turn.finish();
+      const taken = await host.history
+        .startTurn("c", submit(user("u1"), user("u2")), { messageId: "u1" })
+        .catch((error: unknown) => error);
+      return {
+        tooMany: isChatError(tooMany, "chat/invalid-argument"),
+        taken: isChatError(taken, "chat/conflict"),
+        turns: host.chat.listTurns("c").items.length,
+        ids: (await host.history.messages("c")).map((message) => message.id),
+      };
+    });
+    expect(outcome).toMatchObject({ tooMany: true, taken: true, turns: 1 });
+    expect(outcome.ids).toEqual(["u1", expect.any(String)]);
+  });
+
+  it("refuses tables written by a newer version with chat/schema-too-new", async () => {
+    const { stub } = freshHost();
+    const coded = await inHost(stub, (host, state) => {
+      state.storage.sql.exec("UPDATE dk_chat_meta SET value = 99 WHERE name = 'schema_version'");
+      try {
+        new ChatHistory(state, { chat: host.chat });
+        return false;
+      } catch (error) {
+        return isChatError(error, "chat/schema-too-new");
+      }
+    });
+    expect(coded).toBe(true);
+  });
 
   it("accepts what ai's validator accepts: reasoning, file and data parts, metadata", async () => {
     const messages: UIMessage[] = [
