@@ -4,6 +4,8 @@ import { workloads } from "./workloads/index";
 
 // The parent and shard classes of the fan-out workload (bindings in wrangler.jsonc).
 export { FanParent, FanShard } from "./workloads/fan-out";
+// The Workflow classes the fan-out-workflows workload compares against (bindings in wrangler.jsonc).
+export { FanChildWorkflow, FanParentWorkflow } from "./workloads/fan-out-workflows";
 // The Workflow class the tasks-workflows workload compares against (binding in wrangler.jsonc).
 export { TasksBenchWorkflow } from "./workloads/tasks-workflows";
 

@@ -122,6 +122,8 @@ export function traceTaskEvents(options: InspectTraceOptions): (event: TaskEvent
   };
 
   return (event: TaskEvent) => {
+    // Messages between objects (`task:child:delivered`, `…:refused`, `…:dropped`) belong to no run.
+    if (!("runId" in event)) return;
     const base = { [ATTR.runId]: event.runId, [ATTR.definition]: event.definition };
     switch (event.type) {
       case "task:attempt:interrupted":

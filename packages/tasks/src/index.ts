@@ -1,4 +1,9 @@
-export type { TaskChildMessageReply, TaskChildReply } from "./children/protocol";
+export type { TaskChildSpec } from "./children/child-steps";
+export {
+  MAX_STARTED_CHILDREN,
+  type TaskChildMessageReply,
+  type TaskChildReply,
+} from "./children/protocol";
 export {
   CHILDREN_EVENT,
   MAX_AWAITED_CHILDREN,

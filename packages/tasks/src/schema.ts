@@ -170,6 +170,7 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
     `CREATE TABLE dk_tasks_children (
       parent_run_id TEXT NOT NULL,
       step TEXT NOT NULL,
+      idx INTEGER NOT NULL,
       seq INTEGER NOT NULL,
       key TEXT NOT NULL,
       secret TEXT NOT NULL,
@@ -182,7 +183,7 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
       settled_at INTEGER,
       wait_step TEXT,
       created_at INTEGER NOT NULL,
-      PRIMARY KEY (parent_run_id, step)
+      PRIMARY KEY (parent_run_id, step, idx)
     ) WITHOUT ROWID`,
     `CREATE TABLE dk_tasks_links (
       key TEXT NOT NULL PRIMARY KEY,
@@ -190,6 +191,7 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
       parent TEXT,
       parent_run_id TEXT,
       step TEXT,
+      idx INTEGER,
       definition TEXT,
       child_run_id TEXT,
       expires_at INTEGER

@@ -1,5 +1,6 @@
 import { check, checkMs, checkName, checkOptions } from "./arguments";
-import type { ChildSteps } from "./children/child-steps";
+import type { ChildSteps, TaskChildSpec } from "./children/child-steps";
+import { MAX_STARTED_CHILDREN } from "./children/protocol";
 import {
   CHILDREN_EVENT,
   MAX_AWAITED_CHILDREN,
@@ -324,15 +325,60 @@ export class ReplayStep implements TaskStep {
     input?: unknown,
     options?: TaskStepOptions,
   ): Promise<TaskChildRun> {
+    return this.#start(
+      name,
+      [{ target, definition, input }],
+      options,
+      `startChild("${name}")`,
+    ).then((runs) => runs[0] as TaskChildRun);
+  }
+
+  startChildren(
+    name: string,
+    children: readonly TaskChildSpec[],
+    options?: TaskStepOptions,
+  ): Promise<TaskChildRun[]> {
+    const what = `startChildren("${name}")`;
+    if (
+      !Array.isArray(children) ||
+      children.length === 0 ||
+      children.length > MAX_STARTED_CHILDREN
+    ) {
+      return Promise.reject(
+        new TasksError(
+          "tasks/invalid-argument",
+          `${what} takes a list of 1 to ${MAX_STARTED_CHILDREN} children ({ target, definition, input? }).`,
+        ),
+      );
+    }
+    return this.#start(name, children, options, what);
+  }
+
+  /** A `do` step that starts `specs` (a bad target or definition is refused at the call, not retried). */
+  #start(
+    name: string,
+    specs: readonly TaskChildSpec[],
+    options: TaskStepOptions | undefined,
+    what: string,
+  ): Promise<TaskChildRun[]> {
     try {
       const a = this.#a;
-      const children = this.#childRuns(`startChild("${name}")`);
-      checkName(definition, `startChild("${name}") definition`);
-      // A bad target is refused at the call, not retried as a step; a journaled start is not
-      // checked again (a replay needs nothing of the target).
-      if (a.journal.get(name) === undefined) children.address(target);
+      const children = this.#childRuns(what);
+      // A journaled start is not checked again (a replay needs nothing of the targets).
+      if (a.journal.get(name) === undefined) {
+        for (const spec of specs) {
+          if (typeof spec !== "object" || spec === null) {
+            throw new TasksError(
+              "tasks/invalid-argument",
+              `${what} takes children as { target, definition, input? }.`,
+            );
+          }
+          checkName(spec.definition, `${what} definition`);
+          children.address(spec.target);
+        }
+      }
       const run = { runId: a.runId, generation: a.generation, definition: a.definition };
-      const start = () => children.start(run, name, target, definition, input);
+      const start = () => children.start(run, name, specs);
       return options === undefined ? this.do(name, start) : this.do(name, options, start);
     } catch (thrown) {
       return Promise.reject(thrown);

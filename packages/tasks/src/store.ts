@@ -105,6 +105,7 @@ export class TaskStore {
         link,
         link.parent_run_id as string,
         link.step as string,
+        link.idx as number,
         runId,
         settlement.state,
         settlement.result ?? null,

@@ -156,7 +156,10 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       hooks: { onEvent: options.onEvent, onError: options.onError },
       children: () => this.#children,
     });
-    this.#store.onOwed = (at) => this.#runner.requestWake(at);
+    this.#store.onOwed = (at) => {
+      this.#runner.requestWake(at);
+      this.#children?.deliverSoon();
+    };
     this.#children = this.#childRuns(ctx, options);
   }
 
@@ -178,19 +181,22 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     input?: TaskInput<Definitions[Name]>,
     options: TaskRunOptions = {},
   ): Promise<TaskReceipt> {
-    return this.#accept(definition, input, options, null);
+    const receipt = this.#accept(definition, input, options, null);
+    // The first attempt's wake (its claim deadline) is set before this answers.
+    await this.#runner.flushWakes();
+    return receipt;
   }
 
   /**
    * `run()`; `link`, when given, is called with a new run's id in the transaction that accepts it,
    * before its first attempt starts: a child run's side of its exchange is written with the run.
    */
-  async #accept(
+  #accept(
     definition: string,
     input: unknown,
     options: TaskRunOptions,
     link: ((runId: string) => void) | null,
-  ): Promise<TaskReceipt> {
+  ): TaskReceipt {
     this.#assertDefinition(definition);
     checkOptions(options, "run() options");
     const { runId: givenId, idempotencyKey: key } = options;
@@ -266,7 +272,6 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     this.#runner.start(runId, now);
     // The state as the warm start left it, before this method yields to the attempt.
     const state = this.#store.runs.getRun(runId)?.state ?? "pending";
-    await this.#runner.flushWakes();
     return { runId, definition, accepted: true, joinedBy: null, state, createdAt: now };
   }
 
@@ -372,6 +377,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     return this.#store.children.list(runId).map((row) => ({
       runId: row.child_run_id,
       step: row.step,
+      index: row.idx,
       target: JSON.parse(row.target) as { binding: string; id: string },
       definition: row.definition,
       state: row.state,
@@ -681,8 +687,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         startRun: (runId, now) => {
           runner.start(runId, now);
         },
-        accept: async (definition, input, link) =>
-          (await this.#accept(definition, input, {}, link)).runId,
+        accept: (definition, input, link) => this.#accept(definition, input, {}, link).runId,
         cancel: (runId, reason) => this.cancel(runId, reason),
       },
       given,

@@ -5,6 +5,7 @@ import type {
   OutcomeKind,
   RecordResult,
 } from "@durablekit/handle-journal";
+import type { TaskChildSpec } from "./children/child-steps";
 import type {
   TaskChildOutcome,
   TaskChildRun,
@@ -184,10 +185,11 @@ export interface TaskStep {
   journal(name: string): TaskStepJournal;
   /**
    * Starts a run of `definition` in another object (`target`: a namespace binding of the `children`
-   * option and the object's name or id), exactly once: a step whose child's idempotency key is
-   * `<runId>:<name>`, so a retry after a crash or a lost answer joins the same child run. Resolves
-   * to the child run (plain data, journaled); its settlement comes back to this run by itself.
-   * `options` are the step's (`retries`, `timeoutMs`): the start is retried as a `do` is.
+   * option and the object's name or id), exactly once: a step that records its intent (a random key
+   * and secret for the exchange) before the start leaves, so a retry after a crash or a lost answer
+   * joins the same child run. Resolves to the child run (plain data, journaled); its settlement
+   * comes back to this run by itself. `options` are the step's (`retries`, `timeoutMs`): the start
+   * is retried as a `do` is.
    *
    * @throws TasksError `tasks/invalid-argument` without the `children` option or for a bad target;
    *   NonRetryableError when the child's object refuses the start (an unknown definition there).
@@ -199,6 +201,20 @@ export interface TaskStep {
     input?: unknown,
     options?: TaskStepOptions,
   ): Promise<TaskChildRun>;
+  /**
+   * Starts many child runs in one step, each exactly once as {@link TaskStep.startChild} starts
+   * one: their intents are one transaction, the starts go as one RPC per object, and the step
+   * journals one row. Resolves to the child runs in the order given. At most 1,000 children; a retry
+   * sends only the starts still unanswered, and must ask for as many children as the first attempt.
+   *
+   * @throws TasksError `tasks/invalid-argument` without the `children` option, for an empty or
+   *   over-long list or a bad target; NonRetryableError when a child's object refuses its start.
+   */
+  startChildren(
+    name: string,
+    children: readonly TaskChildSpec[],
+    options?: TaskStepOptions,
+  ): Promise<TaskChildRun[]>;
   /**
    * Waits until `count` of `runs` (default: all) have settled, or `timeoutMs` passed, and answers
    * each child's outcome in the order given: `completed` with its result, `failed` or `cancelled`

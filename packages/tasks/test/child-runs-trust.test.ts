@@ -49,6 +49,7 @@ function startOf(parentId: string, definition: string, input: unknown, parentRun
     parent: { binding: "PARENT", id: parentId },
     parentRunId,
     step: "s",
+    index: 0,
     definition,
     input: encode(input),
   };
@@ -153,6 +154,7 @@ describe("child runs: only the two objects of an exchange can speak for it", {
       secret: own.secret,
       parentRunId: runId,
       step: "start 0",
+      index: 0,
       childRunId: own.child,
       state: "completed",
       result: encode("forged"),
@@ -186,6 +188,7 @@ describe("child runs: only the two objects of an exchange can speak for it", {
       secret: token(),
       parentRunId: runId,
       step: "start 9",
+      index: 0,
       childRunId: "task_phantom",
       state: "completed",
       result: encode(1),
@@ -316,6 +319,7 @@ describe("child runs: content and size", { timeout: 30_000 }, () => {
       secret: own.secret,
       parentRunId: runId,
       step: "start 0",
+      index: 0,
       childRunId: own.child,
       state,
       result,
@@ -441,5 +445,53 @@ describe("child runs: a fan-in that batches, and events", { timeout: 30_000 }, (
     expect(settled).toMatchObject({ runId, step: "start 0", state: "completed" });
     const [delivered] = await (children[0] as () => Shard)().eventsOf("task:child:delivered");
     expect(delivered).toMatchObject({ message: "settled", target: { binding: "PARENT" } });
+  });
+});
+
+describe("child runs: many started in one step", { timeout: 30_000 }, () => {
+  it("starts children in one step with one RPC per object, each once, and fans them in", async () => {
+    const { prefix, parent } = world(0);
+    const children = [0, 1].map((i) => (): Shard => env.SHARD.getByName(`${prefix}-${i}`));
+    const runId = (
+      await retry(parent, (p) => p.start("many@v1", { shards: 6, prefix, objects: 2 }))
+    ).runId;
+    const run = await settle(parent, runId, children);
+    expect(run.state).toBe("completed");
+    const outcomes = run.result as TaskChildOutcome[];
+    expect(outcomes.map((o) => (o.state === "completed" ? o.result : o.state))).toEqual(
+      Array.from({ length: 6 }, (_, i) => ({ i, doubled: i * 2 })),
+    );
+    for (const child of children) {
+      // Three children in each object: their starts came as one batch.
+      expect(await child().receivedCalls()).toContainEqual({ kind: "batch", messages: 3 });
+      const counts = await child().counts();
+      expect(Object.values(counts).filter((n) => n !== 1)).toEqual([]);
+      expect(Object.keys(counts)).toHaveLength(3);
+    }
+    const known = (await parent().childrenOf(runId)) ?? [];
+    expect(known.map((c) => [c.step, c.index, c.state])).toEqual(
+      Array.from({ length: 6 }, (_, i) => ["start", i, "completed"]),
+    );
+  });
+
+  it("restarts the parent after an object accepted its batch of starts: each child once", async () => {
+    const { prefix, parent } = world(0);
+    const children = [0, 1].map((i) => (): Shard => env.SHARD.getByName(`${prefix}-${i}`));
+    await (children[0] as () => Shard)().arm("after-start");
+    const runId = (
+      await retry(parent, (p) => p.start("many@v1", { shards: 4, prefix, objects: 2 }))
+    ).runId;
+    const run = await settle(parent, runId, children);
+    expect(run.state).toBe("completed");
+    for (const child of children) {
+      const counts = await retry(child, (c) => c.counts());
+      expect(Object.values(counts)).toEqual([1, 1]);
+    }
+    expect(
+      await parent().rowsOf(
+        "SELECT count(*) AS n FROM dk_tasks_children WHERE parent_run_id = ?",
+        runId,
+      ),
+    ).toEqual([{ n: 4 }]);
   });
 });

@@ -181,6 +181,7 @@ describe("child runs: a parent that cannot be reached", { timeout: 30_000 }, () 
       parent: { binding: "FIXTURE", id: nowhere },
       parentRunId: "p1",
       step: "s",
+      index: 0,
     })) as { ok: boolean; runId: string };
     expect(reply.ok).toBe(true);
     const stateOf = async () =>
@@ -232,6 +233,10 @@ describe("child runs: bad input", () => {
     ["unknown binding", { code: INVALID }],
     ["not a namespace", { code: INVALID }],
     ["no name", { code: INVALID }],
+    ["no children", { code: INVALID, message: expect.stringContaining("1 to 1000") }],
+    ["too many children", { code: INVALID, message: expect.stringContaining("1 to 1000") }],
+    ["a child that is not a spec", { code: INVALID }],
+    ["a child with a bad target", { code: INVALID, message: expect.stringContaining("NOPE") }],
     ["not an id", { code: INVALID, message: expect.stringContaining("not an id of namespace") }],
     [
       "an id of another namespace",

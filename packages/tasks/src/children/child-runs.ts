@@ -4,7 +4,7 @@ import type { TaskEvent } from "../events";
 import { TERMINAL_STATES } from "../rows";
 import type { TaskStore } from "../store";
 import { decodeValue, encodeValue, errorInfo } from "../values";
-import type { ChildStarter, ChildSteps } from "./child-steps";
+import type { ChildStarter, ChildSteps, TaskChildSpec } from "./child-steps";
 import type { ChildRow } from "./child-store";
 import {
   acknowledged,
@@ -64,9 +64,10 @@ export interface ChildRunsHost {
   startRun(runId: string, now: number): void;
   /**
    * Accepts a new run of `definition` (no idempotency key: a child run is found by its exchange,
-   * never by a key a user could send), calling `link` with its id in the accepting transaction.
+   * never by a key a user could send), calling `link` with its id in the accepting transaction, and
+   * starts its first attempt; synchronous (the caller waits for the wakes it asked for).
    */
-  accept(definition: string, input: unknown, link: (runId: string) => void): Promise<string>;
+  accept(definition: string, input: unknown, link: (runId: string) => void): string;
   cancel(runId: string, reason: string): Promise<boolean>;
 }
 
@@ -101,6 +102,8 @@ export class ChildRuns implements ChildSteps {
   readonly #namespaces: Readonly<Record<string, unknown>>;
   readonly #self: ObjectAddress;
   readonly #deliveryTimeoutMs: number;
+  /** A delivery asked for by {@link deliverSoon} and not started yet. */
+  #soon = false;
 
   constructor(host: ChildRunsHost, options: TaskChildrenOptions, deliveryTimeoutMs: number) {
     this.#host = host;
@@ -166,81 +169,134 @@ export class ChildRuns implements ChildSteps {
   async start(
     run: ChildStarter,
     step: string,
-    target: TaskChildTarget,
-    definition: string,
-    input: unknown,
-  ): Promise<TaskChildRun> {
+    specs: readonly TaskChildSpec[],
+  ): Promise<TaskChildRun[]> {
     const { store } = this.#host;
-    const inputText = encodeValue(input, this.#host.maxValueBytes, `step "${step}" child input`);
-    let row = store.children.get(run.runId, step);
-    if (row === undefined) {
-      const address = this.address(target);
+    const inputs = specs.map((spec, i) =>
+      encodeValue(
+        spec.input,
+        this.#host.maxValueBytes,
+        specs.length === 1 ? `step "${step}" child input` : `step "${step}" child ${i} input`,
+      ),
+    );
+    let rows = store.children.ofStep(run.runId, step);
+    if (rows.length === 0) {
+      const intents = specs.map((spec) => ({
+        exchange: newExchange(),
+        target: this.address(spec.target),
+        definition: spec.definition,
+      }));
       const now = this.#host.now();
-      row = store.transaction(() =>
-        store.children.intent(
-          run.runId,
-          run.generation,
-          step,
-          newExchange(),
-          address,
-          definition,
-          now,
-        ),
+      rows = store.transaction(() =>
+        store.children.intend(run.runId, run.generation, step, intents, now),
       );
-      if (row === undefined) {
+      if (rows.length === 0) {
         throw new TasksError(
           "tasks/conflict",
           `Run "${run.runId}" is held by another attempt; this one starts no child.`,
         );
       }
     }
-    const address = JSON.parse(row.target) as ObjectAddress;
-    // A retry after a lost answer: the settlement, or an earlier answer, named the child already.
-    if (row.child_run_id !== null) return { runId: row.child_run_id, step, target: address };
-    if (row.state === "cancelled") {
+    if (rows.length !== specs.length) {
+      throw new NonRetryableError(
+        `Step "${step}" of run "${run.runId}" started ${rows.length} child run(s) on an earlier attempt; this attempt asks for ${specs.length}. Keep a step's children the same across attempts, or version the definition.`,
+      );
+    }
+    // The intents decide (a retry after a code change keeps what the first attempt recorded).
+    const runs: Array<TaskChildRun | null> = rows.map((row) =>
+      row.child_run_id === null
+        ? null
+        : { runId: row.child_run_id, step, target: JSON.parse(row.target) as ObjectAddress },
+    );
+    const cancelled = rows.find((row) => row.child_run_id === null && row.state === "cancelled");
+    if (cancelled !== undefined) {
       throw new NonRetryableError(
         `Child run "${step}" of run "${run.runId}" was cancelled before it started: its parent settled.`,
       );
     }
-    const message = startMessage(row, this.#self, run.runId, step, row.definition, inputText);
-    const reply = (await this.#endpoint(address).receiveTasks(message)) as
-      | TaskChildMessageReply
-      | undefined;
-    if (reply?.ok === true && "runId" in reply && typeof reply.runId === "string") {
-      store.children.started(run.runId, step, row.key, reply.runId);
+    // What is still to start (a retry after a lost answer sends only those), one RPC per object.
+    const byTarget = new Map<string, ChildRow[]>();
+    for (const row of rows) {
+      if (row.child_run_id !== null) continue;
+      const list = byTarget.get(row.target);
+      if (list === undefined) byTarget.set(row.target, [row]);
+      else list.push(row);
+    }
+    const failures: Error[] = [];
+    const answered: Array<{ row: ChildRow; runId: string; address: ObjectAddress }> = [];
+    await Promise.all(
+      [...byTarget].map(async ([targetText, group]) => {
+        const address = JSON.parse(targetText) as ObjectAddress;
+        const messages = group.map((row) =>
+          startMessage(
+            row,
+            this.#self,
+            run.runId,
+            step,
+            row.idx,
+            row.definition,
+            inputs[row.idx] as string,
+          ),
+        );
+        let replies: Array<TaskChildMessageReply | undefined>;
+        try {
+          replies = await this.#call(address, messages);
+        } catch (error) {
+          failures.push(error instanceof Error ? error : new Error(String(error)));
+          return;
+        }
+        for (let i = 0; i < group.length; i++) {
+          const row = group[i] as ChildRow;
+          const reply = replies[i];
+          if (reply?.ok === true && "runId" in reply && typeof reply.runId === "string") {
+            answered.push({ row, runId: reply.runId, address });
+          } else {
+            failures.push(startFailure(address, run.runId, step, row.definition, reply));
+          }
+        }
+      }),
+    );
+    // The answers are noted together (one transaction): a parent that dies before resends the
+    // starts, which join the same children.
+    store.transaction(() => {
+      for (const { row, runId } of answered) {
+        store.children.started(run.runId, step, row.idx, row.key, runId);
+      }
+    });
+    for (const { row, runId, address } of answered) {
+      runs[row.idx] = { runId, step, target: address };
       this.#host.emit({
         type: "task:child:started",
         runId: run.runId,
         definition: run.definition,
         step,
-        childRunId: reply.runId,
+        childRunId: runId,
         target: address,
       });
-      return { runId: reply.runId, step, target: address };
     }
-    const where = `Object ${address.binding}/${address.id}`;
-    if (reply?.ok === true && "gone" in reply) {
-      throw new NonRetryableError(
-        `${where} was told to cancel child run "${step}" of run "${run.runId}" before its start arrived; it started nothing.`,
-      );
+    // A refusal for good fails the step at once; anything else is retried (the noted ones stay noted).
+    const final = failures.find((error) => error instanceof NonRetryableError);
+    if (final !== undefined) throw final;
+    if (failures.length > 0) throw failures[0];
+    return runs as TaskChildRun[];
+  }
+
+  /** Sends `messages` to `address` in one RPC (a batch when there are several); the replies in order. */
+  async #call(
+    address: ObjectAddress,
+    messages: ChildMessage[],
+  ): Promise<Array<TaskChildMessageReply | undefined>> {
+    const endpoint = this.#endpoint(address);
+    if (messages.length === 1) {
+      return [(await endpoint.receiveTasks(messages[0])) as TaskChildMessageReply | undefined];
     }
-    if (reply?.ok === false && reply.code === "tasks/schema-too-new") {
-      // A deploy cures it (a rolling deploy half done): retried with the step's back-off.
-      throw new TasksError(
-        "tasks/schema-too-new",
-        `${where} cannot read this start yet: ${reply.message}`,
-      );
+    const reply = (await endpoint.receiveTasks(batchMessage(messages))) as
+      | TaskChildReply
+      | undefined;
+    if (reply !== undefined && "replies" in reply && Array.isArray(reply.replies)) {
+      return reply.replies;
     }
-    if (reply?.ok === false) {
-      throw new NonRetryableError(
-        `${where} refused to start child run "${step}" of "${row.definition}": ${reply.message} (${reply.code}).`,
-      );
-    }
-    // Not a reply this package sends: the step retries it.
-    throw new TasksError(
-      "tasks/invalid-argument",
-      `${where} answered the start of child run "${step}" with no run id; is its receiveTasks() the one line return this.tasks.receive(message)?`,
-    );
+    return messages.map(() => reply as TaskChildMessageReply | undefined);
   }
 
   checkAwaitable(runId: string, runs: readonly TaskChildRun[], what: string): void {
@@ -361,7 +417,7 @@ export class ChildRuns implements ChildSteps {
    * it; a known key joins its run (or, cancelled before it started, starts nothing), once the
    * message proves it holds the exchange's secret and names the same parent, run, step and definition.
    */
-  async #receiveStart(m: StartMessage): Promise<TaskChildMessageReply> {
+  #receiveStart(m: StartMessage): TaskChildMessageReply {
     const host = this.#host;
     const link = host.store.links.get(m.key);
     if (link !== undefined) {
@@ -371,6 +427,7 @@ export class ChildRuns implements ChildSteps {
         link.parent === JSON.stringify(m.parent) &&
         link.parent_run_id === m.parentRunId &&
         link.step === m.step &&
+        link.idx === m.index &&
         link.definition === m.definition;
       if (!same) {
         return this.#refusedSilently(
@@ -384,9 +441,9 @@ export class ChildRuns implements ChildSteps {
       return acknowledged({ runId: link.child_run_id });
     }
     const input = decodeValue(m.input);
-    // No await between the lookup above and the accept's transaction: two starts of one key
-    // cannot both miss the link.
-    const runId = await host.accept(m.definition, input, (childRunId) =>
+    // Synchronous from the lookup above to the accept's transaction: two starts of one key cannot
+    // both miss the link.
+    const runId = host.accept(m.definition, input, (childRunId) =>
       host.store.links.link(m, childRunId),
     );
     return acknowledged({ runId });
@@ -420,7 +477,7 @@ export class ChildRuns implements ChildSteps {
    */
   #receiveSettled(m: SettledMessage): TaskChildMessageReply {
     const host = this.#host;
-    const row = host.store.children.get(m.parentRunId, m.step);
+    const row = host.store.children.get(m.parentRunId, m.step, m.index);
     // No child at that step (its run was deleted, or never started one): nothing to settle.
     if (row === undefined) return GONE;
     // Another exchange's key, a wrong secret, or another child than the one the start named.
@@ -439,6 +496,7 @@ export class ChildRuns implements ChildSteps {
       const settled = host.store.children.settle(
         m.parentRunId,
         m.step,
+        m.index,
         m.childRunId,
         m.state,
         m.result,
@@ -492,6 +550,21 @@ export class ChildRuns implements ChildSteps {
   }
 
   // ── Delivering (the alarm's share) ──
+
+  /**
+   * Delivers what is owed at once, in this invocation, once the turn that queued it has ended,
+   * without waiting for the alarm (which stays the backstop: every message is leased before it
+   * leaves, so the two never send one twice within its back-off). The message still leaves only
+   * after the settlement that queued it is durable: the output gate holds it until then.
+   */
+  deliverSoon(): void {
+    if (this.#soon) return;
+    this.#soon = true;
+    setTimeout(() => {
+      this.#soon = false;
+      this.deliverDue().catch(() => {});
+    }, 0);
+  }
 
   /** The earliest time a message is owed or a link expires, or null. */
   nextWakeAt(): number | null {
@@ -565,18 +638,7 @@ export class ChildRuns implements ChildSteps {
     const messages = rows.map((row) => fromStored(row));
     let replies: Array<TaskChildMessageReply | undefined>;
     try {
-      const endpoint = this.#endpoint(target);
-      if (messages.length === 1) {
-        replies = [(await endpoint.receiveTasks(messages[0])) as TaskChildMessageReply | undefined];
-      } else {
-        const reply = (await endpoint.receiveTasks(batchMessage(messages))) as
-          | TaskChildReply
-          | undefined;
-        replies =
-          reply !== undefined && "replies" in reply && Array.isArray(reply.replies)
-            ? reply.replies
-            : messages.map(() => reply as TaskChildMessageReply | undefined);
-      }
+      replies = await this.#call(target, messages);
     } catch {
       return;
     }
@@ -604,6 +666,39 @@ export class ChildRuns implements ChildSteps {
       }
     }
   }
+}
+
+/** The error of a start that was not answered with a run: retried unless it is a refusal for good. */
+function startFailure(
+  address: ObjectAddress,
+  runId: string,
+  step: string,
+  definition: string,
+  reply: TaskChildMessageReply | undefined,
+): Error {
+  const where = `Object ${address.binding}/${address.id}`;
+  if (reply?.ok === true && "gone" in reply) {
+    return new NonRetryableError(
+      `${where} was told to cancel child run "${step}" of run "${runId}" before its start arrived; it started nothing.`,
+    );
+  }
+  if (reply?.ok === false && reply.code === "tasks/schema-too-new") {
+    // A deploy cures it (a rolling deploy half done): retried with the step's back-off.
+    return new TasksError(
+      "tasks/schema-too-new",
+      `${where} cannot read this start yet: ${reply.message}`,
+    );
+  }
+  if (reply?.ok === false) {
+    return new NonRetryableError(
+      `${where} refused to start child run "${step}" of "${definition}": ${reply.message} (${reply.code}).`,
+    );
+  }
+  // Not a reply this package sends: the step retries it.
+  return new TasksError(
+    "tasks/invalid-argument",
+    `${where} answered the start of child run "${step}" with no run id; is its receiveTasks() the one line return this.tasks.receive(message)?`,
+  );
 }
 
 /** Rows cut into batches of at most `BATCH_CHARS` payload characters (a larger row goes alone). */

@@ -8,6 +8,13 @@ export interface ChildStarter {
   definition: string;
 }
 
+/** One child a step starts: where, which definition, with what input. */
+export interface TaskChildSpec {
+  target: TaskChildTarget;
+  definition: string;
+  input?: unknown;
+}
+
 /**
  * The port between the steps of child runs (`step.startChild`, `step.awaitChildren` in `step.ts`)
  * and the protocol behind them (`ChildRuns`): what a step may ask, one direction. Receiving and
@@ -20,16 +27,11 @@ export interface ChildSteps {
    */
   address(target: TaskChildTarget): ObjectAddress;
   /**
-   * The body of a `startChild` step: records the intent (once per step, fenced), sends the start and
-   * notes the child run it was answered with. A retry joins the same child.
+   * The body of a `startChild` / `startChildren` step: records the intents (once per step, fenced,
+   * one transaction), sends the starts (one RPC per object) and notes the child runs they were
+   * answered with. A retry joins the same children, and sends only the starts still unanswered.
    */
-  start(
-    run: ChildStarter,
-    step: string,
-    target: TaskChildTarget,
-    definition: string,
-    input: unknown,
-  ): Promise<TaskChildRun>;
+  start(run: ChildStarter, step: string, specs: readonly TaskChildSpec[]): Promise<TaskChildRun[]>;
   /**
    * Refuses a list a wait could never finish.
    * @throws TasksError `tasks/invalid-argument`.

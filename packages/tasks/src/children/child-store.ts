@@ -9,6 +9,8 @@ export type ChildEnd = "completed" | "failed" | "cancelled";
 /** One row of `dk_tasks_children`: a child run a parent run started, as the parent knows it. */
 export interface ChildRow {
   step: string;
+  /** The child's position among those its step started (0 for `startChild`). */
+  idx: number;
   seq: number;
   key: string;
   secret: string;
@@ -25,7 +27,14 @@ export interface ChildRow {
 type Row<T> = T & Record<string, SqlStorageValue>;
 
 const COLUMNS =
-  "step, seq, key, secret, target, definition, child_run_id, state, result, error, settled_at";
+  "step, idx, seq, key, secret, target, definition, child_run_id, state, result, error, settled_at";
+
+/** One child a step is about to start, as its intent records it. */
+export interface ChildIntent {
+  exchange: Exchange;
+  target: ObjectAddress;
+  definition: string;
+}
 
 /**
  * The SQL of a parent's side of child runs: `dk_tasks_children` (each child a run started, keyed by
@@ -43,61 +52,86 @@ export class ChildStore {
   }
 
   /**
-   * Records the intent to start child `step` of a run, fenced on the attempt `generation` holding
-   * the run: the row that was there, or the one written now. Undefined when the fence lost (nothing
-   * written). Two statements: call it inside a transaction.
+   * Records the intent to start the children of step `step` of a run (at positions 0, 1, …),
+   * fenced on the attempt `generation` holding the run: the rows that were there, or the ones
+   * written now, by position. Empty when the fence lost (nothing written). Several statements: call
+   * it inside a transaction.
    */
-  intent(
+  intend(
     runId: string,
     generation: string,
     step: string,
-    exchange: Exchange,
-    target: ObjectAddress,
-    definition: string,
+    intents: readonly ChildIntent[],
     now: number,
-  ): ChildRow | undefined {
-    this.#sql.exec(
-      `INSERT INTO dk_tasks_children
-         (parent_run_id, step, seq, key, secret, target, definition, state, created_at)
-       SELECT ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM dk_tasks_children WHERE parent_run_id = ?),
-              ?, ?, ?, ?, 'starting', ?
-       WHERE EXISTS (SELECT 1 FROM dk_tasks_runs
-                     WHERE run_id = ? AND generation = ? AND state = 'running')
-       ON CONFLICT (parent_run_id, step) DO NOTHING`,
-      runId,
-      step,
-      runId,
-      exchange.key,
-      exchange.secret,
-      JSON.stringify(target),
-      definition,
-      now,
-      runId,
-      generation,
-    );
-    return this.get(runId, step);
-  }
-
-  /** The child step `step` of a run started, or undefined. */
-  get(runId: string, step: string): ChildRow | undefined {
-    return this.#sql
-      .exec<Row<ChildRow>>(
-        `SELECT ${COLUMNS} FROM dk_tasks_children WHERE parent_run_id = ? AND step = ?`,
+  ): ChildRow[] {
+    const held = this.#sql
+      .exec(
+        "SELECT 1 FROM dk_tasks_runs WHERE run_id = ? AND generation = ? AND state = 'running'",
+        runId,
+        generation,
+      )
+      .toArray();
+    if (held.length === 0) return [];
+    const base = this.#sql
+      .exec<{ seq: number }>(
+        "SELECT coalesce(max(seq), 0) AS seq FROM dk_tasks_children WHERE parent_run_id = ?",
+        runId,
+      )
+      .one().seq;
+    for (let i = 0; i < intents.length; i++) {
+      const intent = intents[i] as ChildIntent;
+      this.#sql.exec(
+        `INSERT INTO dk_tasks_children
+           (parent_run_id, step, idx, seq, key, secret, target, definition, state, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'starting', ?)
+         ON CONFLICT (parent_run_id, step, idx) DO NOTHING`,
         runId,
         step,
+        i,
+        base + i + 1,
+        intent.exchange.key,
+        intent.exchange.secret,
+        JSON.stringify(intent.target),
+        intent.definition,
+        now,
+      );
+    }
+    return this.ofStep(runId, step);
+  }
+
+  /** The children step `step` of a run started, by position. */
+  ofStep(runId: string, step: string): ChildRow[] {
+    return this.#sql
+      .exec<Row<ChildRow>>(
+        `SELECT ${COLUMNS} FROM dk_tasks_children WHERE parent_run_id = ? AND step = ? ORDER BY idx`,
+        runId,
+        step,
+      )
+      .toArray();
+  }
+
+  /** The child at position `idx` of step `step` of a run, or undefined. */
+  get(runId: string, step: string, idx: number): ChildRow | undefined {
+    return this.#sql
+      .exec<Row<ChildRow>>(
+        `SELECT ${COLUMNS} FROM dk_tasks_children WHERE parent_run_id = ? AND step = ? AND idx = ?`,
+        runId,
+        step,
+        idx,
       )
       .toArray()[0];
   }
 
   /** Notes the child run a start was answered with (a `starting` child becomes `running`). */
-  started(runId: string, step: string, key: string, childRunId: string): void {
+  started(runId: string, step: string, idx: number, key: string, childRunId: string): void {
     this.#sql.exec(
       `UPDATE dk_tasks_children
        SET child_run_id = ?, state = CASE state WHEN 'starting' THEN 'running' ELSE state END
-       WHERE parent_run_id = ? AND step = ? AND key = ? AND child_run_id IS NULL`,
+       WHERE parent_run_id = ? AND step = ? AND idx = ? AND key = ? AND child_run_id IS NULL`,
       childRunId,
       runId,
       step,
+      idx,
       key,
     );
   }
@@ -109,6 +143,7 @@ export class ChildStore {
   settle(
     runId: string,
     step: string,
+    idx: number,
     childRunId: string,
     state: ChildEnd,
     result: string | null,
@@ -119,7 +154,7 @@ export class ChildStore {
       .exec<{ wait_step: string | null }>(
         `UPDATE dk_tasks_children
          SET child_run_id = ?, state = ?, result = ?, error = ?, settled_at = ?
-         WHERE parent_run_id = ? AND step = ? AND state IN ('starting', 'running')
+         WHERE parent_run_id = ? AND step = ? AND idx = ? AND state IN ('starting', 'running')
          RETURNING wait_step`,
         childRunId,
         state,
@@ -128,6 +163,7 @@ export class ChildStore {
         now,
         runId,
         step,
+        idx,
       )
       .toArray()[0];
     return row === undefined

@@ -14,6 +14,7 @@ export interface LinkRow {
   parent: string | null;
   parent_run_id: string | null;
   step: string | null;
+  idx: number | null;
   definition: string | null;
   /** The child run; null for a link a cancel wrote before its start arrived. */
   child_run_id: string | null;
@@ -22,7 +23,8 @@ export interface LinkRow {
 
 type Row<T> = T & Record<string, SqlStorageValue>;
 
-const COLUMNS = "key, secret, parent, parent_run_id, step, definition, child_run_id, expires_at";
+const COLUMNS =
+  "key, secret, parent, parent_run_id, step, idx, definition, child_run_id, expires_at";
 
 /** The SQL of `dk_tasks_links` (see {@link LinkRow}). Each method is one statement. */
 export class LinkStore {
@@ -53,13 +55,14 @@ export class LinkStore {
   link(message: StartMessage, childRunId: string): void {
     this.#sql.exec(
       `INSERT INTO dk_tasks_links
-         (key, secret, parent, parent_run_id, step, definition, child_run_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+         (key, secret, parent, parent_run_id, step, idx, definition, child_run_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       message.key,
       message.secret,
       JSON.stringify(message.parent satisfies ObjectAddress),
       message.parentRunId,
       message.step,
+      message.index,
       message.definition,
       childRunId,
     );

@@ -31,8 +31,9 @@ export interface StartMessage extends Exchange {
   kind: "start";
   parent: ObjectAddress;
   parentRunId: string;
-  /** The parent's step that starts it. */
+  /** The parent's step that starts it, and its position among the children that step starts. */
   step: string;
+  index: number;
   definition: string;
   /** The input, as the tasks value codec encodes it. */
   input: string;
@@ -44,6 +45,7 @@ export interface SettledMessage extends Exchange {
   kind: "settled";
   parentRunId: string;
   step: string;
+  index: number;
   childRunId: string;
   state: "completed" | "failed" | "cancelled";
   /** The result (completed), as the codec encodes it; null otherwise. */
@@ -97,6 +99,8 @@ const MAX_NAME = 256;
 const MAX_TEXT = 8 * 1024 * 1024;
 /** A key or secret: 128 random bits as 32 lowercase hex digits. */
 const TOKEN = /^[0-9a-f]{32}$/;
+/** Most children one step starts (`startChildren`); an index is below it. */
+export const MAX_STARTED_CHILDREN = 1_000;
 /** A Durable Object id: 64 lowercase hex digits. */
 const OBJECT_ID = /^[0-9a-f]{64}$/;
 
@@ -140,6 +144,18 @@ function name(value: unknown, what: string): string {
 function token(value: unknown, what: string): string {
   if (typeof value !== "string" || !TOKEN.test(value)) {
     throw invalid(`${what} must be 32 lowercase hex digits`);
+  }
+  return value;
+}
+
+function index(value: unknown): number {
+  if (
+    typeof value !== "number" ||
+    !Number.isInteger(value) ||
+    value < 0 ||
+    value >= MAX_STARTED_CHILDREN
+  ) {
+    throw invalid(`index must be an integer from 0 to ${MAX_STARTED_CHILDREN - 1}`);
   }
   return value;
 }
@@ -199,6 +215,7 @@ function readOne(m: Record<string, unknown>): ChildMessage {
         parent: address(m.parent),
         parentRunId: name(m.parentRunId, "parentRunId"),
         step: name(m.step, "step"),
+        index: index(m.index),
         definition: name(m.definition, "definition"),
         input: text(m.input, "input", false) as string,
       };
@@ -218,6 +235,7 @@ function readOne(m: Record<string, unknown>): ChildMessage {
         ...exchange,
         parentRunId: name(m.parentRunId, "parentRunId"),
         step: name(m.step, "step"),
+        index: index(m.index),
         childRunId: name(m.childRunId, "childRunId"),
         state,
         result,
@@ -314,10 +332,22 @@ export function startMessage(
   parent: ObjectAddress,
   parentRunId: string,
   step: string,
+  index: number,
   definition: string,
   input: string,
 ): StartMessage {
-  return { v: 2, kind: "start", ...exchange, parent, parentRunId, step, definition, input };
+  return {
+    v: 2,
+    kind: "start",
+    key: exchange.key,
+    secret: exchange.secret,
+    parent,
+    parentRunId,
+    step,
+    index,
+    definition,
+    input,
+  };
 }
 
 /** A child's settlement, for the parent its link names. */
@@ -325,6 +355,7 @@ export function settledMessage(
   exchange: Exchange,
   parentRunId: string,
   step: string,
+  index: number,
   childRunId: string,
   state: SettledMessage["state"],
   result: string | null,
@@ -338,6 +369,7 @@ export function settledMessage(
     secret: exchange.secret,
     parentRunId,
     step,
+    index,
     childRunId,
     state,
     result: completed ? result : null,

@@ -25,6 +25,8 @@ export interface TaskChildSnapshot {
   runId: string | null;
   /** The parent's step that started it. */
   step: string;
+  /** Its position among the children its step started (0 for `startChild`). */
+  index: number;
   /** The object it runs in. */
   target: TaskChildAddress;
   /** The child's definition. */
