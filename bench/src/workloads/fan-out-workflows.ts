@@ -80,17 +80,14 @@ async function workflows({ env }: WorkloadContext) {
   const start = performance.now();
   const instance = await e.FAN_PARENT_WORKFLOW.create({ params: { children: CHILDREN } });
   let output: unknown;
-  await waitForState(
-    async () => {
-      const { status, error, output: out } = await instance.status();
-      if (status === "errored" || status === "terminated") {
-        throw new Error(`workflow ${status}: ${JSON.stringify(error)}`);
-      }
-      output = out;
-      return { state: status };
-    },
-    ["complete"],
-  );
+  await waitForState(async () => {
+    const { status, error, output: out } = await instance.status();
+    if (status === "errored" || status === "terminated") {
+      throw new Error(`workflow ${status}: ${JSON.stringify(error)}`);
+    }
+    output = out;
+    return { state: status };
+  }, ["complete"]);
   const ms = performance.now() - start;
   if (output !== squares) throw new Error(`the workflow answered ${JSON.stringify(output)}`);
   return { ms };
