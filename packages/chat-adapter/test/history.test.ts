@@ -365,6 +365,44 @@ describe("how a turn ended, seen by every later reader", () => {
     expect(stored?.at(-1)).toEqual({ type: "error", errorText: RECOVERY_FAILED_TEXT });
   });
 
+  it("shows a turn whose recovery was killed too as failed with the recovery's error, to a reload", async () => {
+    const { stub, name } = freshHost();
+    const turnId = await inHost(stub, async (host) => {
+      const id = await host.answer("c", submit(user("u1")), {
+        deltas: 20,
+        hangBefore: 8,
+        hangRecoveries: 1,
+      });
+      while ((host.chat.storedChunks(id)?.length ?? 0) < 8) {
+        host.chat.liveTurn(id)?.flush();
+        await sleep(5);
+      }
+      return id;
+    });
+    await abortAllDurableObjects();
+    // The alarm recovers the turn; the recovery writes a chunk, and the object is killed again.
+    let restarted = env.HISTORY_HOST.getByName(name);
+    for (let i = 0; i < 200; i++) {
+      await sleep(20);
+      await runDurableObjectAlarm(restarted);
+      const hung = await inHost(restarted, async (host) => {
+        host.chat.liveTurn(turnId)?.flush();
+        return host.hungRecoveries();
+      });
+      if (hung === 1) break;
+    }
+    await abortAllDurableObjects();
+    restarted = env.HISTORY_HOST.getByName(name);
+    await settled(restarted, turnId);
+    // With maxRecoveries (1) spent, the next attempt ends the turn; every later reader sees that end.
+    const entries = await entriesOf(restarted);
+    expect(entries[1]?.end).toEqual({ state: "failed", errorText: RECOVERY_FAILED_TEXT });
+    expect(entries[1]?.message.parts[0]).toMatchObject({ type: "reasoning", state: "done" });
+    const stored = await inHost(restarted, (host) => host.chat.storedChunks(turnId));
+    expect(stored?.filter((chunk) => chunk.type === "start")).toHaveLength(1);
+    expect(stored?.at(-1)).toEqual({ type: "error", errorText: RECOVERY_FAILED_TEXT });
+  });
+
   it("continues a restarted turn with its reasoning, and the history holds the same message as an uninterrupted one", async () => {
     const { stub, name } = freshHost();
     const turnId = await inHost(stub, async (host) => {

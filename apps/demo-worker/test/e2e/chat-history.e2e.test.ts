@@ -193,6 +193,46 @@ describe("the chat history under wrangler dev, driven by the AI SDK's own client
     // The history holds what the stopping client saw, as the AI SDK assembles it.
     expect(history.messages[1]?.parts).toEqual((await assembleChunks(seen))?.parts);
   });
+  it("shows the end every stream reader saw to a reload after the turn and then its recovery are SIGKILLed", async () => {
+    const { chunks } = await readSome(await send("recovery-killed", [ask("u1", "hello")]), 20);
+    const answerId = (chunks[0] as { messageId: string }).messageId;
+    await dev.kill();
+    dev = await dev.restart();
+    // A resume tails the recovery (the demo keeps interrupted turns for it): its first buffer is
+    // what was stored before the kill, the next one is the recovery writing. Kill it there.
+    const resumed = await fetch(`${dev.url}/chat/recovery-killed/stream`);
+    expect(resumed.status).toBe(200);
+    const raw = (resumed.body as ReadableStream<Uint8Array>).getReader();
+    const head = new TextDecoder().decode((await raw.read()).value);
+    expect(head.startsWith(`data: {"type":"start","messageId":"${answerId}"`)).toBe(true);
+    const next = await raw.read();
+    expect(next.done).toBe(false);
+    await dev.kill();
+    dev = await dev.restart();
+    transport = new DefaultChatTransport({ api: `${dev.url}/chat` });
+    let history: History = { messages: [], ends: {} };
+    for (let look = 0; look < 150 && history.ends[answerId] === undefined; look++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const response = await fetch(`${dev.url}/chat/recovery-killed/messages`);
+      if (response.ok) history = (await response.json()) as History;
+    }
+    expect(history.messages.filter((message) => message.id === answerId)).toHaveLength(1);
+    const end = history.ends[answerId];
+    console.info(`a turn killed twice (live, then in its recovery) ended: ${JSON.stringify(end)}`);
+    const answer = history.messages[1] as UIMessage;
+    // How the turn ends after two kills is the recovery policy's (maxRecoveries); the history
+    // shows that end and the message that goes with it, never a silent truncation.
+    if (end?.state === "finished") {
+      expect(answer.parts).toEqual(reference?.parts);
+    } else {
+      expect(end).toEqual({
+        state: "failed",
+        errorText: "The answer was interrupted (the server restarted) and could not be completed.",
+      });
+      expect(textOf(answer).length).toBeLessThan(textOf(reference).length);
+    }
+    expect(await transport.reconnectToStream({ chatId: "recovery-killed" })).toBeNull();
+  });
 });
 
 describe("a chat turn whose recovery fails, then a reload", () => {
