@@ -62,6 +62,13 @@ describe("fan-out routes", () => {
       idempotencyKey: "fan-1",
     });
     expect(again).toMatchObject({ status: 200, body: { runId, accepted: false } });
+    // The workspace inspector's run view lists the children, in start order, where they run.
+    const view = await call("GET", `/inspect/api/runs/${runId}`);
+    const children = view.body.children as Array<Record<string, unknown>>;
+    expect(
+      children.map((c) => [c.step, c.state, (c.target as { binding: string }).binding]),
+    ).toEqual(Array.from({ length: 7 }, (_, i) => [`child ${i}`, "completed", "SHARD"]));
+    expect(children.every((c) => c.here === false && typeof c.runId === "string")).toBe(true);
   });
 
   it("refuses a bad fan-out with a coded 400, and an unknown run or shard with a 404", async () => {

@@ -14,6 +14,7 @@ export {
   type InspectCall,
   type InspectChatTurn,
   type InspectChatTurnView,
+  type InspectChild,
   type InspectChunk,
   type InspectCounts,
   type InspectErrorInfo,

@@ -263,7 +263,17 @@ export class Inspector {
       executionId: journal.executionId,
       calls: callsOf(this.#parts.programs, journal.executionId, journal.entries),
     }));
-    return runViewOf(history, journals);
+    const children = (reading(() => tasks.children?.(id)) ?? []).map((child) => ({
+      runId: child.runId,
+      step: child.step,
+      index: child.index,
+      definition: child.definition,
+      state: child.state,
+      settledAt: child.settledAt,
+      target: child.target,
+      here: child.target.id === this.#objectId,
+    }));
+    return runViewOf(history, journals, children);
   }
 
   /**

@@ -8,6 +8,7 @@ import { errorInfoOf } from "./error-info";
 import {
   INSPECT_SHAPE_VERSION,
   type InspectAttempt,
+  type InspectChild,
   type InspectJournal,
   type InspectRun,
   type InspectRunView,
@@ -102,9 +103,13 @@ function attemptAt(attempts: readonly InspectAttempt[], at: number): number | nu
 
 /**
  * A run's history as the run view: its facts, its input, its result, its attempts, its steps on a
- * time axis, and the calls of the programs it ran (`journals`).
+ * time axis, the calls of the programs it ran (`journals`) and the child runs it started.
  */
-export function runViewOf(history: TaskRunHistory, journals: InspectJournal[]): InspectRunView {
+export function runViewOf(
+  history: TaskRunHistory,
+  journals: InspectJournal[],
+  children: InspectChild[] = [],
+): InspectRunView {
   const steps: InspectStep[] = [];
   let from = history.run.createdAt;
   history.steps.forEach((step, index) => {
@@ -124,6 +129,7 @@ export function runViewOf(history: TaskRunHistory, journals: InspectJournal[]): 
       ...journal,
       calls: journal.calls.map((call) => ({ ...call, attempt: attemptAt(attempts, call.at) })),
     })),
+    children,
   };
   if (history.run.state === "completed") view.result = history.run.result;
   return view;

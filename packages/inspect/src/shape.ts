@@ -205,6 +205,24 @@ export interface InspectRunView {
   steps: InspectStep[];
   /** The step journals of programs it ran (`step.journal(name)`), decoded. */
   journals: InspectJournal[];
+  /** The child runs it started in other objects (`step.startChild`, `startChildren`), in start order. */
+  children: InspectChild[];
+}
+
+/** A child run a run started, as the run's object knows it. */
+export interface InspectChild {
+  /** The child run's id; null while its start is unanswered. */
+  runId: string | null;
+  /** The step that started it, and its position among that step's children. */
+  step: string;
+  index: number;
+  definition: string;
+  state: "starting" | "running" | "completed" | "failed" | "cancelled";
+  settledAt: number | null;
+  /** The object it runs in. */
+  target: { binding: string; id: string };
+  /** True when it runs in this inspected object (its run view is then this inspector's). */
+  here: boolean;
 }
 
 /** One page of a list view: the items, and the token of the next page (`null` on the last). */

@@ -61,7 +61,12 @@ describe("new Inspector(ctx, { parts })", () => {
     await inFixture(async ({ streams, chat, tasks, executor }) => {
       const held = inspectedParts([streams, chat, tasks, executor]);
       expect(Object.keys(held.programs ?? {}).sort()).toEqual(["calls", "get", "list"]);
-      expect(Object.keys(held.tasks ?? {}).sort()).toEqual(["history", "journals", "list"]);
+      expect(Object.keys(held.tasks ?? {}).sort()).toEqual([
+        "children",
+        "history",
+        "journals",
+        "list",
+      ]);
       expect(Object.keys(held.streams ?? {}).sort()).toEqual(["list", "readPage", "status"]);
       expect(Object.keys(held.chat ?? {}).sort()).toEqual(["getTurn", "listTurns", "storedChunks"]);
       expect(Object.isFrozen(held.streams)).toBe(true);

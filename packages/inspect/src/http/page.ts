@@ -61,6 +61,7 @@ const HTML = (base: string) => `<!doctype html>
     <div id="detail-timeline" class="timeline" hidden></div>
     <table id="detail-attempts" hidden><thead><tr><th>attempt</th><th>started</th><th>after</th><th>ran</th><th>ended as</th><th>step</th><th>error</th></tr></thead><tbody></tbody></table>
     <div id="detail-journals" hidden></div>
+    <table id="detail-children" hidden><thead><tr><th>step</th><th>#</th><th>child run</th><th>definition</th><th>object</th><th>state</th><th>settled</th></tr></thead><tbody></tbody></table>
     <table id="detail-steps" hidden><thead><tr><th>#</th><th>step</th><th>kind</th><th>state</th><th>attempts</th><th>took</th><th>wakes</th><th>result or error</th></tr></thead><tbody></tbody></table>
     <table id="detail-chunks"><thead><tr><th>#</th><th>value</th></tr></thead><tbody></tbody></table>
     <button id="detail-more" hidden>Next page</button>
@@ -354,8 +355,23 @@ function renderRun(view) {
     body.append(tr);
   }
   journals(view.journals);
+  children(view.children || []);
   $("detail-chunks").hidden = true;
   $("detail-more").hidden = true;
+}
+/** The child runs a run started: each links to its own view when it runs in this object. */
+function children(list) {
+  const body = $("detail-children").tBodies[0];
+  body.replaceChildren();
+  for (const c of list) {
+    const tr = row([c.step, c.index, "", c.definition, c.target.binding + " " + c.target.id.slice(0, 12) + "…", c.state, time(c.settledAt)]);
+    const cell = tr.cells[2];
+    if (c.runId !== null && c.here) cell.append(link(c.runId, "#/runs/" + encodeURIComponent(c.runId)));
+    else cell.textContent = c.runId === null ? "(starting)" : c.runId;
+    tr.dataset.state = c.state;
+    body.append(tr);
+  }
+  $("detail-children").hidden = list.length === 0;
 }
 /** A table of a program's journaled calls: where each sits, what it called, how it ended. */
 function callTable(calls) {
@@ -403,6 +419,7 @@ function route() {
   $("detail-steps").hidden = kind !== "runs";
   $("detail-chunks").hidden = kind === "runs" || kind === "executions";
   $("detail-journals").hidden = kind !== "runs" && kind !== "executions";
+  $("detail-children").hidden = true;
   if (kind === "runs" && id) {
     live("/runs/" + id, renderRun);
   } else if (kind === "executions" && id) {
