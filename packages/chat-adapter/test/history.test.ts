@@ -252,7 +252,7 @@ describe("the history's door", () => {
     });
   }
 
-  it("refuses a request over maxRequestMessages, and a messageId the history holds with chat/conflict", async () => {
+  it("refuses a request over maxRequestMessages, and a messageId or turnId already used with chat/conflict, storing nothing", async () => {
     const { stub } = freshHost();
     const outcome = await inHost(stub, async (host, state) => {
       const small = new ChatHistory(state, { chat: host.chat, maxRequestMessages: 2 });
@@ -264,14 +264,19 @@ describe("the history's door", () => {
       const taken = await host.history
         .startTurn("c", submit(user("u1"), user("u2")), { messageId: "u1" })
         .catch((error: unknown) => error);
+      // A turn id already used: the turn's start throws inside the transaction, which stores nothing.
+      const turnTaken = await host.history
+        .startTurn("c", submit(user("u1"), user("u2")), { turnId: turn.turnId })
+        .catch((error: unknown) => error);
       return {
         tooMany: isChatError(tooMany, "chat/invalid-argument"),
         taken: isChatError(taken, "chat/conflict"),
+        turnTaken: isChatError(turnTaken, "chat/conflict"),
         turns: host.chat.listTurns("c").items.length,
         ids: (await host.history.messages("c")).map((message) => message.id),
       };
     });
-    expect(outcome).toMatchObject({ tooMany: true, taken: true, turns: 1 });
+    expect(outcome).toMatchObject({ tooMany: true, taken: true, turnTaken: true, turns: 1 });
     expect(outcome.ids).toEqual(["u1", expect.any(String)]);
   });
 
