@@ -196,8 +196,10 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
         runId,
         state: run.state,
         children: input?.children ?? children.length,
-        started: children.length,
-        settled: children.filter((child) => child.state !== "running").length,
+        // A child is started once its object answered the start (before, it is only an intent).
+        started: children.filter((child) => child.state !== "starting").length,
+        settled: children.filter((child) => child.state !== "starting" && child.state !== "running")
+          .length,
         owed: this.ctx.storage.sql
           .exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_outbox")
           .one().n,
