@@ -3,6 +3,7 @@ import type {
   TaskAwaitChildrenOptions,
   TaskChildOutcome,
   TaskChildRun,
+  TaskChildSpec,
   TaskChildTarget,
   TaskDefinitions,
   TaskInterruptedStep,
@@ -219,6 +220,15 @@ class ProbedStep implements TaskStep {
     return this.#wait("do", name, () =>
       this.#step.startChild(name, target, definition, input, options),
     );
+  }
+
+  /** Many child starts are one step like a `do`: a boundary before and after it. */
+  startChildren(
+    name: string,
+    children: readonly TaskChildSpec[],
+    options?: TaskStepOptions,
+  ): Promise<TaskChildRun[]> {
+    return this.#wait("do", name, () => this.#step.startChildren(name, children, options));
   }
 
   awaitChildren(

@@ -5,6 +5,7 @@ import {
   type TaskAwaitChildrenOptions,
   type TaskChildOutcome,
   type TaskChildRun,
+  type TaskChildSpec,
   type TaskChildTarget,
   type TaskInterruptedStep,
   type TaskStep,
@@ -277,6 +278,18 @@ class RecordedStep implements TaskStep {
   ): Promise<TaskChildRun> {
     const unsent = (): TaskChildRun => {
       throw new TestingError("testing/unsupported", `Child run "${name}" is not recorded.`);
+    };
+    return options === undefined ? this.do(name, unsent) : this.do(name, options, unsent);
+  }
+
+  /** Many child starts are one `do` step: answered from the recording, never sent. */
+  startChildren(
+    name: string,
+    _children: readonly TaskChildSpec[],
+    options?: TaskStepOptions,
+  ): Promise<TaskChildRun[]> {
+    const unsent = (): TaskChildRun[] => {
+      throw new TestingError("testing/unsupported", `Child runs "${name}" are not recorded.`);
     };
     return options === undefined ? this.do(name, unsent) : this.do(name, options, unsent);
   }
