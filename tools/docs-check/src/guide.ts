@@ -23,8 +23,24 @@ export interface FileBlock {
   readonly text: string;
 }
 
+/**
+ * One fenced TypeScript block (```ts, ```typescript, ```tsx) that does not name a repository file:
+ * the snippet check compiles it as pasted.
+ */
+export interface CodeBlock {
+  /** 1-based line of the block's first line in the guide. */
+  readonly line: number;
+  /** The block's text, each line ending in a newline. */
+  readonly text: string;
+  /** True for a block marked ```ts partial (class members, a fragment of a function). */
+  readonly partial: boolean;
+}
+
 /** The info string that keeps a shell block out of the run: ```sh no-run. */
 export const NO_RUN = "no-run";
+
+/** The info string that keeps a TypeScript block out of the snippet check: ```ts partial. */
+export const PARTIAL = "partial";
 
 /** A trailing comment stating the HTTP status the line's request answers: `# → 202`. */
 export const STATUS_COMMENT = /#\s*→\s*(\d{3})\s*$/;
@@ -38,12 +54,15 @@ export class Guide {
   readonly name: string;
   readonly blocks: readonly ShellBlock[];
   readonly files: readonly FileBlock[];
+  /** The TypeScript blocks that do not name a file (those are checked against the file itself). */
+  readonly snippets: readonly CodeBlock[];
 
   constructor(path: string, markdown: string, name: string = basename(path)) {
     this.path = path;
     this.name = name;
     const blocks: ShellBlock[] = [];
     const files: FileBlock[] = [];
+    const snippets: CodeBlock[] = [];
     for (const fenced of Guide.#fencedBlocks(markdown)) {
       const [language, ...flags] = fenced.info;
       const file = flags.find((flag) => flag.startsWith("file="))?.slice("file=".length);
@@ -52,6 +71,12 @@ export class Guide {
           file,
           line: fenced.line,
           text: fenced.body.map((line) => `${line}\n`).join(""),
+        });
+      else if (language === "ts" || language === "typescript" || language === "tsx")
+        snippets.push({
+          line: fenced.line,
+          text: fenced.body.map((line) => `${line}\n`).join(""),
+          partial: flags.includes(PARTIAL),
         });
       if (language === "sh" || language === "bash" || language === "shell") {
         blocks.push({
@@ -64,6 +89,7 @@ export class Guide {
     }
     this.blocks = blocks;
     this.files = files;
+    this.snippets = snippets;
   }
 
   /** Reads and parses the guide at `path`, named `name` (default: its file name). */
