@@ -171,4 +171,36 @@ export default async function () {
     expect(problems).toEqual([]);
     await page.close();
   });
+  it("lists the child runs a fan-out started, with their states and objects", async () => {
+    const started = await fetch(`${dev.url}/fanout`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ children: 4, objects: 2 }),
+    });
+    expect(started.status).toBe(202);
+    const { runId } = (await started.json()) as { runId: string };
+    const page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    await page.goto(`${dev.url}/inspect/#/runs/${runId}`);
+    await page.waitForSelector('#detail-view[data-state="completed"]', { timeout: 30_000 });
+    await page.waitForSelector('#detail-children:not([hidden]) tbody tr[data-state="completed"]');
+    const rows = await page.$$eval("#detail-children tbody tr", (trs) =>
+      trs.map((tr) => {
+        const cells = [...tr.querySelectorAll("td")].map((td) => td.textContent ?? "");
+        return [cells[0], cells[1], cells[3], cells[4]?.split(" ")[0], cells[5]];
+      }),
+    );
+    expect(rows).toEqual(
+      Array.from({ length: 4 }, (_, i) => [
+        `child ${i}`,
+        "0",
+        "demo.shard@v1",
+        "SHARD",
+        "completed",
+      ]),
+    );
+    expect(problems).toEqual([]);
+    await page.close();
+  });
 });
