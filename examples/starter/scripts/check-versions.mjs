@@ -7,7 +7,7 @@ import { createRequire } from "node:module";
 export const SUPPORTED = {
   node: "22.12.0",
   wrangler: "4.156.2",
-  "@cloudflare/workers-types": "5.20261102.1",
+  "@cloudflare/workers-types": "5.20261103.1",
   compatibilityDate: "2026-11-01",
 };
 
@@ -29,7 +29,7 @@ const node = process.versions.node;
 if (compareVersions(node, SUPPORTED.node) < 0) {
   problems.push(
     `Node ${node} runs the scripts; wrangler and vitest need Node >= ${SUPPORTED.node}. ` +
-      "Run them through pnpm, which puts the `node` devDependency (Node 22) first on PATH.",
+      "Run them through npm run / npm test (or pnpm), which put the `node` devDependency (Node 22) first on PATH.",
   );
 }
 for (const name of ["wrangler", "@cloudflare/workers-types"]) {
