@@ -31,6 +31,87 @@ export function pnpm(
   return run("npx", ["-y", "pnpm@10", ...args], options);
 }
 
+/**
+ * Runs the machine's `npm …args` in `cwd` (with {@link childEnv}, the Node on PATH is the machine's,
+ * as for a user) and resolves with its output.
+ *
+ * @throws Error as {@link pnpm} does.
+ */
+export function npm(
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
+): Promise<string> {
+  return run("npm", args, options);
+}
+
+/** A long-running command started by {@link serve}, in its own process group. */
+export interface Served {
+  /** Everything it printed so far. */
+  output(): string;
+  /** SIGTERM to its group, SIGKILL after 5 s; resolves once it exited. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `command …args` in `cwd` in its own process group and resolves once `url` answers any HTTP
+ * status (a server is listening), so the caller can make its request.
+ *
+ * @throws Error when it exits first or `url` does not answer within `timeoutMs`; its group is
+ *   stopped and the message carries its output.
+ */
+export async function serve(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; url: string; timeoutMs: number },
+): Promise<Served> {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  const signal = (name: NodeJS.Signals) => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, name);
+    } catch {
+      // The group is already gone.
+    }
+  };
+  const served: Served = {
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      signal("SIGTERM");
+      const timer = new Promise((done) => setTimeout(done, 5_000).unref());
+      if ((await Promise.race([exited.then(() => "exited"), timer])) !== "exited") {
+        signal("SIGKILL");
+        await exited;
+      }
+    },
+  };
+  const deadline = Date.now() + options.timeoutMs;
+  while (Date.now() < deadline && child.exitCode === null && child.signalCode === null) {
+    try {
+      const response = await fetch(options.url);
+      await response.arrayBuffer();
+      return served;
+    } catch {
+      await new Promise((done) => setTimeout(done, 250));
+    }
+  }
+  await served.stop();
+  throw new Error(
+    `${command} ${args.join(" ")} in ${options.cwd}: ${options.url} did not answer\n--- output ---\n${output}`,
+  );
+}
+
 /** Runs a command in its own process group; see {@link pnpm}. */
 export function run(
   command: string,

@@ -12,12 +12,16 @@ export interface PublishedManifest {
   peerDependencies?: Record<string, string>;
 }
 
-/** The scope published to the local registry and never proxied to the public one. */
-const SCOPE = "@durablekit";
+/**
+ * What is published to the local registry and never proxied to the public one: the scope, and the
+ * unscoped `create-durablekit` that `npm create durablekit` runs.
+ */
+const LOCAL_ONLY = ["@durablekit/*", "create-durablekit"] as const;
 
 /**
  * A verdaccio npm registry on a free loopback port, with its own config, storage and user config
- * in a temporary directory. `@durablekit/*` lives only here (published by the test, never proxied);
+ * in a temporary directory. `@durablekit/*` and `create-durablekit` live only here (published by the
+ * test, never proxied);
  * every other package is proxied from the public registry, so a project's other dependencies
  * install. Stopped by PID, in its own process group.
  */
@@ -146,11 +150,7 @@ uplinks:
     timeout: 60s
     cache: false
 packages:
-  "${SCOPE}/*":
-    access: $all
-    publish: $all
-    unpublish: $all
-  "**":
+${LOCAL_ONLY.map((name) => `  "${name}":\n    access: $all\n    publish: $all\n    unpublish: $all\n`).join("")}  "**":
     access: $all
     publish: $authenticated
     proxy: npmjs

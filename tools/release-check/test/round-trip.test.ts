@@ -1,25 +1,29 @@
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { startWranglerDev } from "@durablekit/wrangler-harness";
+import { freePort, startWranglerDev } from "@durablekit/wrangler-harness";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { childEnv, pnpm, run } from "../src/commands.ts";
+import { childEnv, npm, pnpm, run, serve } from "../src/commands.ts";
 import { LocalRegistry, type PublishedManifest } from "../src/local-registry.ts";
+import { publicPackages, workspacePackages } from "../src/workspace.ts";
 
 const root = resolve(import.meta.dirname, "../../..");
 const starter = join(root, "examples/starter");
 
-/** Every public package, by directory under packages/. */
-const PACKAGES = [
-  "compose",
-  "handle-journal",
-  "rpc-bridge",
-  "tasks",
-  "streams",
-  "sse",
-  "chat-adapter",
-  "inspect",
-] as const;
+/** Every public package, by directory under packages/, derived from the workspace. */
+const PACKAGES = publicPackages(root).map((pkg) => pkg.dir.slice("packages/".length));
+
+const nameOf = (dir: string): string =>
+  JSON.parse(readFileSync(join(root, "packages", dir, "package.json"), "utf8")).name as string;
 
 const manifestOf = (dir: string): PublishedManifest =>
   JSON.parse(
@@ -41,8 +45,11 @@ const siblingsOf = (dir: string): string[] =>
  */
 const WORKERS_RUNTIME_STUB = `import { registerHooks } from "node:module";
 const stub = "data:text/javascript,export class RpcTarget {} export class WorkerEntrypoint {} export class DurableObject {} export const env = {};";
+// @durablekit/testing imports the vitest plugin's helpers, which only its workerd pool provides.
+const testStub = "data:text/javascript,export const env = {}; export const SELF = {}; export function runInDurableObject() {} export function runDurableObjectAlarm() {} export function evictDurableObject() {} export function abortAllDurableObjects() {}";
 registerHooks({
   resolve(specifier, context, next) {
+    if (specifier === "cloudflare:test") return { url: testStub, shortCircuit: true };
     return specifier.startsWith("cloudflare:") ? { url: stub, shortCircuit: true } : next(specifier, context);
   },
 });
@@ -78,8 +85,10 @@ afterAll(async () => {
 describe("a release installed from a registry", () => {
   it("publishes every public package at its version with the repository's release command", async () => {
     await pnpm(["run", "release", "--no-git-tag"], { cwd: root, env, timeoutMs: 180_000 });
+    expect(PACKAGES).toEqual(expect.arrayContaining(["create-durablekit", "inspect", "testing"]));
     for (const dir of PACKAGES) {
-      const published = await registry.versions(`@durablekit/${dir}`);
+      expect(versionOf(dir), `${dir} is released at a real version`).not.toBe("0.0.0");
+      const published = await registry.versions(nameOf(dir));
       expect(Object.keys(published)).toEqual([versionOf(dir)]);
       // Sibling ranges are published as plain ranges that accept every later 0.x minor.
       const manifest = published[versionOf(dir)]!;
@@ -89,6 +98,23 @@ describe("a release installed from a registry", () => {
         ];
         expect(range, `${dir} → ${sibling}`).toBe(">=0.1.0 <1");
       }
+    }
+    // Private packages are never published, even under the scope the registry keeps locally.
+    for (const pkg of workspacePackages(root).filter((p) => p.private)) {
+      expect(await registry.versions(pkg.name), pkg.name).toEqual({});
+    }
+  });
+
+  it("packs every public package and no private one with pnpm tarballs", async () => {
+    const tarballs = join(root, "tarballs");
+    try {
+      await pnpm(["run", "tarballs"], { cwd: root, env, timeoutMs: 180_000 });
+      const expected = publicPackages(root).map(
+        (pkg) => `${pkg.name.replace(/^@/, "").replace("/", "-")}-${pkg.version}.tgz`,
+      );
+      expect(readdirSync(tarballs).sort()).toEqual(expected.sort());
+    } finally {
+      rmSync(tarballs, { recursive: true, force: true });
     }
   });
 
@@ -123,8 +149,156 @@ describe("a release installed from a registry", () => {
     }
   });
 
+  it("creates a project with npm create durablekit on the machine's Node, installs it with npm, passes its tests and serves under npm run dev", async () => {
+    const parent = scratchDir("dk-npm-create-");
+    // The machine's Node and npm, as a user has them (no node_modules/.bin of this repository).
+    const machine = await run("node", ["--version"], { cwd: parent, env, timeoutMs: 10_000 });
+    console.info(
+      `npm ${(await npm(["--version"], { cwd: parent, env, timeoutMs: 30_000 })).trim()} on Node ${machine.trim()}`,
+    );
+    const created = await npm(["create", "durablekit@latest", "my-app"], {
+      cwd: parent,
+      env: { ...env, npm_config_yes: "true" },
+      timeoutMs: 120_000,
+    });
+    expect(created).toContain("  cd my-app\n  npm install && npm test\n");
+    const project = join(parent, "my-app");
+    expect(JSON.parse(readFileSync(join(project, "package.json"), "utf8")).name).toBe("my-app");
+
+    await npm(["install", "--no-audit", "--no-fund"], { cwd: project, env, timeoutMs: 300_000 });
+    const lock = JSON.parse(readFileSync(join(project, "package-lock.json"), "utf8")) as {
+      packages: Record<string, { version?: string; link?: boolean }>;
+    };
+    for (const dir of ["compose", "tasks", "streams", "sse", "testing"]) {
+      const entry = lock.packages[`node_modules/@durablekit/${dir}`];
+      expect(entry, dir).toMatchObject({ version: versionOf(dir) });
+      expect(entry?.link, dir).toBeUndefined();
+    }
+    // The tools npm chose run the supported date: wrangler within ^4.156, Node 22 for the scripts.
+    expect(lock.packages["node_modules/wrangler"]?.version).toMatch(
+      /^4\.(15[6-9]|1[6-9]\d|[2-9]\d\d)\./,
+    );
+    expect(lock.packages["node_modules/node"]?.version).toMatch(/^22\./);
+
+    const tested = await npm(["test"], { cwd: project, env, timeoutMs: 240_000 });
+    expect(tested).toMatch(/Tests\s+3 passed/);
+
+    const port = await freePort();
+    const persist = scratchDir("dk-npm-dev-");
+    const dev = await serve(
+      "npm",
+      [
+        "run",
+        "dev",
+        "--",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        "--persist-to",
+        persist,
+        "--inspector-port",
+        String(await freePort()),
+        "--show-interactive-dev-session=false",
+      ],
+      {
+        cwd: project,
+        env: { ...env, CI: "true" },
+        url: `http://127.0.0.1:${port}/`,
+        timeoutMs: 120_000,
+      },
+    );
+    try {
+      const started = await fetch(`http://127.0.0.1:${port}/count`, {
+        method: "POST",
+        body: JSON.stringify({ steps: 2 }),
+      });
+      expect(started.status, dev.output()).toBe(202);
+      expect(await started.json()).toMatchObject({ stream: expect.stringMatching(/^count:/) });
+    } finally {
+      await dev.stop();
+    }
+  });
+
+  it("installs the README's npm install lines into an empty Worker project and typechecks the getting-started object against wrangler types", async () => {
+    const project = scratchDir("dk-npm-readme-");
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const install =
+      /```sh no-run\n(npm install @durablekit\/[^\n]*\nnpm install -D [^\n]*)\n```/.exec(
+        readme,
+      )?.[1];
+    expect(install, "README.md's npm install block").toBeDefined();
+    const guide = readFileSync(join(root, "docs/getting-started.md"), "utf8");
+    const object =
+      /```ts\n(import \{ DurableObject \}[\s\S]*?export class MyObject[\s\S]*?)```/.exec(
+        guide,
+      )?.[1];
+    expect(object, "docs/getting-started.md's object").toBeDefined();
+
+    writeFileSync(
+      join(project, "package.json"),
+      `${JSON.stringify({ name: "readme-install", private: true, type: "module" }, null, 2)}\n`,
+    );
+    writeFileSync(
+      join(project, "wrangler.jsonc"),
+      `${JSON.stringify(
+        {
+          name: "readme-install",
+          main: "src/index.ts",
+          compatibility_date: "2026-11-01",
+          compatibility_flags: ["nodejs_compat"],
+          durable_objects: { bindings: [{ name: "MY_OBJECT", class_name: "MyObject" }] },
+          migrations: [{ tag: "v1", new_sqlite_classes: ["MyObject"] }],
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    writeFileSync(
+      join(project, "tsconfig.json"),
+      `${JSON.stringify(
+        {
+          compilerOptions: {
+            target: "ES2023",
+            lib: ["ES2023"],
+            module: "ESNext",
+            moduleResolution: "Bundler",
+            strict: true,
+            noUncheckedIndexedAccess: true,
+            verbatimModuleSyntax: true,
+            skipLibCheck: true,
+            noEmit: true,
+            types: ["@cloudflare/workers-types"],
+          },
+          include: ["src", "worker-configuration.d.ts"],
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    mkdirSync(join(project, "src"));
+    writeFileSync(join(project, "src/my-object.ts"), object!);
+    writeFileSync(
+      join(project, "src/index.ts"),
+      `export { MyObject } from "./my-object";\n\nexport default {\n  fetch: () => new Response(null, { status: 404 }),\n} satisfies ExportedHandler<Env>;\n`,
+    );
+
+    await run("bash", ["-euo", "pipefail", "-c", install!], {
+      cwd: project,
+      env,
+      timeoutMs: 300_000,
+    });
+    await npm(["exec", "--", "wrangler", "types", "--include-runtime=false"], {
+      cwd: project,
+      env,
+      timeoutMs: 60_000,
+    });
+    expect(readFileSync(join(project, "worker-configuration.d.ts"), "utf8")).toContain("MY_OBJECT");
+    await npm(["exec", "--", "tsc", "--noEmit"], { cwd: project, env, timeoutMs: 120_000 });
+  });
+
   it.each(PACKAGES)(
-    "installs @durablekit/%s alone from the registry, with everything it imports",
+    "installs %s alone from the registry, with everything it imports",
     async (dir) => {
       const project = scratchDir(`dk-alone-${dir}-`);
       writeFileSync(
@@ -132,12 +306,12 @@ describe("a release installed from a registry", () => {
         `${JSON.stringify({ name: "alone", private: true, type: "module" })}\n`,
       );
       writeFileSync(join(project, "workers-runtime-stub.mjs"), WORKERS_RUNTIME_STUB);
-      await pnpm(["add", `@durablekit/${dir}`], { cwd: project, env, timeoutMs: 120_000 });
+      await pnpm(["add", nameOf(dir)], { cwd: project, env, timeoutMs: 120_000 });
 
       const lockfile = readFileSync(join(project, "pnpm-lock.yaml"), "utf8");
       expect(lockfile).not.toMatch(/workspace:|link:/);
       // The tarball stands alone: licence, registry-safe README links, maps whose sources it ships.
-      const installed = join(project, "node_modules", "@durablekit", dir);
+      const installed = join(project, "node_modules", nameOf(dir));
       for (const file of [
         "LICENSE",
         "README.md",
@@ -166,7 +340,7 @@ describe("a release installed from a registry", () => {
           "./workers-runtime-stub.mjs",
           "--input-type=module",
           "-e",
-          `const m = await import("@durablekit/${dir}"); console.log(Object.keys(m).length);`,
+          `const m = await import("${nameOf(dir)}"); console.log(Object.keys(m).length);`,
         ],
         { cwd: project, env, timeoutMs: 30_000 },
       );
