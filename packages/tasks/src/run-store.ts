@@ -15,6 +15,10 @@ export interface Settlement {
   cancelReason?: string | null;
 }
 
+/** The statement of {@link RunStore.recoverOrphans}: it reads only running runs, by their index. */
+export const RECOVER_ORPHANS = `UPDATE dk_tasks_runs INDEXED BY dk_tasks_runs_running SET next_at = ?
+  WHERE state = 'running' AND next_at > ?`;
+
 /** Filters of {@link RunStore.listRuns}. */
 export interface RunFilter {
   definition?: string;
@@ -223,6 +227,16 @@ export class RunStore {
         step,
       ).rowsWritten > 0
     );
+  }
+
+  /**
+   * Makes every `running` run due at `now` (its claim deadline brought forward): called by a new
+   * instance of the object, in which no attempt can be alive yet, so every claim on disk belongs
+   * to an instance that is gone. Answers how many runs it made due. Reads only running runs
+   * (`dk_tasks_runs_running`).
+   */
+  recoverOrphans(now: number): number {
+    return this.#sql.exec(RECOVER_ORPHANS, now, now).rowsWritten;
   }
 
   /** Ids of runs whose wake is due, earliest first. */

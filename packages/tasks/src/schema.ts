@@ -210,6 +210,8 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
       created_at INTEGER NOT NULL
     ) WITHOUT ROWID`,
     "CREATE INDEX dk_tasks_outbox_next ON dk_tasks_outbox (next_at)",
+    // The runs a new instance of the object recovers at once (their attempts died with the old one).
+    "CREATE INDEX dk_tasks_runs_running ON dk_tasks_runs (run_id) WHERE state = 'running'",
   ],
 ];
 

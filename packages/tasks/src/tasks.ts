@@ -31,7 +31,13 @@ import type {
 } from "./types";
 import { DEFAULT_MAX_VALUE_BYTES, decodeValue, encodeValue } from "./values";
 
-const DEFAULT_CLAIM_TIMEOUT_MS = 60_000;
+const DEFAULT_CLAIM_TIMEOUT_MS = 5_000;
+
+/**
+ * The storages a `Tasks` was constructed over in this isolate. The first construction in an
+ * isolate is a new instance of the object: no attempt of it can be running yet.
+ */
+const constructed = new WeakSet<DurableObjectStorage>();
 
 /** A `Date` or epoch-milliseconds option as milliseconds; undefined when it was not given. */
 function timeOption(value: unknown, name: string): number | undefined {
@@ -156,6 +162,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       hooks: { onEvent: options.onEvent, onError: options.onError },
       children: () => this.#children,
     });
+    this.#recoverOrphans(ctx.storage);
     this.#store.onOwed = (at) => {
       this.#runner.requestWake(at);
       this.#children?.deliverSoon();
@@ -653,6 +660,22 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       return;
     }
     await Promise.all([this.#runner.alarm(), children.deliverDue()]);
+  }
+
+  /**
+   * Recovery on the next wake. A Durable Object has one live instance: when this is the first
+   * `Tasks` of a new instance, every claim on disk was held by an instance that is gone, so its
+   * runs are made due now and the alarm reclaims them in a moment (the claim path, with a new
+   * generation fencing out anything the dead attempt could still write), instead of at their claim
+   * deadline. Nothing else runs here: the attempts start from the alarm, after the host's
+   * constructor has composed its parts. A second `Tasks` over the same storage in one instance
+   * recovers nothing (the first one's attempts may be alive).
+   */
+  #recoverOrphans(storage: DurableObjectStorage): void {
+    if (constructed.has(storage)) return;
+    constructed.add(storage);
+    const now = this.#now();
+    if (this.#store.runs.recoverOrphans(now) > 0) this.#runner.requestWake(now);
   }
 
   /** The child runs of the `children` option, with what they need of this engine. */

@@ -262,8 +262,10 @@ export interface TasksOptions<Definitions extends TaskDefinitions> {
   stepTimeoutMs?: number;
   /**
    * How long a claimed attempt may go without a sign of life before the alarm reclaims its run, in
-   * milliseconds (60000). While the isolate lives, `alarm()` extends the claim of its own attempts;
-   * the deadline only matters when the isolate died, and then bounds how late recovery starts.
+   * milliseconds (5000). While the isolate lives, `alarm()` extends the claim of its own attempts
+   * (one alarm and one row write per `claimTimeoutMs` of a running step: 720 an hour at 5 s). The
+   * first request, RPC or alarm that reaches a new instance of the object recovers a dead attempt
+   * at once; the deadline bounds how late recovery starts when nothing reaches the object at all.
    */
   claimTimeoutMs?: number;
   /** Largest encoded input, metadata, step result, event payload or run result (1 MiB). */

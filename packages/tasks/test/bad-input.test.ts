@@ -46,12 +46,14 @@ const anyTasks = (tasks: Tasks<TaskDefinitions>) =>
  * statements), then builds the engine again: it migrates to the current version in place and the
  * run completes.
  */
-/** The child-run tables (versions 5 and 6): dropped to stand for the tables of an earlier version. */
+/** The child-run tables (versions 5 and 6) and version 6's index: dropped to stand for an earlier version. */
 const CHILD_TABLES = [
   "DROP TABLE dk_tasks_children",
   "DROP TABLE dk_tasks_child_waits",
   "DROP TABLE dk_tasks_links",
   "DROP TABLE dk_tasks_outbox",
+  // Version 6's index of running runs (recovery on a new instance's first wake).
+  "DROP INDEX dk_tasks_runs_running",
 ];
 
 /** The child-run tables as version 5 left them (messages of protocol version 1, no secrets). */

@@ -5,10 +5,18 @@ declare namespace Cloudflare {
     PROGRAM: DurableObjectNamespace<import("./fixtures/program-host").ProgramHost>;
     PARENT: DurableObjectNamespace<import("./fixtures/child-objects").ParentObject>;
     SHARD: DurableObjectNamespace<import("./fixtures/child-objects").ShardObject>;
+    DEFAULTS: DurableObjectNamespace<import("./fixtures/recovery-objects").DefaultsObject>;
+    SLOW_CLAIM: DurableObjectNamespace<import("./fixtures/recovery-objects").SlowClaimObject>;
     LOADER: WorkerLoader;
   }
   interface GlobalProps {
     mainModule: typeof import("./fixtures/worker");
-    durableNamespaces: "Fixture" | "ProgramHost" | "ParentObject" | "ShardObject";
+    durableNamespaces:
+      | "Fixture"
+      | "ProgramHost"
+      | "ParentObject"
+      | "ShardObject"
+      | "DefaultsObject"
+      | "SlowClaimObject";
   }
 }
