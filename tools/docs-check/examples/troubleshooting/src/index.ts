@@ -1,0 +1,49 @@
+import { DurableObject } from "cloudflare:workers";
+import { Streams } from "@durablekit/streams";
+import { type TaskDefinitions, type TaskStep, Tasks } from "@durablekit/tasks";
+
+interface Env {
+  KV_NOTES: DurableObjectNamespace<KvNotes>;
+  NO_ALARM: DurableObjectNamespace<NoAlarm>;
+}
+
+/** What an object answers: the thrown error's text, as a caller sees it. */
+async function outcome(work: () => unknown): Promise<string> {
+  try {
+    await work();
+    return "ok";
+  } catch (error) {
+    return String(error);
+  }
+}
+
+/** Mistake: a class created under `new_classes` (key-value storage) composes a package. */
+export class KvNotes extends DurableObject<Env> {
+  append() {
+    return outcome(() => new Streams(this.ctx).open("notes").append({ text: "hello" }));
+  }
+}
+
+const definitions = {
+  "nap@v1": async (_input: unknown, step: TaskStep) => {
+    await step.sleep("nap", 60_000);
+  },
+} satisfies TaskDefinitions;
+
+/** Mistake: the object composes Tasks but has no `alarm()` handler. */
+export class NoAlarm extends DurableObject<Env> {
+  readonly tasks = new Tasks(this.ctx, { definitions });
+
+  start() {
+    return outcome(() => this.tasks.run("nap@v1", {}, { runId: "nap" }));
+  }
+}
+
+export default {
+  async fetch(request, env) {
+    const { pathname } = new URL(request.url);
+    if (pathname === "/kv-class") return new Response(await env.KV_NOTES.getByName("a").append());
+    if (pathname === "/no-alarm") return new Response(await env.NO_ALARM.getByName("a").start());
+    return new Response("ok");
+  },
+} satisfies ExportedHandler<Env>;
