@@ -25,7 +25,10 @@ async function fannedIn(runId: string) {
 }
 
 describe("fan-out routes", () => {
-  it("fans a job out to child runs in shard objects and fans their results in, each child run once", async () => {
+  // Seven child runs over three objects, with a settlement back-off or two: seconds, not ms.
+  it("fans a job out to child runs in shard objects and fans their results in, each child run once", {
+    timeout: 20_000,
+  }, async () => {
     const started = await call("POST", "/fanout", {
       children: 7,
       objects: 3,
