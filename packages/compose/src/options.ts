@@ -83,6 +83,14 @@ export function createOptionChecks(fail: ArgumentErrorFactory): OptionChecks {
           `${usage} takes the Durable Object's state (this.ctx) of a SQLite-backed object; got ${describeValue(ctx)}.`,
         );
       }
+      try {
+        // A key-value-backed object has a `sql` whose every use throws: read its size to know.
+        void (sql as { databaseSize?: unknown }).databaseSize;
+      } catch (error) {
+        throw fail(
+          `${usage} needs a SQLite-backed Durable Object, and this one's class stores key-value data only (${error instanceof Error ? error.message : String(error)}). Declare the class under "new_sqlite_classes" (not "new_classes") in a migration of wrangler.jsonc; a class already deployed with key-value storage cannot be converted, so give the parts a new class.`,
+        );
+      }
       return ctx as DurableObjectState;
     },
     options(value, what) {

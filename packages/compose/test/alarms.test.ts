@@ -502,3 +502,13 @@ describe("one Alarms per object", () => {
     });
   });
 });
+
+describe("a Durable Object without SQLite storage", () => {
+  it("is refused with compose/invalid-argument naming new_sqlite_classes, not the runtime's plain error", async () => {
+    const stub = env.KEY_VALUE.getByName(`kv-${crypto.randomUUID()}`);
+    const thrown = await stub.construct();
+    expect(thrown.name).toBe("ComposeError");
+    expect(thrown.code).toBe("compose/invalid-argument");
+    expect(thrown.message).toContain('"new_sqlite_classes"');
+  });
+});

@@ -3,5 +3,6 @@ declare namespace Cloudflare {
   interface Env {
     FIXTURE: DurableObjectNamespace<import("./fixtures/worker").Fixture>;
     BARE: DurableObjectNamespace<import("./fixtures/worker").Bare>;
+    KEY_VALUE: DurableObjectNamespace<import("./fixtures/worker").KeyValue>;
   }
 }
