@@ -13,7 +13,7 @@ import { TasksError } from "./errors";
  */
 
 /** The schema version this code reads and writes (the number of migration steps). */
-export const TASKS_SCHEMA_VERSION = 6;
+export const TASKS_SCHEMA_VERSION = 7;
 
 /** `MIGRATIONS[n]` brings the tables from version n to n + 1. */
 const MIGRATIONS: ReadonlyArray<readonly string[]> = [
@@ -210,9 +210,11 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
       created_at INTEGER NOT NULL
     ) WITHOUT ROWID`,
     "CREATE INDEX dk_tasks_outbox_next ON dk_tasks_outbox (next_at)",
-    // The runs a new instance of the object recovers at once (their attempts died with the old one).
-    "CREATE INDEX dk_tasks_runs_running ON dk_tasks_runs (run_id) WHERE state = 'running'",
   ],
+  // v7: the runs a new instance of the object recovers on its first wake (their attempts died with
+  // the instance before it): a partial index holding only running runs, keyed by id so that a
+  // claim's refresh (a new deadline) does not touch it.
+  ["CREATE INDEX dk_tasks_runs_running ON dk_tasks_runs (run_id) WHERE state = 'running'"],
 ];
 
 /**
