@@ -159,6 +159,12 @@ td, th { text-align: left; border-bottom: 1px solid #e6eaef; padding: 4px 6px; v
 pre { font-size: 12px; background: #f6f8fa; padding: 6px; overflow-x: auto; margin: 6px 0 0; }
 .remove { margin-left: auto; font-size: 12px; }
 .interrupt p { margin: 8px 0 0; font-size: 13px; }
+.interrupt .payload { font-weight: 600; }
+.fields { display: grid; grid-template-columns: max-content 1fr; gap: 2px 10px; margin: 8px 0 0; font-size: 13px; }
+.fields dt { color: #4a5563; }
+.fields dd { margin: 0; font: 12px ui-monospace, monospace; overflow-wrap: anywhere; }
+.fields dd.error { color: #a11; }
+.raw { margin: 6px 0 0; font-size: 12px; color: #4a5563; }
 `;
 
 export const PAGE_JS = `
@@ -232,20 +238,13 @@ function newId(prefix) {
 }
 
 // ── Links to the inspector ──
-// The inspector answers only with DEMO_DEBUG=on: its links show once its overview answers 200.
-const inspectLinks = new Set();
-let inspectorOn = false;
-/** A link to a view of the inspector, shown only while the inspector answers. */
+// The inspector answers only with DEMO_DEBUG=on. The server says so in the page's markup
+// (<body data-inspector="on">), so the page never asks a route that is off.
+const inspectorOn = document.body.dataset.inspector === "on";
+/** A link to a view of the inspector, shown only when the inspector is on. */
 function inspectLink(href) {
-  const link = el("a", { className: "inspect", href, textContent: "inspect", hidden: !inspectorOn });
-  inspectLinks.add(link);
-  return link;
+  return el("a", { className: "inspect", href, textContent: "inspect", hidden: !inspectorOn });
 }
-fetch("/inspect/api/overview").then((response) => {
-  if (!response.ok) return;
-  inspectorOn = true;
-  for (const link of inspectLinks) link.hidden = false;
-}, () => {});
 
 // ── Streams (EventSource) ──
 const views = new Map();
@@ -360,8 +359,10 @@ document.getElementById("task-form").addEventListener("submit", async (event) =>
   const response = await postJson("/tasks/demo.count@v1", { input });
   const body = await response.json().catch(() => null);
   if (!response.ok) return setAnswer(answer, describeError(body, response.status), true);
-  setAnswer(answer, response.status + " " + JSON.stringify(body));
+  // The run's state belongs to its card (the stream's own state), not to this line.
+  setAnswer(answer, (body.accepted ? "started run " : "joined run ") + body.runId + " (HTTP " + response.status + "); its stream is below");
   document.getElementById("task-stream").value = "";
+  rememberForm();
   startWatching(streamId, body.runId);
 });
 
@@ -383,16 +384,19 @@ function unsettled(answer) {
 /** Shows one program's card; its view re-renders the card whenever the saved answer changes. */
 function showProgram(record) {
   const state = el("span", { className: "state" });
+  const fields = el("dl", { className: "fields" });
   const result = el("pre", { className: "result" });
+  const raw = el("details", { className: "raw" }, [el("summary", { textContent: "JSON" }), result]);
   const interrupt = el("div", { className: "interrupt" });
   const card = el("div", { className: "card program" }, [
     el("header", {}, [el("span", { className: "title", textContent: "execution " + record.executionId }), state]),
-    result,
+    fields,
     interrupt,
+    raw,
   ]);
   card.dataset.execution = record.executionId;
   document.getElementById("programs").prepend(card);
-  const view = { record, state, result, interrupt };
+  const view = { record, state, fields, result, interrupt };
   renderProgram(view);
   return view;
 }
@@ -410,6 +414,7 @@ function renderProgram(view) {
   view.state.textContent = state;
   view.state.dataset.state = state;
   view.result.textContent = JSON.stringify(answer, null, 2);
+  view.fields.replaceChildren(...programFields(answer));
   // The same interrupt read again (a reload's refresh) keeps its form: what the user typed and
   // the form's last note stay. A different interrupt, or none, replaces it.
   const shown = state === "interrupted" && answer.interrupt ? answer.interrupt.key + "#" + answer.interrupt.callId : null;
@@ -419,9 +424,27 @@ function renderProgram(view) {
   if (shown !== null) view.interrupt.append(...resumeForm(view, answer.interrupt));
 }
 
-/** The interrupt's payload and a form that answers it: POST /programs/:id/resume with { value }. */
+/** An answer's readable fields: its result or its error (the state is the card's badge). */
+function programFields(answer) {
+  const row = (name, text, className) => [el("dt", { textContent: name }), el("dd", { className, textContent: text })];
+  if (typeof answer === "string") return answer === "running…" ? [] : row("error", answer, "error");
+  if (answer === null || typeof answer !== "object") return [];
+  if (answer.state === "completed") return row("result", JSON.stringify(answer.result), "value");
+  if (answer.state === "failed" && answer.error) {
+    const error = answer.error;
+    return row("error", (error.code ? error.code + ": " : "") + (error.message || JSON.stringify(error)), "error");
+  }
+  return [];
+}
+
+/** What an interrupt asks, readably: its reason when it has one, else its payload as JSON. */
+function askedFor(payload) {
+  return payload && typeof payload.reason === "string" ? payload.reason : JSON.stringify(payload);
+}
+
+/** The interrupt's question and a form that answers it: POST /programs/:id/resume with { value }. */
 function resumeForm(view, interrupt) {
-  const payload = el("pre", { className: "payload", textContent: JSON.stringify(interrupt.payload, null, 2) });
+  const payload = el("p", { className: "payload", textContent: askedFor(interrupt.payload) });
   const value = el("input", { className: "resume-value", type: "text", value: "true", spellcheck: false });
   const button = el("button", { className: "resume", type: "submit", textContent: "Resume" });
   const note = el("p", { className: "answer" });
@@ -445,7 +468,7 @@ function resumeForm(view, interrupt) {
     if (!response.ok) return setAnswer(note, describeError(body, response.status), true);
     setProgramAnswer(view, body);
   });
-  return [el("p", { textContent: "interrupted, waiting for an answer to:" }), payload, form, note];
+  return [el("p", { textContent: "waiting for an answer to:" }), payload, form, note];
 }
 
 const programExample = document.getElementById("program-example");
@@ -630,6 +653,21 @@ document.getElementById("fanout-form").addEventListener("submit", async (event) 
   save();
   followFanout(started.runId);
 });
+
+// ── Form values ──
+// What a person typed into the forms is kept with the rest, so a reload keeps it.
+const FORM_FIELDS = ["task-steps", "task-step-ms", "task-stream", "watch-stream", "program-example", "program-code", "chat-text", "fanout-children", "fanout-objects", "fanout-ms"];
+saved.form = saved.form || {};
+function rememberForm() {
+  for (const id of FORM_FIELDS) saved.form[id] = document.getElementById(id).value;
+  save();
+}
+for (const id of FORM_FIELDS) {
+  const field = document.getElementById(id);
+  if (typeof saved.form[id] === "string") field.value = saved.form[id];
+  field.addEventListener("input", rememberForm);
+  field.addEventListener("change", rememberForm);
+}
 
 // ── Start: everything saved continues where it was ──
 for (const runId of saved.fanouts) followFanout(runId);

@@ -52,7 +52,8 @@ function decodeParams(match: RegExpExecArray): Record<string, string> | null {
 /**
  * Dispatches a request to the first route whose method and path match, after the
  * {@link RequestPolicy} (Host, Origin, debug routes). A path that matches with another method answers
- * 405; no match answers 404; a path parameter that is not valid percent-encoding answers 400
+ * 405; no match answers 404 (for an inspection route while `DEMO_DEBUG` is off, with how to turn it
+ * on); a path parameter that is not valid percent-encoding answers 400
  * `demo/bad-path`. Each carries a coded JSON error body.
  */
 export function createRouter(routes: Route[]): (request: Request, env: Env) => Promise<Response> {
@@ -61,8 +62,12 @@ export function createRouter(routes: Route[]): (request: Request, env: Env) => P
     const url = new URL(request.url);
     const policy = new RequestPolicy(env);
     let pathMatched = false;
+    let debugOff = false;
     for (const route of compiled) {
-      if (route.debug && !policy.debug) continue;
+      if (route.debug && !policy.debug) {
+        debugOff ||= route.regex.test(url.pathname);
+        continue;
+      }
       const match = route.regex.exec(url.pathname);
       if (!match) continue;
       pathMatched = true;
@@ -87,6 +92,13 @@ export function createRouter(routes: Route[]): (request: Request, env: Env) => P
         405,
         "demo/method-not-allowed",
         `${request.method} is not allowed on ${url.pathname}.`,
+      );
+    }
+    if (debugOff) {
+      return errorResponse(
+        404,
+        "demo/not-found",
+        `${url.pathname} is an inspection route, on only when the demo runs with DEMO_DEBUG=on: start it with \`wrangler dev --var DEMO_DEBUG:on\` (docs/getting-started.md shows the command), or put DEMO_DEBUG=on in apps/demo-worker/.dev.vars.`,
       );
     }
     return errorResponse(404, "demo/not-found", `No route for ${request.method} ${url.pathname}.`);

@@ -1,4 +1,5 @@
 import { PAGE_CSP, PAGE_CSS, PAGE_HTML, PAGE_JS } from "../page";
+import { RequestPolicy } from "../request-policy";
 import type { Route } from "../router";
 
 /** A static file of the page, under the page's CSP. */
@@ -15,7 +16,18 @@ function file(body: string, contentType: string): Response {
 
 /** `GET /`: the page for a person (see `page.ts`), its script, its style and an empty favicon. */
 export const pageRoutes: Route[] = [
-  { method: "GET", path: "/", handle: () => file(PAGE_HTML, "text/html; charset=utf-8") },
+  {
+    method: "GET",
+    path: "/",
+    // The page links to the inspector only when its routes are on (DEMO_DEBUG=on), and never asks.
+    handle: (_request, env) =>
+      file(
+        new RequestPolicy(env).debug
+          ? PAGE_HTML.replace("<body>", '<body data-inspector="on">')
+          : PAGE_HTML,
+        "text/html; charset=utf-8",
+      ),
+  },
   {
     method: "GET",
     path: "/page.js",
