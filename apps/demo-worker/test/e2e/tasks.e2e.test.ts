@@ -58,7 +58,13 @@ describe("tasks under wrangler dev", () => {
     const counts = Array.from({ length: steps }, (_, i) => executions[`step-${i}`]);
     // Every step ran; only a step cut by the kill may have run twice.
     for (const count of counts) expect([1, 2]).toContain(count);
-    expect(counts.filter((count) => count === 2).length).toBeLessThanOrEqual(1);
+    const attempts = await getJson(dev, `/inspect/api/runs/${runId}`)
+      .then((view) => (view as { attempts?: unknown }).attempts)
+      .catch(() => null);
+    expect(
+      counts.filter((count) => count === 2).length,
+      JSON.stringify({ executions, attempts }),
+    ).toBeLessThanOrEqual(1);
 
     const stream = await getJson(dev, "/debug/streams/e2e-count");
     const chunks = stream.chunks as Array<{ seq: number; chunk: { i: number } }>;
