@@ -312,6 +312,12 @@ describe("child runs: bad input", () => {
           error: "{}",
         },
         { v: 2, kind: "batch", messages: [] },
+        // At most 256 messages in a batch.
+        {
+          v: 2,
+          kind: "batch",
+          messages: Array.from({ length: 257 }, () => ({ v: 2, kind: "cancel", ...exchange })),
+        },
         { v: 2, kind: "batch", messages: [{ v: 2, kind: "cancel", key: 1 }] },
       ];
       const out = [];
@@ -330,6 +336,7 @@ describe("child runs: bad input", () => {
       "tasks/invalid-argument",
       "tasks/invalid-argument",
       "tasks/schema-too-new",
+      "tasks/invalid-argument",
       "tasks/invalid-argument",
       "tasks/invalid-argument",
       "tasks/invalid-argument",
