@@ -105,7 +105,7 @@ describe("a release installed from a registry", () => {
     }
   });
 
-  it("packs every public package and no private one with pnpm tarballs", async () => {
+  it("packs every public package and no private one with pnpm tarballs, which install from the README's line with no registry", async () => {
     const tarballs = join(root, "tarballs");
     try {
       await pnpm(["run", "tarballs"], { cwd: root, env, timeoutMs: 180_000 });
@@ -113,6 +113,30 @@ describe("a release installed from a registry", () => {
         (pkg) => `${pkg.name.replace(/^@/, "").replace("/", "-")}-${pkg.version}.tgz`,
       );
       expect(readdirSync(tarballs).sort()).toEqual(expected.sort());
+
+      // The README's tarball line installs with no registry at all (npm offline): every
+      // @durablekit package the four need is among the tarballs it names.
+      const line = /^npm install \.\/durablekit-\{[^}]+\}-\*\.tgz$/m.exec(
+        readFileSync(join(root, "README.md"), "utf8"),
+      )?.[0];
+      expect(line, "README.md's tarball install line").toBeDefined();
+      const project = scratchDir("dk-tarballs-");
+      writeFileSync(
+        join(project, "package.json"),
+        `${JSON.stringify({ name: "from-tarballs", private: true, type: "module" })}\n`,
+      );
+      cpSync(tarballs, project, { recursive: true });
+      await run("bash", ["-euo", "pipefail", "-c", line!], {
+        cwd: project,
+        env: { ...env, npm_config_offline: "true" },
+        timeoutMs: 120_000,
+      });
+      for (const dir of ["compose", "handle-journal", "tasks", "streams", "sse"]) {
+        const installed = JSON.parse(
+          readFileSync(join(project, "node_modules/@durablekit", dir, "package.json"), "utf8"),
+        ) as { version: string };
+        expect(installed.version, dir).toBe(versionOf(dir));
+      }
     } finally {
       rmSync(tarballs, { recursive: true, force: true });
     }
