@@ -99,7 +99,7 @@ describe("docs/troubleshooting.md's quoted messages", () => {
       await dev?.dispose();
     });
 
-    it("a key-value class's first write fails with the quoted message", async () => {
+    it("a part constructed in a key-value class throws the quoted message", async () => {
       const answer = await (await fetch(`${dev.url}/kv-class`)).text();
       expect(answer).toMatch(quoteOf("kv-class"));
     });
