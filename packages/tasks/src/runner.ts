@@ -254,10 +254,13 @@ export class Runner {
   }
 
   #warn(what: "onError" | "requestWake", error: unknown): void {
+    const noHandler = error instanceof Error && /alarm\(\) handler/.test(error.message);
     const message =
       what === "onError"
         ? "the onError callback threw; ignoring it."
-        : "a wake request failed; the run's wake time stays in nextWakeAt().";
+        : noHandler
+          ? "this Durable Object class has no alarm() handler, so no run can be woken (a sleep, a retry, a recovery). Compose the parts in one Alarms and delegate to it: alarm() { return this.alarms.alarm(); }"
+          : "a wake request failed; the run's wake time stays in nextWakeAt().";
     console.warn(`@durablekit/tasks: ${message}`, error);
   }
 }
