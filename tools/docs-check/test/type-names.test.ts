@@ -29,6 +29,7 @@ const NOUNS: Record<string, readonly string[]> = {
   "chat-adapter": ["Chat"],
   inspect: ["Inspect"],
   testing: ["Testing"],
+  "create-durablekit": ["Create"],
 };
 
 interface Offender {
@@ -76,7 +77,7 @@ function offenders(entry: string, nouns: readonly string[]): Offender[] {
 
 describe("exported type names", () => {
   for (const pkg of Object.keys(NOUNS)) {
-    it(`carry the noun of @durablekit/${pkg} (${(NOUNS[pkg] ?? []).join(", ")})`, () => {
+    it(`carry the noun of ${pkg.startsWith("create-") ? pkg : `@durablekit/${pkg}`} (${(NOUNS[pkg] ?? []).join(", ")})`, () => {
       expect(offenders(`${root}packages/${pkg}/src/index.ts`, NOUNS[pkg] ?? [])).toEqual([]);
     });
   }
