@@ -17,6 +17,16 @@ export type AlarmsEvent =
       retryAt: number;
     }
   | {
+      /**
+       * The object's alarm came and went (or was due) without reaching this `Alarms` while a part's
+       * wake was overdue: the object's `alarm()` does not delegate. `error` names the fix.
+       */
+      type: "alarm:not-delegated";
+      /** When the wake that was missed was due (epoch ms). */
+      dueAt: number;
+      error: ComposeError;
+    }
+  | {
       type: "alarm:armed";
       /** The time the alarm is armed at after the run, or `null` when no part needs a wake. */
       at: number | null;
@@ -73,6 +83,8 @@ export class Alarms implements AlarmPart {
   readonly #listening: boolean;
   /** Per part: consecutive failures and when it is retried. */
   readonly #retries = new Map<number, { failures: number; at: number }>();
+  /** Whether a missed alarm was reported in this instance (once is enough to name the fix). */
+  #reportedUndelegated = false;
   /**
    * Parts whose `alarm()` outlived `partTimeoutMs` and has not settled yet, by index, with that
    * call's promise. Such a part is not started again until it settles; a part still running
@@ -108,7 +120,7 @@ export class Alarms implements AlarmPart {
     check.callback(options.now, "now");
     check.callback(options.onEvent, "onEvent");
     this.#slot = AlarmSlot.of(ctx.storage);
-    this.#slot.claim(this);
+    this.#slot.claim(this, (dueAt) => this.#notDelegated(dueAt));
     this.#parts = [...options.parts];
     this.#retryDelayMs = retryDelayMs;
     this.#maxRetryDelayMs = maxRetryDelayMs;
@@ -116,6 +128,18 @@ export class Alarms implements AlarmPart {
     this.#now = options.now ?? Date.now;
     this.#emit = createEmitter("@durablekit/compose", options.onEvent);
     this.#listening = options.onEvent !== undefined;
+  }
+
+  /** Reports (once per instance) an alarm that never reached this `Alarms`. */
+  #notDelegated(dueAt: number): void {
+    if (this.#reportedUndelegated) return;
+    this.#reportedUndelegated = true;
+    const error = new ComposeError(
+      "compose/not-delegated",
+      `This object's alarm, due at ${new Date(dueAt).toISOString()}, never reached its Alarms: the parts' wakes (sleeps, retries, recovery) are not run. The object's alarm() must delegate: override alarm() { return this.alarms.alarm(); }`,
+    );
+    this.#emit({ type: "alarm:not-delegated", dueAt, error });
+    console.warn(`@durablekit/compose: ${error.message}`);
   }
 
   /**

@@ -115,11 +115,14 @@ export function isDurableKitError(value: unknown, code?: string): value is Durab
  * - `compose/conflict`: a second `Alarms` for an object that has one (compose every part in one).
  * - `compose/part-timeout`: a part's `alarm()` did not settle within `partTimeoutMs`; reported in
  *   `alarm:part-failed`, never thrown to the host.
+ * - `compose/not-delegated`: the object's alarm fired (or was due) and never reached its `Alarms`
+ *   while a part's wake was overdue: the object's `alarm()` does not call `this.alarms.alarm()`.
+ *   Reported in `alarm:not-delegated` and with `console.warn`, never thrown.
  */
 export type ComposeErrorCode = ErrorCodeOf<
   "compose",
   "invalid-argument" | "schema-too-new" | "conflict",
-  "part-timeout"
+  "part-timeout" | "not-delegated"
 >;
 
 /** Base class of every error `@durablekit/compose` throws. Only `compose/part-timeout` is retryable. */

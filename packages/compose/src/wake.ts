@@ -20,6 +20,10 @@ export class AlarmSlot {
   readonly #storage: DurableObjectStorage;
   /** The one `Alarms` that drives this object's alarm, once constructed. */
   #owner: object | null = null;
+  /** Told when an alarm this slot armed came and went without reaching the owner. */
+  #undelegated: ((dueAt: number) => void) | null = null;
+  /** The last time this slot armed the alarm at, until the owner's `alarm()` runs. */
+  #armedByUs: number | null = null;
   /** The armed time as last read or written here; `undefined` when not known (a new instance). */
   #armed: number | null | undefined;
   #queue: Promise<void> = Promise.resolve();
@@ -34,7 +38,7 @@ export class AlarmSlot {
    * parts' earliest wake and so push the first one's wakes later.
    * @throws {ComposeError} `compose/conflict` when another owner holds the slot.
    */
-  claim(owner: object): void {
+  claim(owner: object, undelegated?: (dueAt: number) => void): void {
     if (this.#owner !== null && this.#owner !== owner) {
       throw new ComposeError(
         "compose/conflict",
@@ -42,6 +46,7 @@ export class AlarmSlot {
       );
     }
     this.#owner = owner;
+    this.#undelegated = undelegated ?? null;
   }
 
   /**
@@ -59,10 +64,18 @@ export class AlarmSlot {
       let current = this.#armed;
       if (current === undefined || (current !== null && current <= Date.now())) {
         current = await this.#storage.getAlarm();
+        // An alarm armed here is gone and the owner's alarm() never ran: the object's alarm()
+        // handler does not delegate to its Alarms.
+        const armed = this.#armedByUs;
+        if (current === null && armed !== null && armed <= Date.now()) {
+          this.#armedByUs = null;
+          this.#undelegated?.(armed);
+        }
       }
       if (current === null || at < current) {
         await this.#storage.setAlarm(at);
         this.#armed = at;
+        this.#armedByUs = at;
       } else {
         this.#armed = current;
       }
@@ -77,11 +90,13 @@ export class AlarmSlot {
       if (next === null) await this.#storage.deleteAlarm();
       else await this.#storage.setAlarm(next);
       this.#armed = next;
+      this.#armedByUs = next;
     });
   }
 
   /** The alarm fired: it is no longer armed (the platform cleared it before calling the handler). */
   fired(): void {
+    this.#armedByUs = null;
     void this.#enqueue(async () => {
       this.#armed = null;
     });

@@ -512,3 +512,35 @@ describe("a Durable Object without SQLite storage", () => {
     expect(thrown.message).toContain('"new_sqlite_classes"');
   });
 });
+
+describe("an alarm() that does not delegate to Alarms", () => {
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it("is reported as alarm:not-delegated naming the fix when a part's next wake finds the alarm gone", async () => {
+    const stub = env.UNDELEGATING.getByName(`undelegating-${crypto.randomUUID()}`);
+    await stub.wantWakeIn(50);
+    await pause(100);
+    // The object's alarm() runs, and does not call this.alarms.alarm().
+    await runDurableObjectAlarm(stub);
+    await stub.wantWakeIn(1_000);
+    expect(await stub.reported()).toEqual([
+      {
+        code: "compose/not-delegated",
+        message: expect.stringContaining("override alarm() { return this.alarms.alarm(); }"),
+      },
+    ]);
+  });
+
+  it("reports nothing for a host whose alarm() delegates", async () => {
+    const stub = env.FIXTURE.getByName(`delegating-${crypto.randomUUID()}`);
+    await runInDurableObject(stub, (instance) => instance.first.wantWakeAt(Date.now() + 50));
+    await pause(100);
+    await runDurableObjectAlarm(stub);
+    const events = await runInDurableObject(stub, async (instance) => {
+      await instance.first.wantWakeAt(Date.now() + 1_000);
+      return instance.events.map((event) => event.type);
+    });
+    expect(events).not.toContain("alarm:not-delegated");
+    expect(events).toContain("alarm:armed");
+  });
+});
