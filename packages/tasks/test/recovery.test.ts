@@ -29,7 +29,7 @@ async function cutMidStep(stub: () => Stub): Promise<{ runId: string; cutAt: num
   return { runId, cutAt: Date.now() };
 }
 
-describe("recovery of an attempt cut by a restart", { timeout: 30_000 }, () => {
+describe("recovery of an attempt cut by a restart", { timeout: 40_000 }, () => {
   it("resumes on the next request within 2 s, without waiting for a one-minute claim deadline", async () => {
     const name = `slow-${crypto.randomUUID()}`;
     const stub = (): Stub => env.SLOW_CLAIM.getByName(name) as unknown as Stub;
@@ -61,7 +61,7 @@ describe("recovery of an attempt cut by a restart", { timeout: 30_000 }, () => {
     await abortAllDurableObjects();
     const cutAt = Date.now();
     // Nothing reaches the object: only its alarm can wake it.
-    await sleep(7_000);
+    await sleep(9_000);
     const seen = await call(stub, (s) => s.look(first));
     expect(seen.state).toBe("completed");
     expect(seen.attempts).toHaveLength(2);
