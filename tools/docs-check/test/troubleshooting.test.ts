@@ -104,6 +104,18 @@ describe("docs/troubleshooting.md's quoted messages", () => {
       expect(answer).toMatch(quoteOf("kv-class"));
     });
 
+    it("a run in an object whose alarm() does not delegate logs the quoted warning", async () => {
+      expect(await (await fetch(`${dev.url}/not-delegated`)).text()).toBe("ok");
+      // The nap's alarm fires and goes nowhere; the next wake request finds it gone.
+      await new Promise((done) => setTimeout(done, 1_500));
+      expect(await (await fetch(`${dev.url}/not-delegated/again`)).text()).toBe("ok");
+      const quote = quoteOf("not-delegated");
+      for (let i = 0; i < 50 && !quote.test(dev.output()); i++) {
+        await new Promise((done) => setTimeout(done, 100));
+      }
+      expect(dev.output()).toMatch(quote);
+    });
+
     it("a run in an object without alarm() logs the quoted warning", async () => {
       expect(await (await fetch(`${dev.url}/no-alarm`)).text()).toBe("ok");
       const quote = quoteOf("no-alarm");
