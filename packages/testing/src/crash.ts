@@ -99,7 +99,8 @@ export interface TestingCrashReport {
   ms: number;
 }
 
-interface Settled {
+/** What one run settled to, as the checks read it. */
+export interface Settled {
   snapshot: TaskRunSnapshot;
   bodies: TestingStepBodies[];
   effects: string | undefined;
@@ -218,17 +219,23 @@ export async function crashEverywhere<Instance extends Rpc.DurableObjectBranded 
   };
 }
 
-/** The checks after one crash: what differs from the uninterrupted run, as problems. */
-function checkCrash(
-  where: Pick<TestingCrashProblem, "boundary" | "index" | "position" | "call">,
+/** Where a check failed: the fields a problem carries besides what it found. */
+type Where = Pick<TestingCrashProblem, "boundary" | "index" | "call"> & { position: string };
+
+/**
+ * The checks after one crash (or message fault, named by `crash`): what differs from the
+ * uninterrupted run, as problems.
+ */
+export function checkCrash<W extends Where>(
+  where: W,
   reached: boolean,
   baseline: Settled,
   outcome: Settled | null,
   reran: string[],
   maxWakes: number,
-): TestingCrashProblem[] {
-  const found: TestingCrashProblem[] = [];
-  const crash = `a crash ${where.position} ${where.boundary}`;
+  crash = `a crash ${where.position} ${where.boundary}`,
+): Array<W & Pick<TestingCrashProblem, "kind" | "steps" | "message">> {
+  const found: Array<W & Pick<TestingCrashProblem, "kind" | "steps" | "message">> = [];
   if (!reached) {
     found.push({
       ...where,
@@ -291,10 +298,7 @@ function checkCrash(
 const names = (steps: readonly string[]) => steps.map((s) => `step "${s}"`).join(", ");
 
 /** What ran again because of the crash, as the end of a problem's message. */
-function ranAgain(
-  where: Pick<TestingCrashProblem, "boundary" | "position" | "call">,
-  reran: readonly string[],
-): string {
+function ranAgain(where: Where, reran: readonly string[]): string {
   if (where.call !== null && where.position === "before") {
     return `: the host call ${where.call} ran and its outcome was not yet written, so the program's replay ran it again with the same ctx.callId — make the host module idempotent by ctx.callId`;
   }
@@ -313,7 +317,7 @@ function settledView(snapshot: TaskRunSnapshot): unknown {
 }
 
 /** JSON with object keys sorted, so equal values compare equal as text. */
-function stable(value: unknown): string {
+export function stable(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => {
     if (v instanceof Map) return { $map: [...v.entries()] };
     if (v instanceof Set) return { $set: [...v.values()] };
@@ -328,10 +332,10 @@ function stable(value: unknown): string {
   });
 }
 
-const SETTLED = new Set(["completed", "failed", "cancelled"]);
+export const SETTLED = new Set(["completed", "failed", "cancelled"]);
 
 /** `runInDurableObject` over an object whose class the caller names (`Instance`). */
-function inObject<Instance, R>(
+export function inObject<Instance, R>(
   stub: DurableObjectStub,
   fn: (instance: Instance, state: DurableObjectState) => R | Promise<R>,
 ): Promise<R> {

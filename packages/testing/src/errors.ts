@@ -10,11 +10,13 @@ import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compos
  * - `testing/unsettled`: a run did not settle (or reach the boundary asked for) within the budget of
  *   wakes and time: it waits for an event nobody sends, or keeps running.
  * - `testing/unsupported`: the replay met something a recording cannot answer (a step journal).
+ * - `testing/injected-fault`: a probe lost a child-run message (or its reply) because a
+ *   `crashFanOut` test armed it: the sending object's `Tasks` delivers it again.
  */
 export type TestingErrorCode = ErrorCodeOf<
   "testing",
   "invalid-argument" | "not-found" | "schema-too-new",
-  "unsettled" | "unsupported"
+  "unsettled" | "unsupported" | "injected-fault"
 >;
 
 /** Base class of every error `@durablekit/testing` throws (a `DurableKitError`). None is retryable. */

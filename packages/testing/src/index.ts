@@ -12,6 +12,15 @@ export {
   type TestingCrashReport,
 } from "./crash";
 export { isTestingError, TestingError, type TestingErrorCode } from "./errors";
+export {
+  crashFanOut,
+  type TestingFanOutCase,
+  type TestingFanOutMessage,
+  type TestingFanOutOptions,
+  type TestingFanOutProblem,
+  type TestingFanOutReport,
+} from "./fan-out";
+export type { TestingMessageFault } from "./fan-out-signal";
 export { TestingProbe, type TestingProbeOptions } from "./probe";
 export {
   TESTING_SCHEMA_VERSION,

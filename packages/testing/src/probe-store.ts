@@ -2,7 +2,7 @@ import { migrateSchema } from "@durablekit/compose";
 import { TestingError } from "./errors";
 
 /** The schema version of the `dk_testing_*` tables this code reads and writes. */
-export const TESTING_SCHEMA_VERSION = 2;
+export const TESTING_SCHEMA_VERSION = 3;
 
 /** What a durable boundary of a run is: the write it stands for. */
 export type TestingBoundaryKind = "do" | "sleep" | "event" | "version" | "journal" | "settle";
@@ -62,7 +62,24 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
   ],
   // v2: the host call of a journal boundary.
   ["ALTER TABLE dk_testing_boundaries ADD COLUMN call TEXT"],
+  // v3: child runs — the messages the object received and the objects its runs started children in.
+  [
+    `CREATE TABLE dk_testing_messages (
+      label TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+      key TEXT, run_id TEXT
+    ) WITHOUT ROWID`,
+    "CREATE TABLE dk_testing_targets (target TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID",
+  ],
 ];
+
+/** A child-run message an object received, as the probe labelled it. */
+export interface ProbeMessage {
+  /** `start:<step>#<index>`, `settled:<step>#<index>` or `cancel:<step>#<index>` (the parent's step). */
+  label: string;
+  kind: string;
+  /** For a start: the child run it started or joined (null until it was answered). */
+  runId: string | null;
+}
 
 /**
  * The SQL of the `dk_testing_*` tables: the test clock, the armed crash and what the probe saw.
@@ -209,7 +226,76 @@ export class ProbeStore {
     );
   }
 
-  bodies(runId: string): TestingStepBodies[] {
+  // ── Child runs ──
+
+  /** Notes a child-run message the object received (its exchange's key, to label a later cancel). */
+  message(label: string, kind: string, key: string | null): void {
+    this.#sql.exec(
+      `INSERT INTO dk_testing_messages (label, seq, kind, key, run_id)
+       SELECT ?1, (SELECT count(*) FROM dk_testing_messages), ?2, ?3, NULL
+       ON CONFLICT (label) DO NOTHING`,
+      label,
+      kind,
+      key,
+    );
+  }
+
+  /** Notes the child run a start was answered with. */
+  started(label: string, runId: string): void {
+    this.#sql.exec("UPDATE dk_testing_messages SET run_id = ? WHERE label = ?", runId, label);
+  }
+
+  /** The start label of the exchange `key` (null when no start of it arrived here). */
+  startOf(key: string): string | null {
+    return (
+      this.#sql
+        .exec<{ label: string }>(
+          "SELECT label FROM dk_testing_messages WHERE key = ? AND kind = 'start'",
+          key,
+        )
+        .toArray()[0]?.label ?? null
+    );
+  }
+
+  messages(): ProbeMessage[] {
+    return this.#sql
+      .exec<{ label: string; kind: string; run_id: string | null }>(
+        "SELECT label, kind, run_id FROM dk_testing_messages ORDER BY seq",
+      )
+      .toArray()
+      .map((row) => ({ label: row.label, kind: row.kind, runId: row.run_id }));
+  }
+
+  /** Notes an object a run of this one started a child in (`{ binding, name }` or `{ binding, id }` as JSON). */
+  target(target: string): void {
+    this.#sql.exec(
+      `INSERT INTO dk_testing_targets (target, seq)
+       SELECT ?1, (SELECT count(*) FROM dk_testing_targets) ON CONFLICT (target) DO NOTHING`,
+      target,
+    );
+  }
+
+  targets(): string[] {
+    return this.#sql
+      .exec<{ target: string }>("SELECT target FROM dk_testing_targets ORDER BY seq")
+      .toArray()
+      .map((row) => row.target);
+  }
+
+  /** Every step body the object's runs ran (`runId` null: all its runs, summed by step). */
+  bodies(runId: string | null): TestingStepBodies[] {
+    if (runId === null) {
+      return this.#sql
+        .exec<{ step: string; runs: number; after: number }>(
+          "SELECT step, sum(runs) AS runs, sum(runs_after_recorded) AS after FROM dk_testing_bodies GROUP BY step",
+        )
+        .toArray()
+        .map((row) => ({ step: row.step, runs: row.runs, runsAfterRecorded: row.after }));
+    }
+    return this.#bodiesOf(runId);
+  }
+
+  #bodiesOf(runId: string): TestingStepBodies[] {
     return this.#sql
       .exec<{ step: string; runs: number; after: number }>(
         "SELECT step, runs, runs_after_recorded AS after FROM dk_testing_bodies WHERE run_id = ?",

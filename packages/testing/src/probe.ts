@@ -15,6 +15,7 @@ import type {
 } from "@durablekit/tasks";
 import { abortPending } from "./crash-signal";
 import { TestingError } from "./errors";
+import { noteBusy, takeChildArm, takeMessageFault } from "./fan-out-signal";
 import { ProbeStore, type TestingBoundaryKind, type TestingCrashPosition } from "./probe-store";
 import { ProbedJournal } from "./probed-journal";
 
@@ -84,14 +85,122 @@ export class TestingProbe {
         );
       }
       out[name] = async (input: never, step: TaskStep) => {
-        const value = await handler(input, new ProbedStep(step, this.#store, this.#ctx));
-        this.#store.boundary(step.runId, "settle", null, false);
-        await crashAt(this.#store, "settle", "before");
-        return value;
+        // An attempt at work: a fan-out's driver lets it run before it moves the clock.
+        const objectId = this.#ctx.id.toString();
+        noteBusy(objectId, 1);
+        try {
+          const value = await handler(input, new ProbedStep(step, this.#store, this.#ctx));
+          this.#store.boundary(step.runId, "settle", null, false);
+          await crashAt(this.#store, "settle", "before");
+          return value;
+        } finally {
+          noteBusy(objectId, -1);
+        }
       };
     }
     return out as Definitions;
   }
+
+  /**
+   * Applies a child-run message through `apply` (the object's `tasks.receive`): call it in the
+   * object's RPC entry, `receiveTasks(m) { return this.probe.receive(m, (x) => this.tasks.receive(x)); }`.
+   * Inert (it calls `apply` once and answers its reply) unless a `crashFanOut` test armed a fault
+   * for one of the messages it carries — a single message or a `batch`: `lose` throws before
+   * anything is applied (the sender retries), `lose-reply` applies it and throws instead of
+   * answering (the sender retries: a duplicate), `duplicate` applies it twice. It notes each
+   * message it sees (`start:<step>#<index>`, `settled:<step>#<index>`, `cancel:<step>#<index>`,
+   * named by the parent's step) and the child run each start was answered with, and where the test
+   * aimed a crash at the child a start creates, arms this object in the turn it applies the start.
+   *
+   * @throws TestingError `testing/injected-fault` when an armed fault loses the message or its reply.
+   */
+  async receive<Reply>(
+    message: unknown,
+    apply: (message: unknown) => Reply | Promise<Reply>,
+  ): Promise<Awaited<Reply>> {
+    if (typeof apply !== "function") {
+      throw new TestingError(
+        "testing/invalid-argument",
+        "probe.receive(message, apply): apply must be a function, (m) => this.tasks.receive(m).",
+      );
+    }
+    const store = this.#store;
+    const parts = messagesOf(message);
+    const labels = parts.map((m) => {
+      if (m.kind === "cancel") return `cancel:${labelOf(store.startOf(m.key ?? "") ?? "start:?")}`;
+      return m.kind === "start" || m.kind === "settled" ? `${m.kind}:${m.step}#${m.index}` : null;
+    });
+    let fault: ReturnType<typeof takeMessageFault> = null;
+    for (let i = 0; i < parts.length; i++) {
+      const label = labels[i];
+      const m = parts[i];
+      if (label === null || label === undefined || m === undefined) continue;
+      store.message(label, m.kind as string, typeof m.key === "string" ? m.key : null);
+      if (m.kind === "start") {
+        const arm = takeChildArm(label);
+        if (arm !== null) store.arm(arm);
+      }
+      fault ??= takeMessageFault(label);
+    }
+    const objectId = this.#ctx.id.toString();
+    noteBusy(objectId, 1);
+    try {
+      if (fault === "lose") throw lost("the message");
+      let reply = await apply(message);
+      const replies = repliesOf(reply);
+      for (let i = 0; i < parts.length; i++) {
+        const runId = replies[i]?.runId;
+        const label = labels[i];
+        if (parts[i]?.kind === "start" && typeof runId === "string" && typeof label === "string") {
+          store.started(label, runId);
+        }
+      }
+      if (fault === "duplicate") reply = await apply(message);
+      if (fault === "lose-reply") throw lost("the reply to the message");
+      return reply;
+    } finally {
+      noteBusy(objectId, -1);
+    }
+  }
+}
+
+/** The error of a message (or reply) a fan-out test lost: the sender retries it as any failed call. */
+function lost(what: string): TestingError {
+  return new TestingError(
+    "testing/injected-fault",
+    `crashFanOut lost ${what} here on purpose; the sender delivers it again.`,
+  );
+}
+
+/** `start:<step>#<index>` → `<step>#<index>`. */
+function labelOf(startLabel: string): string {
+  return startLabel.slice("start:".length);
+}
+
+interface MessageFields {
+  kind?: unknown;
+  step?: unknown;
+  index?: unknown;
+  key?: string;
+}
+
+/** The messages of what `receiveTasks` got: itself, or a batch's (any shape: it crossed RPC). */
+function messagesOf(message: unknown): MessageFields[] {
+  if (typeof message !== "object" || message === null) return [];
+  const m = message as MessageFields & { messages?: unknown };
+  if (m.kind === "batch") {
+    return Array.isArray(m.messages)
+      ? m.messages.map((x) => (typeof x === "object" && x !== null ? (x as MessageFields) : {}))
+      : [];
+  }
+  return [m];
+}
+
+/** The replies of what `tasks.receive` answered, aligned with {@link messagesOf}. */
+function repliesOf(reply: unknown): Array<{ runId?: unknown } | undefined> {
+  if (typeof reply !== "object" || reply === null) return [];
+  const r = reply as { replies?: unknown };
+  return Array.isArray(r.replies) ? (r.replies as never) : [reply as { runId?: unknown }];
 }
 
 /** Stops the attempt when the armed crash is at `label`/`position` (once per arming). */
@@ -217,6 +326,7 @@ class ProbedStep implements TaskStep {
     input?: unknown,
     options?: TaskStepOptions,
   ): Promise<TaskChildRun> {
+    this.#store.target(JSON.stringify(target));
     return this.#wait("do", name, () =>
       this.#step.startChild(name, target, definition, input, options),
     );
@@ -228,6 +338,13 @@ class ProbedStep implements TaskStep {
     children: readonly TaskChildSpec[],
     options?: TaskStepOptions,
   ): Promise<TaskChildRun[]> {
+    if (Array.isArray(children)) {
+      for (const child of children) {
+        if (typeof child === "object" && child !== null) {
+          this.#store.target(JSON.stringify(child.target));
+        }
+      }
+    }
     return this.#wait("do", name, () => this.#step.startChildren(name, children, options));
   }
 
