@@ -49,6 +49,7 @@ export type {
   TaskListPage,
   TaskOutput,
   TaskReceipt,
+  TaskRunCounts,
   TaskRunHistory,
   TaskRunOptions,
   TaskRunSnapshot,

@@ -29,7 +29,31 @@ export interface RunFilter {
   createdAfter?: number;
   /** Only runs created before this time (epoch ms, exclusive). */
   createdBefore?: number;
+  /** False to leave the value columns (`result`, `metadata`) out of the read. */
+  values?: boolean;
 }
+
+/** Every state a run can be in, in the order counts report them. */
+const RUN_STATES: readonly TaskRunState[] = [
+  "pending",
+  "running",
+  "waiting",
+  "completed",
+  "failed",
+  "cancelled",
+];
+
+/** The columns of a listed run: all but its input, which no snapshot of a list shows. */
+const LIST_COLUMNS = `run_id, definition, state, NULL AS input, metadata, idempotency_key, retain,
+  attempt, generation, next_at, wait_reason, wait_step, wait_event, status_message, result, error,
+  cancel_requested, cancel_reason, created_at, started_at, updated_at, settled_at, progress, stalls,
+  attempt_started_at, trace`;
+
+/** {@link LIST_COLUMNS} without the values: a run's facts only. */
+const SUMMARY_COLUMNS = LIST_COLUMNS.replace("metadata,", "NULL AS metadata,").replace(
+  "result,",
+  "NULL AS result,",
+);
 
 /**
  * The SQL of `dk_tasks_runs`: one statement per method. Fenced methods take the attempt's
@@ -262,39 +286,113 @@ export class RunStore {
     return row?.at ?? null;
   }
 
-  /** Runs, newest first. */
+  /**
+   * The earliest wake of a run not in `skip` (the runs whose attempts are alive in this isolate),
+   * or null. Reads at most `skip.size + 1` rows of the `next_at` order.
+   */
+  nextWakeAtExcept(skip: ReadonlySet<string> | ReadonlyMap<string, unknown>): number | null {
+    for (const row of this.#sql.exec<{ run_id: string; next_at: number }>(
+      "SELECT run_id, next_at FROM dk_tasks_runs WHERE next_at IS NOT NULL ORDER BY next_at LIMIT ?",
+      skip.size + 1,
+    )) {
+      if (!skip.has(row.run_id)) return row.next_at;
+    }
+    return null;
+  }
+
+  /**
+   * Runs, newest first, reading only the rows it answers (and one more per range it walks): no
+   * filter walks `by_created`; a state filter walks each state's range of `by_state`, a definition
+   * filter each state's range of `by_definition`, merged newest first here. A filter that matches
+   * nothing reads no row. `values: false` leaves the value columns (`result`, `metadata`) out of the
+   * read; `input` is never read here.
+   */
   listRuns(filter: RunFilter): RunRow[] {
-    const where: string[] = [];
+    const columns = filter.values === false ? SUMMARY_COLUMNS : LIST_COLUMNS;
+    const range: string[] = [];
     const params: SqlStorageValue[] = [];
-    if (filter.definition !== undefined) {
-      where.push("definition = ?");
-      params.push(filter.definition);
-    }
-    if (filter.states && filter.states.length > 0) {
-      where.push(`state IN (${filter.states.map(() => "?").join(", ")})`);
-      params.push(...filter.states);
-    }
     if (filter.after) {
-      where.push("(created_at < ? OR (created_at = ? AND run_id < ?))");
-      params.push(filter.after.createdAt, filter.after.createdAt, filter.after.runId);
+      // A row value compares as the index orders, so the page starts at a seek, not a walk.
+      range.push("(created_at, run_id) < (?, ?)");
+      params.push(filter.after.createdAt, filter.after.runId);
     }
-    // A range of the (created_at, run_id) index the page walks anyway.
     if (filter.createdAfter !== undefined) {
-      where.push("created_at > ?");
+      range.push("created_at > ?");
       params.push(filter.createdAfter);
     }
     if (filter.createdBefore !== undefined) {
-      where.push("created_at < ?");
+      range.push("created_at < ?");
       params.push(filter.createdBefore);
     }
-    const clause = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
-    return this.#sql
-      .exec<RunRow & Record<string, SqlStorageValue>>(
-        `SELECT * FROM dk_tasks_runs ${clause} ORDER BY created_at DESC, run_id DESC LIMIT ?`,
-        ...params,
-        filter.limit,
-      )
-      .toArray();
+    const order = `ORDER BY created_at DESC, run_id DESC LIMIT ?`;
+    if (
+      filter.definition === undefined &&
+      (filter.states === undefined || filter.states.length === 0)
+    ) {
+      const clause = range.length > 0 ? `WHERE ${range.join(" AND ")}` : "";
+      return this.#sql
+        .exec<RunRow & Record<string, SqlStorageValue>>(
+          `SELECT ${columns} FROM dk_tasks_runs INDEXED BY dk_tasks_runs_by_created ${clause} ${order}`,
+          ...params,
+          filter.limit,
+        )
+        .toArray();
+    }
+    const states = [
+      ...new Set(filter.states && filter.states.length > 0 ? filter.states : RUN_STATES),
+    ];
+    const index =
+      filter.definition === undefined ? "dk_tasks_runs_by_state" : "dk_tasks_runs_by_definition";
+    const where = [
+      "state = ?",
+      ...(filter.definition === undefined ? [] : ["definition = ?"]),
+      ...range,
+    ];
+    const query = `SELECT ${columns} FROM dk_tasks_runs INDEXED BY ${index} WHERE ${where.join(" AND ")} ${order}`;
+    const rows: RunRow[] = [];
+    for (const state of states) {
+      const head: SqlStorageValue[] =
+        filter.definition === undefined ? [state] : [state, filter.definition];
+      rows.push(
+        ...this.#sql
+          .exec<RunRow & Record<string, SqlStorageValue>>(query, ...head, ...params, filter.limit)
+          .toArray(),
+      );
+    }
+    // Each state's rows are newest first; merged, the newest `limit` of them are the page.
+    rows.sort((a, b) =>
+      a.created_at !== b.created_at
+        ? b.created_at - a.created_at
+        : a.run_id < b.run_id
+          ? 1
+          : a.run_id > b.run_id
+            ? -1
+            : 0,
+    );
+    return rows.slice(0, filter.limit);
+  }
+
+  /**
+   * How many runs are in each state, each counted up to `max + 1` entries of `by_state` (no run row
+   * is read): a count above `max` is reported as `max`, capped.
+   */
+  countByState(max: number): { byState: Record<TaskRunState, number>; capped: TaskRunState[] } {
+    const byState = {} as Record<TaskRunState, number>;
+    const capped: TaskRunState[] = [];
+    for (const state of RUN_STATES) {
+      const n =
+        this.#sql
+          .exec<{ n: number }>(
+            `SELECT count(*) AS n FROM (SELECT 1 FROM dk_tasks_runs INDEXED BY dk_tasks_runs_by_state
+               WHERE state = ? LIMIT ?)`,
+            state,
+            max + 1,
+          )
+          .toArray()[0]?.n ?? 0;
+      byState[state] = Math.min(n, max);
+      if (n > max) capped.push(state);
+    }
+    return { byState, capped };
   }
 
   /** Terminal runs matching a delete request, oldest settled first. */

@@ -13,7 +13,7 @@ import { TasksError } from "./errors";
  */
 
 /** The schema version this code reads and writes (the number of migration steps). */
-export const TASKS_SCHEMA_VERSION = 7;
+export const TASKS_SCHEMA_VERSION = 8;
 
 /** `MIGRATIONS[n]` brings the tables from version n to n + 1. */
 const MIGRATIONS: ReadonlyArray<readonly string[]> = [
@@ -215,6 +215,14 @@ const MIGRATIONS: ReadonlyArray<readonly string[]> = [
   // the instance before it): a partial index holding only running runs, keyed by id so that a
   // claim's refresh (a new deadline) does not touch it.
   ["CREATE INDEX dk_tasks_runs_running ON dk_tasks_runs (run_id) WHERE state = 'running'"],
+  // v8: reads that touch only what they answer (an inspector's filters and counts). A list by
+  // state walks its state's range of `by_state` newest first; a list by definition walks one range
+  // of `by_definition` per state; a count by state reads only index entries. Both change only
+  // when a run is accepted, claimed, parked or settled (its state), never per step.
+  [
+    "CREATE INDEX dk_tasks_runs_by_state ON dk_tasks_runs (state, created_at, run_id)",
+    "CREATE INDEX dk_tasks_runs_by_definition ON dk_tasks_runs (definition, state, created_at, run_id)",
+  ],
 ];
 
 /**

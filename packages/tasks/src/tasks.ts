@@ -21,6 +21,7 @@ import type {
   TaskListPage,
   TaskOutput,
   TaskReceipt,
+  TaskRunCounts,
   TaskRunHistory,
   TaskRunOptions,
   TaskRunSnapshot,
@@ -60,9 +61,11 @@ function isTraceparent(value: unknown): value is string {
 }
 const DEFAULT_MAX_STEPS = 10_000;
 /** As `agents`' breaker: three consecutive resets without progress, then the run fails. */
-const DEFAULT_MAX_ATTEMPTS_WITHOUT_PROGRESS = 3;
+const DEFAULT_MAX_ATTEMPTS_WITHOUT_PROGRESS = 4;
 const DEFAULT_PAGE = 100;
 const MAX_PAGE = 1_000;
+/** The default bound of `countByState()`. */
+const DEFAULT_COUNT = 1_000;
 const RUN_STATES: ReadonlySet<string> = new Set<TaskRunState>([
   "pending",
   "running",
@@ -467,21 +470,40 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     }
     const createdAfter = timeOption(options.createdAfter, "createdAfter");
     const createdBefore = timeOption(options.createdBefore, "createdBefore");
+    const values = check.flag(options.values, "values", true);
     // One row more than the page tells whether another page follows.
     const rows = this.#store.runs.listRuns({
       definition: options.definition,
       states,
       limit: limit + 1,
       after,
+      values,
       ...(createdAfter === undefined ? {} : { createdAfter }),
       ...(createdBefore === undefined ? {} : { createdBefore }),
     });
     const items = rows.slice(0, limit);
     const last = items[items.length - 1];
     return {
-      items: items.map((row) => toRunSnapshot(row)),
+      items: items.map((row) => {
+        const snapshot = toRunSnapshot(row);
+        if (!values && "result" in snapshot) delete (snapshot as { result?: unknown }).result;
+        return snapshot;
+      }),
       next: rows.length > limit && last ? `${last.created_at}:${last.run_id}` : null,
     };
+  }
+
+  /**
+   * How many runs are in each state, each state counted up to `max` (default 1,000, at most
+   * 100,000) from the index of runs by state alone: no run row is read, so the cost is the counts,
+   * not the table. A state holding more than `max` runs is reported at `max` and listed in `capped`.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a bad `max`.
+   */
+  countByState(options: { max?: number } = {}): TaskRunCounts {
+    checkOptions(options, "countByState() options");
+    const max = check.count(options.max, "max", DEFAULT_COUNT, { max: 100_000 });
+    return this.#store.runs.countByState(max);
   }
 
   // ── Changing runs ──

@@ -275,7 +275,8 @@ export interface TasksOptions<Definitions extends TaskDefinitions> {
   /**
    * Consecutive attempts of a run that may end without journaling a step — the object died (memory
    * limit, reset loop, deploy) or the attempt was abandoned on a platform failure — before the run
-   * fails with `tasks/too-many-attempts` (3, as `agents`' memory-limit breaker).
+   * fails with `tasks/too-many-attempts` (4: a deploy or crash mid-step, then a crash of each of two
+   * recoveries, and the attempt after them still runs; a chat turn's `maxRecoveries` (2) relies on it).
    */
   maxAttemptsWithoutProgress?: number;
   /** Called with the error of every run that settles as failed. Errors it throws are ignored. */
@@ -449,6 +450,20 @@ export interface TaskListOptions {
   limit?: number;
   /** The `next` token of the previous page; omit it for the first page. */
   cursor?: string;
+  /**
+   * `false` reads each run without its values: the snapshots carry no `result` and no `metadata`,
+   * so a page of runs with large results costs what their facts cost (a list never reads inputs).
+   * Default true.
+   */
+  values?: boolean;
+}
+
+/** Runs by state (`countByState()`), each counted up to a bound. */
+export interface TaskRunCounts {
+  /** How many runs are in each state; a capped state's count is the bound. */
+  byState: Record<TaskRunState, number>;
+  /** The states that hold more runs than the bound: their counts are lower bounds. */
+  capped: TaskRunState[];
 }
 
 /** One page of `list()`: the runs, newest first, and the token of the next page (null on the last). */

@@ -56,6 +56,9 @@ const CHILD_TABLES = [
   "DROP INDEX dk_tasks_runs_running",
 ];
 
+/** Version 8's indexes of runs by state and by definition: dropped to stand for any earlier version. */
+const V8_INDEXES = ["DROP INDEX dk_tasks_runs_by_state", "DROP INDEX dk_tasks_runs_by_definition"];
+
 /** The child-run tables as version 5 left them (messages of protocol version 1, no secrets). */
 const V5_CHILD_TABLES = [
   `CREATE TABLE dk_tasks_children (parent_run_id TEXT NOT NULL, child_run_id TEXT NOT NULL,
@@ -83,7 +86,7 @@ async function expectMigratedInPlace(
     await fixture.until(runId, (s) => s === "waiting");
     // Version 6 has the child-run tables of today; earlier versions had none, or version 5's.
     const childTables = version >= 6 ? [] : CHILD_TABLES;
-    for (const statement of [...downgrade, ...childTables, ...recreate]) {
+    for (const statement of [...V8_INDEXES, ...downgrade, ...childTables, ...recreate]) {
       state.storage.sql.exec(statement);
     }
     state.storage.sql.exec(
@@ -96,7 +99,7 @@ async function expectMigratedInPlace(
         .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE name = 'schema_version'")
         .one().value,
     ).toBe(TASKS_SCHEMA_VERSION);
-    expect(TASKS_SCHEMA_VERSION).toBe(7);
+    expect(TASKS_SCHEMA_VERSION).toBe(8);
     // A version-1 exchange cannot be proven: its messages are not carried over.
     expect(
       state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_outbox").one().n,
@@ -393,11 +396,22 @@ describe("bad input", () => {
     );
   });
 
+  it("migrates schema version 7 tables in place, adding the indexes of runs by state and definition", async () => {
+    await expectMigratedInPlace(
+      7,
+      [],
+      [
+        [1, "sleep"],
+        [2, "completed"],
+      ],
+    );
+  });
+
   it("refuses tables written by a newer version with tasks/schema-too-new", async () => {
     await inFixture(async (fixture, state) => {
       state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 99 WHERE name = 'schema_version'");
       await expectCode("tasks/schema-too-new", () => fixture.build(fixture.definitions()));
-      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 7 WHERE name = 'schema_version'");
+      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 8 WHERE name = 'schema_version'");
     });
   });
 });
