@@ -61,9 +61,10 @@ export interface ChatTurnTaskOptions<Input extends ChatTurnTaskInput> {
   ) => ChatTurnRecovery | Promise<ChatTurnRecovery>;
   /**
    * How many times a turn is recovered (after a restart, or after its model threw) before it is
-   * ended with an error chunk instead. Default 1. Keep it at most the `Tasks`'
-   * `maxAttemptsWithoutProgress` (3) less 2: that breaker fails a run whose attempts keep dying
-   * before a step returns, and the attempt after the last recovery must still run to end the turn.
+   * ended with an error chunk instead. Default 2: a turn survives a restart and a crash of its
+   * recovery. Keep it at most the `Tasks`' `maxAttemptsWithoutProgress` (4) less 2: that breaker
+   * fails a run whose attempts keep dying before a step returns, and the attempt after the last
+   * recovery must still run to end the turn.
    */
   maxRecoveries?: number;
   /** Options of the turn's step (`answer`): its retry policy bounds a model that keeps throwing. */
@@ -115,7 +116,7 @@ export function chatTurnTask<Input extends ChatTurnTaskInput>(
   if (typeof options?.chat !== "function" || typeof options.model !== "function") {
     throw new ChatArgumentError("chatTurnTask({ chat, model }) needs both functions.");
   }
-  const maxRecoveries = options.maxRecoveries ?? 1;
+  const maxRecoveries = options.maxRecoveries ?? 2;
   if (!Number.isSafeInteger(maxRecoveries) || maxRecoveries < 0) {
     throw new ChatArgumentError(`maxRecoveries must be a whole number ≥ 0; got ${maxRecoveries}.`);
   }

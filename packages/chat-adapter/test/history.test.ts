@@ -370,13 +370,14 @@ describe("how a turn ended, seen by every later reader", () => {
     expect(stored?.at(-1)).toEqual({ type: "error", errorText: RECOVERY_FAILED_TEXT });
   });
 
-  it("shows a turn whose recovery was killed too as failed with the recovery's error, to a reload", async () => {
+  /** Starts a turn, kills the object mid-answer, then kills each of `hung` recoveries mid-answer. */
+  async function killedTurn(hung: number) {
     const { stub, name } = freshHost();
     const turnId = await inHost(stub, async (host) => {
       const id = await host.answer("c", submit(user("u1")), {
         deltas: 20,
         hangBefore: 8,
-        hangRecoveries: 1,
+        hangRecoveries: hung,
       });
       while ((host.chat.storedChunks(id)?.length ?? 0) < 8) {
         host.chat.liveTurn(id)?.flush();
@@ -384,22 +385,44 @@ describe("how a turn ended, seen by every later reader", () => {
       }
       return id;
     });
-    await abortAllDurableObjects();
-    // The first wake of the new instance recovers the turn (its alarm fires at once); the recovery
-    // writes a chunk and hangs, and the object is killed again.
-    let restarted = env.HISTORY_HOST.getByName(name);
-    for (let i = 0; i < 200; i++) {
-      await sleep(20);
-      const hung = await inHost(restarted, async (host) => {
-        host.chat.liveTurn(turnId)?.flush();
-        return host.hungRecoveries();
-      });
-      if (hung === 1) break;
+    for (let kill = 1; kill <= hung; kill++) {
+      await abortAllDurableObjects();
+      // The first wake of the new instance recovers the turn (its alarm fires at once); the
+      // recovery writes a chunk and hangs, and the object is killed again.
+      const restarted = env.HISTORY_HOST.getByName(name);
+      for (let i = 0; i < 200; i++) {
+        await sleep(20);
+        const hungSoFar = await inHost(restarted, async (host) => {
+          host.chat.liveTurn(turnId)?.flush();
+          return host.hungRecoveries();
+        });
+        if (hungSoFar === kill) break;
+      }
     }
     await abortAllDurableObjects();
-    restarted = env.HISTORY_HOST.getByName(name);
-    await settled(restarted, turnId);
-    // With maxRecoveries (1) spent, the next attempt ends the turn; every later reader sees that end.
+    const restarted = env.HISTORY_HOST.getByName(name);
+    return { turnId, restarted, run: await settled(restarted, turnId) };
+  }
+
+  it("finishes a turn whose recovery was killed too (maxRecoveries 2 by default), with the message of an uninterrupted one", async () => {
+    const { turnId, restarted, run } = await killedTurn(1);
+    expect(run).toMatchObject({ state: "completed", result: { outcome: "finished", recoveries: 2 } });
+    const entries = await entriesOf(restarted);
+    expect(entries[1]?.end).toEqual({ state: "finished" });
+    expect(entries[1]?.message.parts).toEqual([
+      { type: "reasoning", id: "r", text: "Think it through.", state: "done" },
+      { type: "text", text: answerText(20), state: "done" },
+    ]);
+    const stored = await inHost(restarted, (host) => host.chat.storedChunks(turnId));
+    expect(stored?.filter((chunk) => chunk.type === "start")).toHaveLength(1);
+    expect(stored?.at(-1)).toEqual({ type: "finish" });
+  });
+
+  it("shows a turn whose two recoveries were killed as failed with the recovery's error, to a reload", async () => {
+    const { turnId, restarted, run } = await killedTurn(2);
+    // With maxRecoveries (2) spent, the next attempt ends the turn (the tasks' breaker, 4, lets it
+    // run); every later reader sees that end.
+    expect(run).toMatchObject({ state: "completed", result: { outcome: "failed", recoveries: 3 } });
     const entries = await entriesOf(restarted);
     expect(entries[1]?.end).toEqual({ state: "failed", errorText: RECOVERY_FAILED_TEXT });
     expect(entries[1]?.message.parts[0]).toMatchObject({ type: "reasoning", state: "done" });

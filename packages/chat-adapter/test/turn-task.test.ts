@@ -121,14 +121,14 @@ describe("a chat turn as a durable task, restarted with no client attached", () 
     });
     expect(await settled(stub, turnId)).toMatchObject({
       state: "completed",
-      result: { outcome: "failed", recoveries: 2 },
+      result: { outcome: "failed", recoveries: 3 },
     });
     const stored = await storedOf(stub, turnId);
     expect(stored?.slice(0, 5)).toEqual(whole().slice(0, 5));
     expect(stored?.at(-1)).toEqual({ type: "error", errorText: RECOVERY_FAILED_TEXT });
     expect(stored?.filter((chunk) => chunk.type === "error")).toHaveLength(1);
-    // The live call, then one recovery (maxRecoveries 1); the next attempt ended the turn.
-    expect(await inHost(stub, (host) => host.note("recoveries"))).toBe(1);
+    // The live call, then two recoveries (maxRecoveries 2); the next attempt ended the turn.
+    expect(await inHost(stub, (host) => host.note("recoveries"))).toBe(2);
   });
 
   it("lets a client resume the interrupted turn before the recovery and read it to its finish", async () => {

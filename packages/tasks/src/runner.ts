@@ -13,7 +13,10 @@ import { decodeValue, errorInfo, errorText } from "./values";
 
 /** Due runs one `alarm()` starts; the rest stay due and keep the next wake at "now". */
 const RUNS_PER_ALARM = 100;
-/** How long `alarm()` waits for the attempts it started before returning (they keep running). */
+/**
+ * The longest `alarm()` waits for the attempts it started before returning (they keep running).
+ * It returns sooner when a run that is not one of them needs a wake: see {@link Runner.alarm}.
+ */
 const ALARM_BUDGET_MS = 10_000;
 
 type Handler = (input: unknown, step: ReplayStep) => unknown;
@@ -51,6 +54,8 @@ export class Runner {
   readonly #deps: AttemptDeps;
   /** Wake requests not yet landed; public calls wait for them before returning. */
   readonly #wakes = new Set<Promise<void>>();
+  /** While `alarm()` waits for its attempts: told of every wake asked for meanwhile. */
+  #waiting: ((at: number) => void) | null = null;
 
   constructor(config: RunnerConfig) {
     this.#config = config;
@@ -75,7 +80,15 @@ export class Runner {
   /**
    * Starts an attempt for every due run (the claim backstop reclaims runs whose attempt died),
    * extends the claims of attempts still alive in this isolate (and settles a cancel one of them
-   * never reached a boundary for), and waits up to 10 s for the attempts it started.
+   * never reached a boundary for), and waits for the attempts it started: until they end, until
+   * the engine's next wake is due (another run's retry, sleep or claim deadline), or 10 s.
+   *
+   * The wait never holds a later wake: an object runs one alarm handler at a time, so a wake due
+   * while this handler waits would fire only after it returns. Returning early is safe for the
+   * attempts still running: they go on in this isolate, each under its claim and generation
+   * fence, and their claim deadline (`claimTimeoutMs`) wakes the object again, which extends the
+   * claim of an attempt still alive here (see the loop below) and so keeps an event reaching the
+   * object at least that often while it runs.
    */
   async alarm(): Promise<void> {
     const { store, claimTimeoutMs } = this.#config;
@@ -93,14 +106,42 @@ export class Runner {
     }
     await this.flushWakes();
     if (started.length === 0) return;
+    await this.#waitFor(started, now + ALARM_BUDGET_MS);
+  }
+
+  /**
+   * Waits until `attempts` end, `until` passes, or the engine's next wake is due, whichever is
+   * first. The next wake is read once (the earliest of the runs whose attempts are not alive
+   * here) and then lowered by every wake asked for during the wait (a retry's back-off, a sleep).
+   */
+  async #waitFor(attempts: Promise<void>[], until: number): Promise<void> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      Promise.allSettled(started),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, ALARM_BUDGET_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+    let deadline = Number.POSITIVE_INFINITY;
+    let wake: () => void = () => {};
+    const due = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    const arm = (at: number) => {
+      if (at >= deadline) return;
+      deadline = at;
+      clearTimeout(timer);
+      timer = setTimeout(wake, Math.max(0, at - this.#config.now()));
+    };
+    arm(until);
+    // The attempts alive here need no wake while this handler waits for them; any other run does.
+    const next = this.#config.store.runs.nextWakeAtExcept(this.active);
+    if (next !== null) arm(next);
+    const previous = this.#waiting;
+    this.#waiting = (at) => {
+      previous?.(at);
+      arm(at);
+    };
+    try {
+      await Promise.race([Promise.allSettled(attempts), due]);
+    } finally {
+      clearTimeout(timer);
+      this.#waiting = previous;
+    }
   }
 
   /**
@@ -230,6 +271,7 @@ export class Runner {
    * it never moves a wake another part asked for later. Public calls wait for the request to land.
    */
   requestWake(at: number): void {
+    this.#waiting?.(at);
     const tracked: Promise<void> = requestWake(this.#config.ctx, at)
       .catch((error) => this.#warn("requestWake", error))
       .finally(() => this.#wakes.delete(tracked));

@@ -77,6 +77,20 @@ describe("the breaker for attempts without progress", () => {
     });
   });
 
+  it("lets four attempts in a row end without progress by default, and fails the run at the fifth claim", async () => {
+    await inFixture(async (fixture) => {
+      const tasks = fixture.build(fixture.definitions(), { maxAttemptsWithoutProgress: undefined });
+      const { runId } = await tasks.run("abandoned@v1");
+      const done = await fixture.settled(runId, tasks);
+      // Attempt 1 journaled "first"; attempts 2 to 5 journaled nothing.
+      expect(done).toMatchObject({
+        state: "failed",
+        attempt: 5,
+        error: { code: "tasks/too-many-attempts" },
+      });
+    });
+  });
+
   it("takes maxAttemptsWithoutProgress from the options", async () => {
     await inFixture(async (fixture) => {
       const tasks = fixture.build(fixture.definitions(), { maxAttemptsWithoutProgress: 1 });
