@@ -3,6 +3,7 @@ import { createOptionChecks } from "@durablekit/compose";
 import type { TaskRunSnapshot, Tasks } from "@durablekit/tasks";
 import { abortSignalled } from "./crash-signal";
 import { TestingError } from "./errors";
+import { clearTimers, clockMoved } from "./handler-clock";
 import {
   ProbeStore,
   type TestingBoundary,
@@ -185,6 +186,7 @@ export async function crashEverywhere<Instance extends Rpc.DurableObjectBranded 
       const reached = await driver.untilCrash(stub, runId);
       if (reached) {
         await abortAllDurableObjects();
+        clearTimers();
         // A stub connected to an aborted object stays broken: reach the object anew.
         stub = options.namespace.get(stub.id) as DurableObjectStub;
         // A crash the probe made itself (ctx.abort) could not write that it fired: disarm it here.
@@ -451,7 +453,10 @@ class RunDriver<Instance extends Rpc.DurableObjectBranded | undefined> {
   async #nextAlarm(stub: DurableObjectStub, untilCrash = false): Promise<void> {
     await runInDurableObject(stub, async (_instance, state) => {
       const at = await state.storage.getAlarm();
-      if (at !== null) new ProbeStore(state.storage).moveTo(at);
+      if (at === null) return;
+      const store = new ProbeStore(state.storage);
+      store.moveTo(at);
+      clockMoved(state.id.toString(), store.now());
     });
     let done = false;
     // After the reset the alarm's invocation fails with the abort: that is the crash, not an error.

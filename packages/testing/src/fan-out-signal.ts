@@ -64,6 +64,11 @@ export function noteBusy(objectId: string, delta: 1 | -1): void {
   else inflight.set(objectId, n);
 }
 
+/** Whether an attempt runs, or a probe applies a message, in the object `objectId` now. */
+export function busyIn(objectId: string): boolean {
+  return inflight.has(objectId);
+}
+
 /** Whether an attempt runs, or a probe applies a message, in any object now. */
 export function busy(): boolean {
   return inflight.size > 0;

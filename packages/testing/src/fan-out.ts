@@ -19,6 +19,7 @@ import {
   firedMessageFaults,
   type TestingMessageFault,
 } from "./fan-out-signal";
+import { clearTimers, clockMoved } from "./handler-clock";
 import { ProbeStore, type TestingBoundary, type TestingCrashPosition } from "./probe-store";
 
 const check = createOptionChecks(
@@ -368,6 +369,7 @@ class FanOut<
   async reset(): Promise<void> {
     await abortAllDurableObjects();
     clearBusy();
+    clearTimers();
     this.#alarms = 0;
     this.#generation++;
     // A crash the probe made itself (ctx.abort) could not write that it fired: disarm it here.
@@ -447,9 +449,11 @@ class FanOut<
       const at = Math.min(...alarms.map((a) => a.at));
       // Every clock moves together, so the objects' deadlines keep their order.
       for (const object of this.#objects.values()) {
-        await runInDurableObject(object.stub(), (_instance, state) =>
-          new ProbeStore(state.storage).moveTo(at),
-        );
+        await runInDurableObject(object.stub(), (_instance, state) => {
+          const store = new ProbeStore(state.storage);
+          store.moveTo(at);
+          clockMoved(state.id.toString(), store.now());
+        });
       }
       for (const { object, at: due } of alarms) {
         if (due > at) continue;

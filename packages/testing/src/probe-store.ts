@@ -1,5 +1,6 @@
 import { migrateSchema } from "@durablekit/compose";
 import { TestingError } from "./errors";
+import { realNow } from "./handler-clock";
 
 /** The schema version of the `dk_testing_*` tables this code reads and writes. */
 export const TESTING_SCHEMA_VERSION = 3;
@@ -121,19 +122,20 @@ export class ProbeStore {
     );
   }
 
-  /** How far the test clock is ahead of `Date.now()`, in milliseconds. */
+  /** How far the test clock is ahead of real time, in milliseconds. */
   offset(): number {
     return (this.#get("clock_offset") as number | undefined) ?? 0;
   }
 
   /** Moves the test clock to `at` (never backwards: a clock that runs back breaks every deadline). */
   moveTo(at: number): void {
-    const offset = Math.max(this.offset(), Math.ceil(at - Date.now()));
+    const offset = Math.max(this.offset(), Math.ceil(at - realNow()));
     this.#set("clock_offset", offset);
   }
 
+  /** The test clock: real time (never the scope's own `Date.now()`) plus the offset. */
   now(): number {
-    return Date.now() + this.offset();
+    return realNow() + this.offset();
   }
 
   arm(arm: ProbeArm): void {

@@ -16,6 +16,7 @@ import type {
 import { abortPending } from "./crash-signal";
 import { TestingError } from "./errors";
 import { noteBusy, takeChildArm, takeMessageFault } from "./fan-out-signal";
+import { type ClockScope, captureClock, onTestClock, withClock } from "./handler-clock";
 import { ProbeStore, type TestingBoundaryKind, type TestingCrashPosition } from "./probe-store";
 import { ProbedJournal } from "./probed-journal";
 
@@ -89,7 +90,10 @@ export class TestingProbe {
         const objectId = this.#ctx.id.toString();
         noteBusy(objectId, 1);
         try {
-          const value = await handler(input, new ProbedStep(step, this.#store, this.#ctx));
+          // The handler's own Date.now(), new Date() and timers follow the test clock.
+          const value = await onTestClock(this.#ctx, this.now, () =>
+            handler(input, new ProbedStep(step, this.#store, this.#ctx)),
+          );
           this.#store.boundary(step.runId, "settle", null, false);
           await crashAt(this.#store, "settle", "before");
           return value;
@@ -225,12 +229,28 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * would without the probe, so journal hits, fencing and durability are the engine's own.
  */
 class ProbedStep implements TaskStep {
-  readonly #step: TaskStep;
+  readonly #engine: TaskStep;
+  /** The handler's test clock: the user's step bodies run on it, the engine's calls off it. */
+  readonly #clock: ClockScope | undefined = captureClock();
+  /**
+   * The engine's step, called off the test clock: its own timers (a step's deadline) are real
+   * timers, so the only timers on the test clock are the ones the user's code awaits.
+   */
+  readonly #step: TaskStep = new Proxy({} as TaskStep, {
+    get: (_target, key) => {
+      const value = (this.#engine as unknown as Record<PropertyKey, unknown>)[key];
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) =>
+        withClock(undefined, () =>
+          (value as (...a: unknown[]) => unknown).apply(this.#engine, args),
+        );
+    },
+  });
   readonly #store: ProbeStore;
   readonly #ctx: DurableObjectState;
 
   constructor(step: TaskStep, store: ProbeStore, ctx: DurableObjectState) {
-    this.#step = step;
+    this.#engine = step;
     this.#store = store;
     this.#ctx = ctx;
   }
@@ -274,7 +294,7 @@ class ProbedStep implements TaskStep {
     const body = (context: TaskStepAttemptContext): T | Promise<T> => {
       live = true;
       store.bodyStarted(runId, name);
-      const result = fn(context);
+      const result = withClock(this.#clock, () => fn(context));
       if (!isThenable(result)) {
         store.boundary(runId, "do", name, false);
         return result;

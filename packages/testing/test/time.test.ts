@@ -35,3 +35,46 @@ describe("advanceTime", () => {
     );
   });
 });
+
+describe("the handler's own clock", () => {
+  it("a decision made by Date.now() before a two-day sleep is made again two days on", async () => {
+    const stub = fresh();
+    const start = await testClockOf(stub);
+    const { runId } = await runInDurableObject(stub, (o) =>
+      o.tasks.run("promote@v1", { deadline: start + DAY }),
+    );
+    await advanceTime(stub, 2 * DAY + 1_000);
+    const snapshot = await runInDurableObject(stub, (o) => o.tasks.get(runId));
+    // The replay after the sleep reads the handler's clock two days on, as in production: the
+    // promotion decided before the sleep is undone, which a test on real time never shows.
+    expect(snapshot).toMatchObject({ state: "completed", result: { eligible: false } });
+    const at = (snapshot as { result: { at: number } }).result.at;
+    expect(at - start).toBeGreaterThanOrEqual(2 * DAY);
+    // Outside the handler, the isolate's clock is real time.
+    const date = new Date();
+    expect(Math.abs(Date.now() - date.getTime())).toBeLessThan(1_000);
+    expect(start + 2 * DAY - Date.now()).toBeGreaterThan(DAY);
+  });
+
+  it("timers the handler awaits fire when the test clock passes them", async () => {
+    const stub = fresh();
+    const { runId } = await runInDurableObject(stub, (o) => o.tasks.run("poll@v1"));
+    await advanceTime(stub, 2 * 60_000);
+    expect(await runInDurableObject(stub, (o) => o.tasks.get(runId))).toMatchObject({
+      state: "completed",
+      result: { waited: expect.toSatisfy((ms: number) => ms >= 120_000 && ms < 180_000) },
+    });
+  });
+
+  it("advanceTime right after run() lets the first step's I/O finish and drives the run", async () => {
+    const stub = fresh();
+    const { runId } = await runInDurableObject(stub, (o) => o.tasks.run("io-first@v1"));
+    const { alarms } = await advanceTime(stub, DAY + 1_000);
+    expect(await runInDurableObject(stub, (o) => o.tasks.get(runId))).toMatchObject({
+      state: "completed",
+      result: "fetched",
+    });
+    // The day's wake, not a thousand claim extensions.
+    expect(alarms).toBeLessThan(5);
+  });
+});
