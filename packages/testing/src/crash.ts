@@ -1,6 +1,7 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { createOptionChecks } from "@durablekit/compose";
 import type { TaskRunSnapshot, Tasks } from "@durablekit/tasks";
+import { additions, aliasesOf, type RunFacts, repeated, withAliases } from "./crash-compare";
 import { abortSignalled } from "./crash-signal";
 import { TestingError } from "./errors";
 import { clearTimers, clockMoved } from "./handler-clock";
@@ -23,8 +24,11 @@ export interface TestingCrashOptions<Instance extends Rpc.DurableObjectBranded |
    * parts `now: probe.now` and its `Tasks` `probe.instrument(definitions)`.
    */
   namespace: DurableObjectNamespace<Instance>;
-  /** The object's `Tasks` part. */
-  tasks: (instance: Instance) => Pick<Tasks, "get" | "sendEvent">;
+  /**
+   * The object's `Tasks` part. Its `steps(runId)` (when present) lets the checks tell the values a
+   * run made for itself (an id made inside a step, the run id) from a difference.
+   */
+  tasks: (instance: Instance) => Pick<Tasks, "get" | "sendEvent"> & Partial<Pick<Tasks, "steps">>;
   /** Starts the run inside the object; returns its run id (or `tasks.run`'s receipt). */
   start: (instance: Instance) => Promise<string | { runId: string }> | string | { runId: string };
   /**
@@ -56,9 +60,14 @@ export interface TestingCrashProblem {
   boundary: string;
   /** The boundary's index in the run's order of boundaries. */
   index: number;
-  position: TestingCrashPosition;
   /**
-   * `result`: the run settled differently; `effects`: what it did outside its journal differs;
+   * The side of the boundary the crash was on; `retry` for a problem of the uninterrupted run
+   * itself: a step's retry repeated what its failed attempt had done (found without a crash).
+   */
+  position: TestingCrashPosition | "retry";
+  /**
+   * `result`: the run settled differently; `effects`: what it did outside its journal differs (or,
+   * at `position: "retry"`, a retried step's attempt repeated its failed attempt's effects);
    * `stream`: a stream's chunks differ (a chunk twice, missing or out of order); `ran-after-recorded`:
    * a step's body ran after its result had reached the handler; `unreached`: the run settled
    * without passing the boundary (the handler does not take the same path twice).
@@ -93,6 +102,12 @@ export interface TestingCrashReport {
   boundaries: TestingBoundary[];
   /** The uninterrupted run's settled snapshot. */
   baseline: TaskRunSnapshot;
+  /**
+   * What `effects` returned for the uninterrupted run once it settled (as JSON: Maps, Sets and
+   * BigInts in their stable forms), the reference every crash is compared with; `undefined`
+   * without an `effects` option.
+   */
+  baselineEffects: unknown;
   /** Every crash explored, in order. */
   cases: TestingCrashCase[];
   problems: TestingCrashProblem[];
@@ -106,6 +121,17 @@ export interface Settled {
   bodies: TestingStepBodies[];
   effects: string | undefined;
   streams: Record<string, readonly unknown[]> | undefined;
+  /** The run's id and journal: what it made for itself, compared by where it made it. */
+  facts?: RunFacts;
+}
+
+/** The run as one attempt left it (parked or settled): read by the uninterrupted run's driver. */
+interface AttemptTrace {
+  attempt: number;
+  /** Why it parked (`retry`: a step failed and waits for its retry), or null once settled. */
+  reason: string | null;
+  effects: unknown;
+  bodies: Map<string, number>;
 }
 
 /**
@@ -156,7 +182,8 @@ export async function crashEverywhere<Instance extends Rpc.DurableObjectBranded 
     options.namespace.getByName(`crash-everywhere-${crypto.randomUUID()}`) as DurableObjectStub;
   const first = fresh();
   const firstRun = await driver.start(first);
-  const baseline = await driver.settle(first, firstRun);
+  const trace: AttemptTrace[] = [];
+  const baseline = await driver.settle(first, firstRun, false, trace);
   if (baseline === null) {
     throw new TestingError(
       "testing/unsettled",
@@ -167,10 +194,11 @@ export async function crashEverywhere<Instance extends Rpc.DurableObjectBranded 
     new ProbeStore(state.storage).boundaries(firstRun),
   );
   const runsOf = new Map(baseline.bodies.map((b) => [b.step, b.runs]));
+  const problems: TestingCrashProblem[] =
+    options.effects === undefined ? [] : retriedEffects(trace, boundaries);
 
   // ── One crash per boundary and side ──
   const cases: TestingCrashCase[] = [];
-  const problems: TestingCrashProblem[] = [];
   for (const boundary of boundaries) {
     for (const position of positions) {
       if (boundary.kind === "settle" && position === "after") continue;
@@ -215,10 +243,55 @@ export async function crashEverywhere<Instance extends Rpc.DurableObjectBranded 
     ok: problems.length === 0,
     boundaries,
     baseline: baseline.snapshot,
+    baselineEffects: baseline.effects === undefined ? undefined : JSON.parse(baseline.effects),
     cases,
     problems,
     ms: Date.now() - started,
   };
+}
+
+/**
+ * The problems of the uninterrupted run itself: an attempt that parked for a step's retry changed
+ * the effects, and the attempt after it changed them the same way again — the retried step's body
+ * did its work twice (a charge under a fresh key, an unkeyed insert). Found without a crash: a
+ * plain run that retries once does it.
+ */
+function retriedEffects(
+  trace: readonly AttemptTrace[],
+  boundaries: readonly TestingBoundary[],
+): TestingCrashProblem[] {
+  const problems: TestingCrashProblem[] = [];
+  for (let i = 0; i + 1 < trace.length; i++) {
+    const failed = trace[i] as AttemptTrace;
+    const retry = trace[i + 1] as AttemptTrace;
+    if (failed.reason !== "retry") continue;
+    const before = i === 0 ? null : (trace[i - 1] as AttemptTrace).effects;
+    const twice = repeated(
+      additions(before, failed.effects),
+      additions(failed.effects, retry.effects),
+    );
+    if (twice.length === 0) continue;
+    // The retried step: its body had run before the park, and ran again in the next attempt.
+    const steps = [...retry.bodies]
+      .filter(
+        ([step, runs]) =>
+          (failed.bodies.get(step) ?? 0) > 0 && runs > (failed.bodies.get(step) ?? 0),
+      )
+      .map(([step]) => step);
+    const boundary =
+      boundaries.find((b) => b.kind === "do" && b.name === steps[0]) ??
+      ({ label: steps[0] === undefined ? "retry" : `do:${steps[0]}`, index: -1 } as const);
+    problems.push({
+      boundary: boundary.label,
+      index: boundary.index,
+      position: "retry",
+      kind: "effects",
+      steps,
+      call: null,
+      message: `In the uninterrupted run, attempt ${failed.attempt} failed and was retried, and the retry did again what the failed attempt had done: ${twice.join(", ")}${steps.length > 0 ? ` — ${names(steps)} is not idempotent across its own retries (use the step's idempotencyKey)` : ""}.`,
+    });
+  }
+  return problems;
 }
 
 /** Where a check failed: the fields a problem carries besides what it found. */
@@ -255,8 +328,16 @@ export function checkCrash<W extends Where>(
     });
     return found;
   }
-  const want = stable(settledView(baseline.snapshot));
-  const got = stable(settledView(outcome.snapshot));
+  // Values each run made for itself (ids and times journaled by a step, the run id) compare by
+  // where the run made them.
+  const aliases =
+    baseline.facts !== undefined && outcome.facts !== undefined
+      ? aliasesOf(baseline.facts, outcome.facts)
+      : [];
+  const mine = (text: string | undefined) => withAliases(text, aliases, "baseline");
+  const theirs = (text: string | undefined) => withAliases(text, aliases, "outcome");
+  const want = mine(stable(settledView(baseline.snapshot)));
+  const got = theirs(stable(settledView(outcome.snapshot)));
   if (got !== want) {
     found.push({
       ...where,
@@ -274,7 +355,7 @@ export function checkCrash<W extends Where>(
       message: `After ${crash} the body of ${names(again)} ran again although its result had been recorded.`,
     });
   }
-  if (outcome.effects !== baseline.effects) {
+  if (theirs(outcome.effects) !== mine(baseline.effects)) {
     found.push({
       ...where,
       kind: "effects",
@@ -283,8 +364,8 @@ export function checkCrash<W extends Where>(
     });
   }
   for (const id of Object.keys({ ...baseline.streams, ...outcome.streams })) {
-    const chunksWanted = stable(baseline.streams?.[id] ?? []);
-    const chunksGot = stable(outcome.streams?.[id] ?? []);
+    const chunksWanted = mine(stable(baseline.streams?.[id] ?? []));
+    const chunksGot = theirs(stable(outcome.streams?.[id] ?? []));
     if (chunksGot !== chunksWanted) {
       found.push({
         ...where,
@@ -380,22 +461,36 @@ class RunDriver<Instance extends Rpc.DurableObjectBranded | undefined> {
    * (`recover`) the clock first moves to the object's alarm: the claim deadline of the attempt the
    * reset killed.
    */
-  async settle(stub: DurableObjectStub, runId: string, recover = false): Promise<Settled | null> {
+  async settle(
+    stub: DurableObjectStub,
+    runId: string,
+    recover = false,
+    trace: AttemptTrace[] | null = null,
+  ): Promise<Settled | null> {
     if (recover) await this.#nextAlarm(stub);
-    if ((await this.#drive(stub, runId, false)) !== "settled") return null;
+    if ((await this.#drive(stub, runId, false, trace)) !== "settled") return null;
     const { effects, streams } = this.#options;
-    return inObject(stub, async (instance: Instance, state) => ({
-      snapshot: this.#options.tasks(instance).get(runId) as TaskRunSnapshot,
-      bodies: new ProbeStore(state.storage).bodies(runId),
-      effects: effects === undefined ? undefined : stable(await effects(instance, runId)),
-      streams: streams === undefined ? undefined : await streams(instance, runId),
-    }));
+    return inObject(stub, async (instance: Instance, state) => {
+      const tasks = this.#options.tasks(instance);
+      return {
+        snapshot: tasks.get(runId) as TaskRunSnapshot,
+        bodies: new ProbeStore(state.storage).bodies(runId),
+        effects: effects === undefined ? undefined : stable(await effects(instance, runId)),
+        streams: streams === undefined ? undefined : await streams(instance, runId),
+        facts: { runId, steps: typeof tasks.steps === "function" ? tasks.steps(runId) : null },
+      };
+    });
   }
 
+  /**
+   * Drives the run. With `trace`, notes the run's effects and step bodies each time an attempt has
+   * parked or settled (the uninterrupted run: what each attempt did).
+   */
   async #drive(
     stub: DurableObjectStub,
     runId: string,
     untilCrash: boolean,
+    trace: AttemptTrace[] | null = null,
   ): Promise<"crashed" | "settled" | "stuck"> {
     const { events = {}, tasks } = this.#options;
     let runningSince = Date.now();
@@ -418,6 +513,25 @@ class RunDriver<Instance extends Rpc.DurableObjectBranded | undefined> {
         ) {
           await tasks(instance).sendEvent(runId, snapshot.eventType, events[snapshot.eventType]);
           return { state: "delivered" } as const;
+        }
+        if (
+          trace !== null &&
+          snapshot.state !== "running" &&
+          snapshot.state !== "pending" &&
+          trace.at(-1)?.attempt !== snapshot.attempt
+        ) {
+          const { effects } = this.#options;
+          trace.push({
+            attempt: snapshot.attempt,
+            reason: snapshot.state === "waiting" ? snapshot.reason : null,
+            effects:
+              effects === undefined
+                ? undefined
+                : JSON.parse(stable(await effects(instance, runId)) ?? "null"),
+            bodies: new Map(
+              new ProbeStore(state.storage).bodies(runId).map((b) => [b.step, b.runs]),
+            ),
+          });
         }
         return {
           state: snapshot.state,

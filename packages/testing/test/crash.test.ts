@@ -102,6 +102,72 @@ describe("crashEverywhere", () => {
   });
 });
 
+describe("crashEverywhere within the uninterrupted run", () => {
+  it("reports a step whose retry charges again under a fresh key, and shows the baseline's effects", async () => {
+    const report = await crashEverywhere<Fixture>({
+      namespace: env.FIXTURE,
+      tasks: (o) => o.tasks,
+      start: (o) => o.tasks.run("ledger.retried@v1", { amount: 5 }),
+      effects: (o) => o.ledger(),
+    });
+    // The plain run charged twice, which no comparison with it can show: it is reported itself.
+    expect(report.baselineEffects).toEqual(["charge 5", "charge 5"]);
+    expect(report.problems[0]).toEqual(
+      expect.objectContaining({
+        kind: "effects",
+        boundary: "do:charge",
+        position: "retry",
+        steps: ["charge"],
+      }),
+    );
+    expect(report.problems[0]?.message).toMatch(/retry did again .*"charge 5"/);
+    expect(report.ok).toBe(false);
+  });
+
+  it("passes the same retried step keyed by its idempotency key", async () => {
+    const report = await crashEverywhere<Fixture>({
+      namespace: env.FIXTURE,
+      tasks: (o) => o.tasks,
+      start: (o) => o.tasks.run("ledger.retried-safe@v1", { amount: 5 }),
+      effects: (o) => o.ledger(),
+    });
+    expect(report.baselineEffects).toEqual(["charge 5"]);
+    expect(report.problems).toEqual([]);
+  });
+
+  it("gets no problem for ids and times made inside steps and keys holding the engine's run id", async () => {
+    const report = await crashEverywhere<Fixture>({
+      namespace: env.FIXTURE,
+      tasks: (o) => o.tasks,
+      start: (o) => o.tasks.run("order@v1", { amount: 5 }),
+      effects: (o) => o.ledgerRows(),
+    });
+    expect(report.cases).toHaveLength(9);
+    expect(report.problems).toEqual([]);
+    // Every run made its own order id and key: what is compared is where it made them.
+    expect(report.baselineEffects).toEqual([
+      {
+        key: expect.stringMatching(/^task_.+:charge$/),
+        entry: expect.stringMatching(/^charge 5 for [0-9a-f-]{36} at \d+$/),
+      },
+    ]);
+  });
+
+  it("still reports an order id made outside a step", async () => {
+    const report = await crashEverywhere<Fixture>({
+      namespace: env.FIXTURE,
+      tasks: (o) => o.tasks,
+      start: (o) => o.tasks.run("ledger.unsafe@v1", { amount: 5 }),
+      effects: (o) => o.ledgerRows(),
+    });
+    expect(report.problems.map((p) => [p.kind, p.boundary, p.position])).toContainEqual([
+      "effects",
+      "do:charge",
+      "before",
+    ]);
+  });
+});
+
 describe("crashEverywhere on long runs", () => {
   for (const steps of [20, 50]) {
     it(`explores every boundary of a ${steps}-step demo.count@v1 run`, async () => {
