@@ -1,4 +1,5 @@
 export { InspectError, type InspectErrorCode, isInspectError } from "./errors";
+export type { InspectEvent } from "./events";
 export { type InspectResponseOptions, inspectorResponse } from "./http/response";
 export {
   type InspectChunkOptions,
@@ -30,4 +31,6 @@ export {
   type InspectStep,
   type InspectStream,
   type InspectStreamView,
+  type InspectTruncated,
+  type InspectValueView,
 } from "./shape";

@@ -1,5 +1,6 @@
 import { createOptionChecks, isDurableKitError, isWellFormedName } from "@durablekit/compose";
 import type { StreamStatus } from "@durablekit/streams";
+import { DEFAULT_MAX_VALUE_BYTES, DEFAULT_MAX_VIEW_BYTES, utf8Bytes, ValueBudget } from "./bounds";
 import { InspectError } from "./errors";
 import { type InspectedParts, inspectedParts } from "./parts";
 import { callsOf, executionsOf, executionViewOf } from "./programs";
@@ -20,14 +21,17 @@ import {
   type InspectRunView,
   type InspectStream,
   type InspectStreamView,
+  type InspectValueView,
 } from "./shape";
 
 const check = createOptionChecks(
   (message) => new InspectError("inspect/invalid-argument", message),
 );
 
-/** The most streams an overview counts by state. */
+/** The most streams an overview counts by state, and the most runs it counts in each state. */
 const COUNT_LIMIT = 1000;
+/** Chunks a stream view reads at a time while its page has bytes to spare. */
+const CHUNK_BATCH = 8;
 /** Longest id the parts accept (docs/composing.md, "Names"). */
 const MAX_ID = 256;
 const STATES = ["streaming", "completed", "errored"] as const;
@@ -38,6 +42,16 @@ const EXECUTION_STATES = ["running", "interrupted", "completed", "failed", "canc
 export interface InspectOptions {
   /** The object's parts to read: its `Tasks`, `Executor`, `Streams` and `ChatTurns`, in any order. */
   parts: readonly object[];
+  /**
+   * A value larger than this (UTF-8 bytes of its JSON) is shown as an `InspectTruncated` record: its
+   * size, the start of its JSON and the path of the whole (`value(path)`). Default 16 KiB.
+   */
+  maxValueBytes?: number;
+  /**
+   * The values one view shows, in all: past it every value is truncated, and a page of chunks ends.
+   * Default 256 KiB.
+   */
+  maxViewBytes?: number;
 }
 
 /** Filters and paging of {@link Inspector.executions}. */
@@ -78,11 +92,14 @@ export interface InspectListOptions {
   cursor?: string;
 }
 
-/** Paging of {@link Inspector.stream}'s chunks. */
+/** Paging of {@link Inspector.stream}'s chunks and {@link Inspector.chatTurn}'s. */
 export interface InspectChunkOptions {
-  /** The first seq to show. Default 0. */
+  /** The first chunk to show (a stream's seq, a turn's chunk index). Default 0. */
   from?: number;
-  /** Most chunks, 1–1000. Default 100. */
+  /**
+   * Most chunks: 1–1000 for a stream (default 100), 1–10,000 for a chat turn (default 1,000). A
+   * page also ends when its chunks fill `maxViewBytes`.
+   */
   limit?: number;
 }
 
@@ -150,6 +167,32 @@ function base64(bytes: Uint8Array): string {
 }
 
 /**
+ * Runs by state for the overview: each state counted up to {@link COUNT_LIMIT} from the tasks
+ * part's state index (`countByState`), which reads no run; a part too old to have it is counted
+ * among its newest runs, read as facts only.
+ */
+function runCounts(tasks: InspectedParts["tasks"] & object): InspectCounts<InspectRunState> {
+  if (tasks.countByState !== undefined) {
+    const counts = tasks.countByState({ max: COUNT_LIMIT });
+    return {
+      byState: { ...counts.byState },
+      limit: COUNT_LIMIT,
+      complete: counts.capped.length === 0,
+      capped: [...counts.capped],
+    };
+  }
+  const page = tasks.list({ limit: COUNT_LIMIT, values: false });
+  const counts: InspectCounts<InspectRunState> = {
+    byState: { pending: 0, running: 0, waiting: 0, completed: 0, failed: 0, cancelled: 0 },
+    limit: COUNT_LIMIT,
+    complete: page.next === null,
+    capped: page.next === null ? [] : [...RUN_STATES],
+  };
+  for (const run of page.items) counts.byState[run.state] += 1;
+  return counts;
+}
+
+/**
  * Reads what the object's durable parts hold, as versioned JSON ({@link INSPECT_SHAPE_VERSION}):
  * task runs with their steps on a time axis, streams with a page of their chunks, and chat turns
  * with what they stored. Read-only by
@@ -164,6 +207,7 @@ function base64(bytes: Uint8Array): string {
 export class Inspector {
   readonly #objectId: string;
   readonly #parts: InspectedParts;
+  readonly #limits: { maxValueBytes: number; maxViewBytes: number };
 
   /**
    * @throws {InspectError} `inspect/invalid-argument` for a malformed `ctx`, option or part.
@@ -172,7 +216,24 @@ export class Inspector {
     check.ctx(ctx, "new Inspector(ctx, { parts })");
     check.options(options, "Inspector options");
     this.#parts = inspectedParts(options?.parts);
+    const maxValueBytes = check.count(
+      options.maxValueBytes,
+      "maxValueBytes",
+      DEFAULT_MAX_VALUE_BYTES,
+      {
+        min: 256,
+      },
+    );
+    const maxViewBytes = check.count(options.maxViewBytes, "maxViewBytes", DEFAULT_MAX_VIEW_BYTES, {
+      min: maxValueBytes,
+    });
+    this.#limits = { maxValueBytes, maxViewBytes };
     this.#objectId = ctx.id.toString();
+  }
+
+  /** A fresh byte budget for one view. */
+  #budget(): ValueBudget {
+    return new ValueBudget(this.#limits);
   }
 
   /** The kinds of part this inspector reads. */
@@ -185,7 +246,10 @@ export class Inspector {
     return kinds;
   }
 
-  /** What the inspector reads, with runs and streams counted by state among the newest 1,000 of each. */
+  /**
+   * What the inspector reads, with runs counted in each state up to 1,000 (from the tasks part's
+   * index of runs by state: no run is read) and streams counted by state among the newest 1,000.
+   */
   overview(): InspectOverview {
     const overview: InspectOverview = {
       version: INSPECT_SHAPE_VERSION,
@@ -193,16 +257,7 @@ export class Inspector {
       parts: this.parts,
     };
     const tasks = this.#parts.tasks;
-    if (tasks !== null) {
-      const page = tasks.list({ limit: COUNT_LIMIT });
-      const counts: InspectCounts<InspectRunState> = {
-        byState: { pending: 0, running: 0, waiting: 0, completed: 0, failed: 0, cancelled: 0 },
-        limit: COUNT_LIMIT,
-        complete: page.next === null,
-      };
-      for (const run of page.items) counts.byState[run.state] += 1;
-      overview.runs = counts;
-    }
+    if (tasks !== null) overview.runs = runCounts(tasks);
     const streams = this.#parts.streams;
     if (streams !== null) {
       const page = streams.list({ limit: COUNT_LIMIT });
@@ -210,8 +265,10 @@ export class Inspector {
         byState: { streaming: 0, completed: 0, errored: 0 },
         limit: COUNT_LIMIT,
         complete: page.next === null,
+        capped: [],
       };
       for (const status of page.items) counts.byState[status.state] += 1;
+      if (!counts.complete) counts.capped = [...STATES];
       overview.streams = counts;
     }
     return overview;
@@ -240,6 +297,8 @@ export class Inspector {
         definition,
         limit,
         cursor,
+        // A list shows each run's facts: its values are neither read nor decoded.
+        values: false,
         ...(createdAfter === undefined ? {} : { createdAfter }),
         ...(createdBefore === undefined ? {} : { createdBefore }),
       }),
@@ -273,7 +332,7 @@ export class Inspector {
       target: child.target,
       here: child.target.id === this.#objectId,
     }));
-    return runViewOf(history, journals, children);
+    return runViewOf(history, journals, children, this.#budget());
   }
 
   /**
@@ -288,7 +347,7 @@ export class Inspector {
     const states = options.state === undefined ? [] : [options.state].flat();
     const state = states.map((one) => check.oneOf(one, "state", EXECUTION_STATES, "running"));
     const cursor = options.cursor === undefined ? undefined : idOf(options.cursor, "cursor");
-    const page = reading(() => executionsOf(programs, { state, limit, cursor }));
+    const page = reading(() => executionsOf(programs, { state, limit, cursor }, this.#budget()));
     return { version: INSPECT_SHAPE_VERSION, items: page.items, next: page.next };
   }
 
@@ -303,7 +362,7 @@ export class Inspector {
   execution(executionId: string): InspectExecutionView | null {
     const programs = this.#programsPart();
     const id = idOf(executionId, "executionId");
-    return reading(() => executionViewOf(programs, id));
+    return reading(() => executionViewOf(programs, id, this.#budget()));
   }
 
   /**
@@ -323,7 +382,9 @@ export class Inspector {
   }
 
   /**
-   * A stream's status and one page of its chunks from `from`, or null when it does not exist.
+   * A stream's status and one page of its chunks from `from`, or null when it does not exist. The
+   * page ends at `limit` chunks or when its chunks fill `maxViewBytes`; a chunk larger than
+   * `maxValueBytes` is a truncated record naming the path of the whole chunk.
    * @throws {InspectError} `inspect/not-found` without a `Streams` part; `inspect/invalid-argument`
    *   for a malformed id, `from` or `limit`.
    */
@@ -335,17 +396,43 @@ export class Inspector {
     const limit = check.count(options.limit, "limit", 100, { max: 1000 });
     const status = streams.status(id);
     if (status === null) return null;
-    const page = reading(() => streams.readPage(id, { from, limit }));
-    const chunks: InspectChunk[] = page.chunks.map(({ seq, chunk }) => ({
-      seq,
-      value: chunk instanceof Uint8Array ? base64(chunk) : chunk,
-    }));
+    const budget = this.#budget();
+    const base = `/streams/${encodeURIComponent(id)}/chunks`;
+    const chunks: InspectChunk[] = [];
+    let next = from;
+    let upToDate = false;
+    // Read a few chunks at a time while the page has bytes to spare, so a stream of large chunks
+    // is read about as far as the page shows, not `limit` chunks deep.
+    while (chunks.length < limit) {
+      const batch = Math.min(CHUNK_BATCH, limit - chunks.length);
+      const page = reading(() => streams.readPage(id, { from: next, limit: batch }));
+      upToDate = page.upToDate;
+      let full = false;
+      for (const { seq, chunk } of page.chunks) {
+        const value = chunk instanceof Uint8Array ? base64(chunk) : chunk;
+        // A page always shows its first chunk (truncated if it must), so paging moves on.
+        const path = `${base}/${seq}`;
+        const taken =
+          chunks.length === 0 ? { shown: budget.take(value, path) } : budget.next(value, path);
+        if (taken === null) {
+          full = true;
+          break;
+        }
+        chunks.push({ seq, value: taken.shown });
+        next = seq + 1;
+      }
+      if (full) {
+        upToDate = false;
+        break;
+      }
+      if (page.upToDate || page.chunks.length < batch) break;
+    }
     return {
       version: INSPECT_SHAPE_VERSION,
       stream: streamOf(status),
       chunks,
-      next: page.next,
-      upToDate: page.upToDate,
+      next,
+      upToDate,
     };
   }
 
@@ -370,25 +457,127 @@ export class Inspector {
   }
 
   /**
-   * A chat turn and the chunks it stored (at most `limit`, default 1,000), or null when no turn of
-   * that id is held.
+   * A chat turn and one page of the chunks it stored, from `from` (default 0), at most `limit`
+   * (default 1,000) and `maxViewBytes` in all; or null when no turn of that id is held.
    * @throws {InspectError} `inspect/not-found` without a `ChatTurns` part; `inspect/invalid-argument`
-   *   for a malformed turn id or `limit`.
+   *   for a malformed turn id, `from` or `limit`.
    */
-  chatTurn(turnId: string, options: { limit?: number } = {}): InspectChatTurnView | null {
+  chatTurn(turnId: string, options: InspectChunkOptions = {}): InspectChatTurnView | null {
     const chat = this.#chatPart();
     const id = idOf(turnId, "turnId");
     check.options(options, "chatTurn() options");
+    const from = check.count(options.from, "from", 0, { min: 0 });
     const limit = check.count(options.limit, "limit", 1000, { max: 10_000 });
     const turn = reading(() => chat.getTurn(id));
     if (turn === null) return null;
     const stored = chat.storedChunks(id) ?? [];
+    const budget = this.#budget();
+    const base = `/turns/${encodeURIComponent(id)}/chunks`;
+    const chunks: InspectChatTurnView["chunks"] = [];
+    let index = from;
+    for (; index < stored.length && chunks.length < limit; index++) {
+      const path = `${base}/${index}`;
+      const taken =
+        chunks.length === 0
+          ? { shown: budget.take(stored[index], path) }
+          : budget.next(stored[index], path);
+      if (taken === null) break;
+      chunks.push(taken.shown as InspectChatTurnView["chunks"][number]);
+    }
     return {
       version: INSPECT_SHAPE_VERSION,
       turn: { ...turn },
-      chunks: stored.slice(0, limit),
+      chunks,
       storedCount: stored.length,
+      from,
+      next: index < stored.length ? index : null,
     };
+  }
+
+  /**
+   * One whole value, by the API path an `InspectTruncated` record named: a run's `input` or
+   * `result` (`/runs/<runId>/input`), a step's result (`/runs/<runId>/steps/<index>/result`), an
+   * execution's `result` or `interrupt` payload, a stream's chunk (`/streams/<id>/chunks/<seq>`)
+   * or a chat turn's (`/turns/<turnId>/chunks/<index>`); null when it is not held. It answers the
+   * value whole, however large: a part bounds what it stores, the inspector bounds what it shows.
+   * @throws {InspectError} `inspect/invalid-argument` for a path no record names;
+   *   `inspect/not-found` without the part it reads.
+   */
+  value(path: string): InspectValueView | null {
+    if (typeof path !== "string") {
+      throw new InspectError("inspect/invalid-argument", "value(path) takes an API path.");
+    }
+    let parts: string[];
+    try {
+      parts = path.split("/").slice(1).map(decodeURIComponent);
+    } catch (error) {
+      throw new InspectError("inspect/invalid-argument", `${path} is not a well-formed path.`, {
+        cause: error,
+      });
+    }
+    const found = this.#valueAt(path, parts);
+    if (found === null) return null;
+    const text = JSON.stringify(found.value);
+    return {
+      version: INSPECT_SHAPE_VERSION,
+      path,
+      bytes: text === undefined ? 0 : utf8Bytes(text),
+      value: found.value,
+    };
+  }
+
+  #valueAt(path: string, parts: string[]): { value: unknown } | null {
+    const [kind, rawId, what, rawIndex, tail] = parts;
+    const index = rawIndex !== undefined && /^\d{1,9}$/.test(rawIndex) ? Number(rawIndex) : -1;
+    if (kind === "runs" && rawId !== undefined) {
+      const tasks = this.#tasksPart();
+      const history = reading(() => tasks.history(idOf(rawId, "runId")));
+      if (history === null) return null;
+      if (parts.length === 3 && what === "input") return { value: history.input };
+      if (parts.length === 3 && what === "result") {
+        return history.run.state === "completed" ? { value: history.run.result } : null;
+      }
+      if (parts.length === 5 && what === "steps" && tail === "result" && index >= 0) {
+        const step = history.steps[index];
+        return step !== undefined && "result" in step ? { value: step.result } : null;
+      }
+    }
+    if (kind === "executions" && rawId !== undefined && parts.length === 3) {
+      const record = reading(() => this.#programsPart().get(idOf(rawId, "executionId")));
+      if (record === null) return null;
+      if (what === "result") return record.state === "completed" ? { value: record.result } : null;
+      if (what === "interrupt")
+        return record.interrupt ? { value: record.interrupt.payload } : null;
+    }
+    if (
+      kind === "streams" &&
+      rawId !== undefined &&
+      parts.length === 4 &&
+      what === "chunks" &&
+      index >= 0
+    ) {
+      const streams = this.#streamsPart();
+      const id = idOf(rawId, "streamId");
+      if (streams.status(id) === null) return null;
+      const chunk = reading(() => streams.readPage(id, { from: index, limit: 1 })).chunks[0];
+      if (chunk === undefined || chunk.seq !== index) return null;
+      return { value: chunk.chunk instanceof Uint8Array ? base64(chunk.chunk) : chunk.chunk };
+    }
+    if (
+      kind === "turns" &&
+      rawId !== undefined &&
+      parts.length === 4 &&
+      what === "chunks" &&
+      index >= 0
+    ) {
+      const chat = this.#chatPart();
+      const stored = chat.storedChunks(idOf(rawId, "turnId"));
+      return stored?.[index] === undefined ? null : { value: stored[index] };
+    }
+    throw new InspectError(
+      "inspect/invalid-argument",
+      `${path} is not the path of a value: use the path a truncated record names.`,
+    );
   }
 
   #programsPart(): NonNullable<InspectedParts["programs"]> {

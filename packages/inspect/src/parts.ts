@@ -12,7 +12,7 @@ export type ChatReader = Readonly<Pick<ChatTurns, "listTurns" | "getTurn" | "sto
 
 /** The read methods of `Tasks` the inspector calls, and nothing else. */
 export type TasksReader = Readonly<
-  Pick<Tasks, "list" | "history"> & Partial<Pick<Tasks, "journals" | "children">>
+  Pick<Tasks, "list" | "history"> & Partial<Pick<Tasks, "journals" | "children" | "countByState">>
 >;
 
 /** The read methods of rpc-bridge's `Executor` the inspector calls, and nothing else. */
@@ -50,8 +50,11 @@ function readView<T>(part: Methods, names: readonly string[]): T {
 const STREAMS_READS = ["list", "status", "readPage"] as const;
 const CHAT_READS = ["listTurns", "getTurn", "storedChunks"] as const;
 const TASKS_READS = ["list", "history"] as const;
-/** Read by the run view where the part has it (`Tasks` from the versions with step journals and child runs). */
-const TASKS_OPTIONAL_READS = ["journals", "children"] as const;
+/**
+ * Read where the part has it: `journals` and `children` by the run view (`Tasks` from the versions
+ * with step journals and child runs), `countByState` by the overview (from schema 8).
+ */
+const TASKS_OPTIONAL_READS = ["journals", "children", "countByState"] as const;
 const PROGRAMS_READS = ["get", "calls"] as const;
 /** Read where the part has it (`Executor` from the version that lists executions). */
 const PROGRAMS_OPTIONAL_READS = ["list"] as const;

@@ -1,18 +1,18 @@
 import type { BridgeCallRecord, BridgeExecutionRecord } from "@durablekit/rpc-bridge";
 import type { TaskStepJournalSnapshot } from "@durablekit/tasks";
+import type { ValueBudget } from "./bounds";
+import { errorInfoOf } from "./error-info";
 import { InspectError } from "./errors";
 import type { ProgramsReader } from "./parts";
-
-/** One entry of a step journal, as `Tasks.journals()` reads it. */
-type JournalEntry = TaskStepJournalSnapshot["entries"][number];
-
-import { errorInfoOf } from "./error-info";
 import {
   INSPECT_SHAPE_VERSION,
   type InspectCall,
   type InspectExecution,
   type InspectExecutionView,
 } from "./shape";
+
+/** One entry of a step journal, as `Tasks.journals()` reads it. */
+type JournalEntry = TaskStepJournalSnapshot["entries"][number];
 
 /** A call the bridge decoded. */
 function decodedCall(call: BridgeCallRecord): InspectCall {
@@ -65,7 +65,12 @@ export function callsOf(
   return programs.calls(executionId, { journal: { lookup: () => entries } }).map(decodedCall);
 }
 
-function executionOf(record: BridgeExecutionRecord): InspectExecution {
+/** The API path of an execution's values. */
+function executionPath(executionId: string): string {
+  return `/executions/${encodeURIComponent(executionId)}`;
+}
+
+function executionOf(record: BridgeExecutionRecord, budget: ValueBudget): InspectExecution {
   return {
     executionId: record.executionId,
     state: record.state,
@@ -76,7 +81,13 @@ function executionOf(record: BridgeExecutionRecord): InspectExecution {
     startedAt: record.startedAt,
     finishedAt: record.finishedAt ?? null,
     interrupt: record.interrupt
-      ? { key: record.interrupt.key, payload: record.interrupt.payload }
+      ? {
+          key: record.interrupt.key,
+          payload: budget.take(
+            record.interrupt.payload,
+            `${executionPath(record.executionId)}/interrupt`,
+          ),
+        }
       : null,
     error: record.error ? errorInfoOf(record.error) : null,
     unsafeCall: record.unsafeCall ?? null,
@@ -88,6 +99,7 @@ function executionOf(record: BridgeExecutionRecord): InspectExecution {
 export function executionsOf(
   programs: ProgramsReader,
   options: { state?: InspectExecution["state"][]; limit: number; cursor?: string },
+  budget: ValueBudget,
 ): { items: InspectExecution[]; next: string | null } {
   if (programs.list === undefined) {
     throw new InspectError(
@@ -100,21 +112,24 @@ export function executionsOf(
     limit: options.limit,
     ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
   });
-  return { items: page.items.map(executionOf), next: page.next };
+  return { items: page.items.map((record) => executionOf(record, budget)), next: page.next };
 }
 
-/** An execution's view: its record and the calls of its own journal. */
+/** An execution's view: its record and the calls of its own journal, its values through `budget`. */
 export function executionViewOf(
   programs: ProgramsReader,
   executionId: string,
+  budget: ValueBudget,
 ): InspectExecutionView | null {
   const record = programs.get(executionId);
   if (record === null) return null;
   const view: InspectExecutionView = {
     version: INSPECT_SHAPE_VERSION,
-    execution: executionOf(record),
+    execution: executionOf(record, budget),
     calls: programs.calls(executionId).map(decodedCall),
   };
-  if (record.state === "completed") view.result = record.result;
+  if (record.state === "completed") {
+    view.result = budget.take(record.result, `${executionPath(executionId)}/result`);
+  }
   return view;
 }

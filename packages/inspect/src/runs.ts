@@ -4,6 +4,7 @@ import type {
   TaskRunSnapshot,
   TaskStepSnapshot,
 } from "@durablekit/tasks";
+import type { ValueBudget } from "./bounds";
 import { errorInfoOf } from "./error-info";
 import {
   INSPECT_SHAPE_VERSION,
@@ -70,12 +71,26 @@ function stepOf(step: TaskStepSnapshot, index: number, from: number): InspectSte
     attempts: step.attempt,
     from,
     to: Math.max(from, step.updatedAt),
+    ranMs: 0,
     wakeAt: step.wakeAt ?? null,
     eventType: step.eventType ?? null,
     error: step.error ? errorInfoOf(step.error) : null,
   };
   if ("result" in step) view.result = step.result;
   return view;
+}
+
+/**
+ * How long the run's attempts ran within `from`–`to`: the overlap of each attempt (from its start
+ * to its end, or the next attempt's start for one cut short, or `to` for the live one) with the span.
+ */
+function ranWithin(attempts: readonly InspectAttempt[], from: number, to: number): number {
+  let ran = 0;
+  attempts.forEach((attempt, i) => {
+    const end = attempt.endedAt ?? attempts[i + 1]?.startedAt ?? to;
+    ran += Math.max(0, Math.min(end, to) - Math.max(attempt.startedAt, from));
+  });
+  return ran;
 }
 
 function attemptOf(attempt: TaskAttemptSnapshot): InspectAttempt {
@@ -103,34 +118,42 @@ function attemptAt(attempts: readonly InspectAttempt[], at: number): number | nu
 
 /**
  * A run's history as the run view: its facts, its input, its result, its attempts, its steps on a
- * time axis, the calls of the programs it ran (`journals`) and the child runs it started.
+ * time axis, the calls of the programs it ran (`journals`) and the child runs it started. Its
+ * values (input, result, each step's result) are taken through `budget`: one too large for the
+ * view is a truncated record naming its path below `/runs/<runId>`.
  */
 export function runViewOf(
   history: TaskRunHistory,
   journals: InspectJournal[],
-  children: InspectChild[] = [],
+  children: InspectChild[],
+  budget: ValueBudget,
 ): InspectRunView {
-  const steps: InspectStep[] = [];
-  let from = history.run.createdAt;
-  history.steps.forEach((step, index) => {
-    const view = stepOf(step, index, from);
-    steps.push(view);
-    from = view.to;
-  });
+  const base = `/runs/${encodeURIComponent(history.run.runId)}`;
   // A history from a tasks version without attempts has none to show.
   const attempts = (history.attempts ?? []).map(attemptOf);
   const view: InspectRunView = {
     version: INSPECT_SHAPE_VERSION,
     run: runOf(history.run),
-    input: history.input,
+    input: budget.take(history.input, `${base}/input`),
     attempts,
-    steps,
+    steps: [],
     journals: journals.map((journal) => ({
       ...journal,
       calls: journal.calls.map((call) => ({ ...call, attempt: attemptAt(attempts, call.at) })),
     })),
     children,
   };
-  if (history.run.state === "completed") view.result = history.run.result;
+  if (history.run.state === "completed") {
+    view.result = budget.take(history.run.result, `${base}/result`);
+  }
+  let from = history.run.createdAt;
+  history.steps.forEach((step, index) => {
+    const shown = stepOf(step, index, from);
+    shown.ranMs = ranWithin(attempts, shown.from, shown.to);
+    if ("result" in shown)
+      shown.result = budget.take(shown.result, `${base}/steps/${index}/result`);
+    view.steps.push(shown);
+    from = shown.to;
+  });
   return view;
 }

@@ -6,6 +6,32 @@
  */
 export const INSPECT_SHAPE_VERSION = 1;
 
+/**
+ * A value too large for the view it is in, shown in its place: its size in UTF-8 bytes of JSON,
+ * the start of that JSON, and the API path (below `<basePath>/api`) that answers the whole value
+ * (`inspector.value(path)`). A view holds values up to `maxValueBytes` each and `maxViewBytes` in
+ * all; every other value is one of these.
+ */
+export interface InspectTruncated {
+  $truncated: {
+    /** The whole value's JSON, in UTF-8 bytes. */
+    bytes: number;
+    /** The first characters of that JSON. */
+    preview: string;
+    /** The API path of the whole value, e.g. `/runs/r1/steps/3/result`. */
+    path: string;
+  };
+}
+
+/** One whole value, by the path a {@link InspectTruncated} record named (`GET …/api<path>`). */
+export interface InspectValueView {
+  version: typeof INSPECT_SHAPE_VERSION;
+  path: string;
+  /** The value's JSON, in UTF-8 bytes. */
+  bytes: number;
+  value: unknown;
+}
+
 /** The kinds of part an inspector reads, in the order it shows them. */
 export type InspectPartKind = "tasks" | "programs" | "streams" | "chat";
 
@@ -68,10 +94,18 @@ export interface InspectStep {
   attempts: number;
   from: number;
   to: number;
+  /**
+   * How long attempts of the run ran within `from`–`to`: a step whose retries backed off spans the
+   * back-offs (`to - from`) but ran only this long.
+   */
+  ranMs: number;
   /** A sleep's deadline, a step's next retry, or an event wait's timeout. */
   wakeAt: number | null;
   eventType: string | null;
-  /** The step's result (a completed `do`, an event's payload, a marker's version). */
+  /**
+   * The step's result (a completed `do`, an event's payload, a marker's version), or an
+   * {@link InspectTruncated} record when it is too large for the view.
+   */
   result?: unknown;
   /** The step's last error: why it failed, or why it waits for a retry. */
   error: InspectErrorInfo | null;
@@ -183,7 +217,7 @@ export interface InspectExecution {
 export interface InspectExecutionView {
   version: typeof INSPECT_SHAPE_VERSION;
   execution: InspectExecution;
-  /** A completed run's result. */
+  /** A completed run's result (or an {@link InspectTruncated} record). */
   result?: unknown;
   /**
    * The calls of its own journal (the executor's), in order; `[]` for a run that journals nothing or
@@ -196,9 +230,9 @@ export interface InspectExecutionView {
 export interface InspectRunView {
   version: typeof INSPECT_SHAPE_VERSION;
   run: InspectRun;
-  /** The run's input, as its handler receives it. */
+  /** The run's input, as its handler receives it (or an {@link InspectTruncated} record). */
   input: unknown;
-  /** A completed run's result. */
+  /** A completed run's result (or an {@link InspectTruncated} record). */
   result?: unknown;
   /** Every attempt in order, with how it ended. */
   attempts: InspectAttempt[];
@@ -255,7 +289,10 @@ export interface InspectStream {
 /** One chunk of a stream view, decoded by the stream's encoding. */
 export interface InspectChunk {
   seq: number;
-  /** The JSON value (`json`), the string (`text`), or the base64 of the bytes (`binary`). */
+  /**
+   * The JSON value (`json`), the string (`text`), or the base64 of the bytes (`binary`); an
+   * {@link InspectTruncated} record for a chunk too large for the view.
+   */
   value: unknown;
 }
 
@@ -264,7 +301,10 @@ export interface InspectStreamView {
   version: typeof INSPECT_SHAPE_VERSION;
   stream: InspectStream;
   chunks: InspectChunk[];
-  /** The seq after the page's last chunk: pass it as `from` for the next page. */
+  /**
+   * The seq after the page's last chunk: pass it as `from` for the next page. A page ends at
+   * `limit` chunks or when its chunks fill `maxViewBytes`, whichever comes first.
+   */
   next: number;
   /** True when the page reaches the stream's cursor. */
   upToDate: boolean;
@@ -286,10 +326,17 @@ export interface InspectChatTurn {
 export interface InspectChatTurnView {
   version: typeof INSPECT_SHAPE_VERSION;
   turn: InspectChatTurn;
-  /** The stored chunks in order, at most `limit` of them. */
-  chunks: Array<{ type: string; [field: string]: unknown }>;
-  /** How many chunks the turn stored; more than `chunks.length` when the view was cut at `limit`. */
+  /**
+   * The stored chunks in order from `from`, at most `limit` of them and `maxViewBytes` in all; a
+   * chunk too large for the view is an {@link InspectTruncated} record.
+   */
+  chunks: Array<{ type: string; [field: string]: unknown } | InspectTruncated>;
+  /** How many chunks the turn stored; more than `chunks.length` when the view was cut. */
   storedCount: number;
+  /** The index of the page's first chunk. */
+  from: number;
+  /** The index of the next chunk to show (pass it as `from`); `null` when the page reached the end. */
+  next: number | null;
 }
 
 /** What the inspector was given and the state of each part (`GET …/api/overview`). */
@@ -298,17 +345,23 @@ export interface InspectOverview {
   /** The object's id (`ctx.id.toString()`). */
   objectId: string;
   parts: InspectPartKind[];
-  /** Runs by state among the newest {@link InspectCounts.limit} runs, when `tasks` is a part. */
+  /** Runs by state, each counted up to {@link InspectCounts.limit}, when `tasks` is a part. */
   runs?: InspectCounts<InspectRunState>;
   /** Streams by state among the newest {@link InspectCounts.limit} streams, when `streams` is a part. */
   streams?: InspectCounts<InspectStream["state"]>;
 }
 
-/** Counts by state over a bounded scan: exact when `complete`, else lower bounds. */
+/**
+ * Counts by state over a bounded read: exact when `complete`, else lower bounds. Runs are counted
+ * per state, each up to `limit`, from the tasks part's index of runs by state (no run is read);
+ * streams among the newest `limit`.
+ */
 export interface InspectCounts<State extends string> {
   byState: Record<State, number>;
-  /** The most items counted. */
+  /** The most items counted (per state, for runs). */
   limit: number;
-  /** False when there were more items than `limit`: the counts are then of the newest `limit`. */
+  /** False when some count stopped at `limit`: see `capped`. */
   complete: boolean;
+  /** The states whose count stopped at `limit` (more are held); `[]` when `complete`. */
+  capped: State[];
 }

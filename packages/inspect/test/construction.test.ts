@@ -1,5 +1,3 @@
-import { ChatTurns } from "@durablekit/chat-adapter";
-import { Streams } from "@durablekit/streams";
 import { thrownCodeSync } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { Inspector, isInspectError } from "../src/index";
@@ -40,8 +38,7 @@ describe("new Inspector(ctx, { parts })", () => {
   });
 
   it("answers a view of a part it was not given with inspect/not-found", async () => {
-    await inFixture(async (_, state) => {
-      const streams = new Streams(state);
+    await inFixture(async ({ streams, chat }, state) => {
       const inspector = new Inspector(state, { parts: [streams] });
       expect(codeOf(() => inspector.chatTurns("c1"))).toBe("inspect/not-found");
       expect(codeOf(() => inspector.runs())).toBe("inspect/not-found");
@@ -49,9 +46,7 @@ describe("new Inspector(ctx, { parts })", () => {
       expect(codeOf(() => inspector.run("r1"))).toBe("inspect/not-found");
       expect(inspector.overview().runs).toBeUndefined();
       expect(inspector.overview().parts).toEqual(["streams"]);
-      const chatOnly = new Inspector(state, {
-        parts: [new ChatTurns(state, { streams })],
-      });
+      const chatOnly = new Inspector(state, { parts: [chat] });
       expect(codeOf(() => chatOnly.streams())).toBe("inspect/not-found");
       expect(chatOnly.overview().streams).toBeUndefined();
     });
@@ -63,6 +58,7 @@ describe("new Inspector(ctx, { parts })", () => {
       expect(Object.keys(held.programs ?? {}).sort()).toEqual(["calls", "get", "list"]);
       expect(Object.keys(held.tasks ?? {}).sort()).toEqual([
         "children",
+        "countByState",
         "history",
         "journals",
         "list",

@@ -19,3 +19,33 @@ export function get(
 ): Promise<Response> {
   return stub.fetch(`https://inspect.test${path}`, init);
 }
+
+/** Reads SSE events from a response until `done` says so or `ms` passes. */
+export async function events(
+  response: Response,
+  done: (seen: Array<{ event: string; data: unknown }>) => boolean,
+  ms = 3000,
+) {
+  const reader = (response.body as ReadableStream<Uint8Array>)
+    .pipeThrough(new TextDecoderStream())
+    .getReader();
+  const seen: Array<{ event: string; data: unknown }> = [];
+  let buffer = "";
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline && !done(seen)) {
+    const { value, done: ended } = await reader.read();
+    if (ended) break;
+    buffer += value;
+    let end = buffer.indexOf("\n\n");
+    while (end !== -1) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event = /^event: (.*)$/m.exec(frame)?.[1];
+      const data = /^data: (.*)$/m.exec(frame)?.[1];
+      if (event !== undefined && data !== undefined) seen.push({ event, data: JSON.parse(data) });
+      end = buffer.indexOf("\n\n");
+    }
+  }
+  await reader.cancel();
+  return seen;
+}

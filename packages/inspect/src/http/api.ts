@@ -1,10 +1,22 @@
 import { isDurableKitError } from "@durablekit/compose";
 import type { Inspector } from "../inspector";
 
-/** An answer of a JSON route: its status and body. */
+/** An answer of a JSON route: its status and body, and whether it can still change. */
 export interface ApiAnswer {
   status: number;
   body: unknown;
+  /**
+   * True when what the answer shows is final: a settled run (its children too), an ended
+   * execution, a closed stream, an ended turn, a whole value. A live feed of it then ends.
+   */
+  final: boolean;
+}
+
+const SETTLED: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
+
+/** A view's answer, final or not. */
+function ok(body: unknown, final = false): ApiAnswer {
+  return { status: 200, body, final };
 }
 
 function numberParam(params: URLSearchParams, name: string): number | undefined {
@@ -28,6 +40,7 @@ function notFound(what: string): ApiAnswer {
   return {
     status: 404,
     body: { error: { code: "inspect/not-found", message: `${what} does not exist.` } },
+    final: false,
   };
 }
 
@@ -35,49 +48,60 @@ function notFound(what: string): ApiAnswer {
 function route(inspector: Inspector, path: string, params: URLSearchParams): ApiAnswer {
   const parts = path.split("/").slice(1).map(decodeURIComponent);
   const [head, id, tail] = parts;
-  if (parts.length === 1 && head === "overview") {
-    return { status: 200, body: inspector.overview() };
-  }
+  if (parts.length === 1 && head === "overview") return ok(inspector.overview());
   if (head === "runs" && parts.length === 1) {
     const { state, limit, cursor } = listParams(params);
     const definition = params.get("definition") ?? undefined;
     const createdAfter = numberParam(params, "createdAfter");
     const createdBefore = numberParam(params, "createdBefore");
-    return {
-      status: 200,
-      body: inspector.runs({ state, definition, limit, cursor, createdAfter, createdBefore }),
-    };
+    return ok(inspector.runs({ state, definition, limit, cursor, createdAfter, createdBefore }));
   }
   if (head === "runs" && parts.length === 2 && id !== undefined) {
     const view = inspector.run(id);
-    return view === null ? notFound(`Run "${id}"`) : { status: 200, body: view };
+    if (view === null) return notFound(`Run "${id}"`);
+    const children = view.children.every((child) => SETTLED.has(child.state));
+    return ok(view, SETTLED.has(view.run.state) && children);
   }
   if (head === "executions" && parts.length === 1) {
     const { state, limit, cursor } = listParams(params);
-    return { status: 200, body: inspector.executions({ state, limit, cursor }) };
+    return ok(inspector.executions({ state, limit, cursor }));
   }
   if (head === "executions" && parts.length === 2 && id !== undefined) {
     const view = inspector.execution(id);
-    return view === null ? notFound(`Execution "${id}"`) : { status: 200, body: view };
+    if (view === null) return notFound(`Execution "${id}"`);
+    return ok(view, SETTLED.has(view.execution.state));
   }
   if (head === "streams" && parts.length === 1) {
     const { state, tag, limit, cursor } = listParams(params);
-    return { status: 200, body: inspector.streams({ state, tag, limit, cursor }) };
+    return ok(inspector.streams({ state, tag, limit, cursor }));
   }
   if (head === "streams" && parts.length === 2 && id !== undefined) {
     const view = inspector.stream(id, {
       from: numberParam(params, "from"),
       limit: numberParam(params, "limit"),
     });
-    return view === null ? notFound(`Stream "${id}"`) : { status: 200, body: view };
+    if (view === null) return notFound(`Stream "${id}"`);
+    return ok(view, view.stream.state !== "streaming");
   }
   if (head === "chats" && parts.length === 3 && id !== undefined && tail === "turns") {
     const { state, limit, cursor } = listParams(params);
-    return { status: 200, body: inspector.chatTurns(id, { state, limit, cursor }) };
+    return ok(inspector.chatTurns(id, { state, limit, cursor }));
   }
   if (head === "turns" && parts.length === 2 && id !== undefined) {
-    const view = inspector.chatTurn(id, { limit: numberParam(params, "limit") });
-    return view === null ? notFound(`Chat turn "${id}"`) : { status: 200, body: view };
+    const view = inspector.chatTurn(id, {
+      from: numberParam(params, "from"),
+      limit: numberParam(params, "limit"),
+    });
+    if (view === null) return notFound(`Chat turn "${id}"`);
+    return ok(view, view.turn.state !== "streaming");
+  }
+  // The whole of a value a view showed truncated: the path its record named.
+  if (
+    (head === "runs" || head === "executions" || head === "streams" || head === "turns") &&
+    parts.length > 2
+  ) {
+    const view = inspector.value(path);
+    return view === null ? notFound(`The value at ${path}`) : ok(view, true);
   }
   return notFound(`The route ${path}`);
 }
@@ -92,10 +116,18 @@ export function answerApi(inspector: Inspector, path: string, params: URLSearchP
     return route(inspector, path, params);
   } catch (error) {
     if (isDurableKitError(error, "inspect/invalid-argument")) {
-      return { status: 400, body: { error: { code: error.code, message: error.message } } };
+      return {
+        status: 400,
+        body: { error: { code: error.code, message: error.message } },
+        final: false,
+      };
     }
     if (isDurableKitError(error, "inspect/not-found")) {
-      return { status: 404, body: { error: { code: error.code, message: error.message } } };
+      return {
+        status: 404,
+        body: { error: { code: error.code, message: error.message } },
+        final: false,
+      };
     }
     if (error instanceof URIError) {
       return {
@@ -103,9 +135,14 @@ export function answerApi(inspector: Inspector, path: string, params: URLSearchP
         body: {
           error: { code: "inspect/invalid-argument", message: "The path is not well-formed." },
         },
+        final: false,
       };
     }
     console.warn("@durablekit/inspect: a view failed.", error);
-    return { status: 500, body: { error: { message: "The view could not be read." } } };
+    return {
+      status: 500,
+      body: { error: { message: "The view could not be read." } },
+      final: false,
+    };
   }
 }

@@ -1,11 +1,15 @@
+import type { InspectEvent } from "../events";
 import type { ApiAnswer } from "./api";
 
 /** Options of {@link liveResponse}. */
 export interface LiveOptions {
+  /** The API path the feed shows, for its events. */
+  view: string;
   intervalMs: number;
   maxMs: number;
   signal: AbortSignal;
   headers: Headers;
+  emit: (event: InspectEvent) => void;
 }
 
 const encoder = new TextEncoder();
@@ -13,53 +17,64 @@ const encoder = new TextEncoder();
 /**
  * A view kept live over Server-Sent Events: the view is read at once and every `intervalMs`, and
  * sent as `event: view` whenever its JSON changed (`data:` one line of JSON with `status` and
- * `body`). After `maxMs` the stream ends with `event: end`; the page's EventSource reconnects
- * (`retry: 1000`), so no connection holds the object for longer. A disconnect stops the reads.
+ * `body`). The feed ends with `event: end` (`data: {"reason":…}`) as soon as what it shows is
+ * final (`reason: "final"`: a settled run, a closed stream; the page then stops), or after `maxMs`
+ * (`reason: "max-live"`: the page's EventSource reconnects, `retry: 1000`), so no connection holds
+ * the object for longer. A disconnect stops the reads at once.
  */
 export function liveResponse(read: () => ApiAnswer, options: LiveOptions): Response {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let last = "";
+  let reads = 0;
   let stopped = false;
   const started = Date.now();
-  const stop = () => {
+  const stop = (reason: "final" | "max-live" | "disconnected") => {
+    if (stopped) return;
     stopped = true;
     if (timer !== undefined) clearTimeout(timer);
+    options.emit({ type: "inspect:live:ended", view: options.view, reason, reads });
   };
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
+      const end = (reason: "final" | "max-live") => {
+        controller.enqueue(encoder.encode(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`));
+        controller.close();
+        stop(reason);
+      };
       const tick = () => {
         if (stopped) return;
-        if (Date.now() - started >= options.maxMs) {
-          controller.enqueue(encoder.encode("event: end\ndata: {}\n\n"));
-          controller.close();
-          stop();
-          return;
-        }
+        if (Date.now() - started >= options.maxMs) return end("max-live");
         const answer = read();
-        const text = JSON.stringify(answer);
-        if (text !== last) {
+        reads += 1;
+        const text = JSON.stringify({ status: answer.status, body: answer.body });
+        const changed = text !== last;
+        options.emit({ type: "inspect:live:read", view: options.view, changed });
+        if (changed) {
           last = text;
           controller.enqueue(encoder.encode(`event: view\ndata: ${text}\n\n`));
         }
+        // What it shows can no longer change: reading it again would cost reads for nothing.
+        if (answer.final) return end("final");
         timer = setTimeout(tick, options.intervalMs);
       };
       controller.enqueue(encoder.encode("retry: 1000\n\n"));
       if (options.signal.aborted) {
-        stop();
+        stop("disconnected");
         controller.close();
         return;
       }
-      tick();
       options.signal.addEventListener("abort", () => {
-        stop();
+        if (stopped) return;
+        stop("disconnected");
         try {
           controller.close();
         } catch {
           // Already closed or errored: nothing to end.
         }
       });
+      tick();
     },
-    cancel: stop,
+    cancel: () => stop("disconnected"),
   });
   return new Response(body, { headers: options.headers });
 }

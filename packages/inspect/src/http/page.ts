@@ -10,14 +10,24 @@
 export const INSPECT_PAGE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-const HTML = (base: string) => `<!doctype html>
+/**
+ * The page's own query string, carried on its script and style requests: re-serialized by
+ * `URLSearchParams` (every character but `A–Z a–z 0–9 * - . _` is percent-encoded) with its `&`
+ * written as `&amp;`, so it is safe inside the page's double-quoted attributes.
+ */
+function carriedQuery(params: URLSearchParams): string {
+  const query = params.toString();
+  return query === "" ? "" : `?${query.replaceAll("&", "&amp;")}`;
+}
+
+const HTML = (base: string, query: string) => `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>durablekit inspector</title>
-<link rel="stylesheet" href="${base}/inspect.css">
-<script type="module" src="${base}/inspect.js"></script>
+<link rel="stylesheet" href="${base}/inspect.css${query}">
+<script type="module" src="${base}/inspect.js${query}"></script>
 </head>
 <body data-base="${base}">
 <header>
@@ -57,7 +67,8 @@ const HTML = (base: string) => `<!doctype html>
   <section id="detail-view" hidden>
     <h2 id="detail-title"></h2>
     <dl id="detail-facts"></dl>
-    <div id="detail-bar" class="bar"><span></span></div>
+    <p id="detail-life" class="life"></p>
+    <div id="detail-bar" class="bar" hidden><span></span></div>
     <div id="detail-timeline" class="timeline" hidden></div>
     <table id="detail-attempts" hidden><thead><tr><th>attempt</th><th>started</th><th>after</th><th>ran</th><th>ended as</th><th>step</th><th>error</th></tr></thead><tbody></tbody></table>
     <div id="detail-journals" hidden></div>
@@ -75,6 +86,16 @@ const HTML = (base: string) => `<!doctype html>
 const JS = `const base = document.body.dataset.base;
 const $ = (id) => document.getElementById(id);
 let source = null;
+/**
+ * The page's own query string (e.g. a token its host's authorize reads) rides on every request the
+ * page makes, so what let the page in lets its calls in too.
+ */
+const carried = new URLSearchParams(location.search);
+function carry(url) {
+  const target = new URL(url, location.href);
+  for (const [name, value] of carried) if (!target.searchParams.has(name)) target.searchParams.append(name, value);
+  return target.pathname + target.search;
+}
 
 function el(tag, text, className) {
   const node = document.createElement(tag);
@@ -90,24 +111,54 @@ function show(problem) {
   $("problem").textContent = problem || "";
 }
 async function api(path) {
-  const response = await fetch(base + "/api" + path, { headers: { accept: "application/json" } });
+  const response = await fetch(carry(base + "/api" + path), { headers: { accept: "application/json" } });
   const body = await response.json().catch(() => null);
   if (!response.ok) throw new Error((body && body.error && body.error.message) || "HTTP " + response.status);
   return body;
 }
-/** Keeps one view live: its JSON arrives as "view" events whenever it changes. */
+/**
+ * Keeps one view live: its JSON arrives as "view" events whenever it changes. The server ends the
+ * feed with an "end" event: for "final" (what it shows can no longer change) the page closes it and
+ * reads no more; for "max-live" it opens it again. A hidden tab closes its feed until it is shown.
+ */
+let watching = null;
 function live(path, render) {
   if (source) source.close();
-  source = new EventSource(base + "/api/live?view=" + encodeURIComponent(path));
+  watching = { path, render };
+  source = new EventSource(carry(base + "/api/live?view=" + encodeURIComponent(path)));
+  const mine = source;
   source.addEventListener("open", () => { $("live").textContent = "live"; $("live").className = "live on"; });
-  source.addEventListener("error", () => { $("live").textContent = "reconnecting…"; $("live").className = "live"; });
+  source.addEventListener("error", () => {
+    if (mine.readyState === EventSource.CLOSED) return;
+    $("live").textContent = "reconnecting…"; $("live").className = "live";
+  });
   source.addEventListener("view", (event) => {
     const answer = JSON.parse(event.data);
     if (answer.status !== 200) return show(answer.body && answer.body.error ? answer.body.error.message : "gone");
     show(null);
     render(answer.body);
   });
+  source.addEventListener("end", (event) => {
+    const reason = (JSON.parse(event.data || "{}") || {}).reason;
+    mine.close();
+    if (source !== mine) return;
+    if (reason === "final") {
+      source = null;
+      $("live").textContent = "final"; $("live").className = "live final";
+    } else {
+      live(path, render);
+    }
+  });
 }
+document.addEventListener("visibilitychange", () => {
+  if (document.hidden && source) {
+    source.close();
+    source = null;
+    $("live").textContent = "paused"; $("live").className = "live";
+  } else if (!document.hidden && !source && watching && $("live").textContent === "paused") {
+    live(watching.path, watching.render);
+  }
+});
 function link(text, hash) {
   const a = el("a", text);
   a.href = hash;
@@ -197,6 +248,7 @@ async function loadTurns(chatId) {
     show(null);
   } catch (error) { show(error.message); }
 }
+let listsLoaded = false;
 function renderOverview(overview) {
   $("object").textContent = "object " + overview.objectId + " · parts: " + overview.parts.join(", ");
   const counts = $("counts");
@@ -206,7 +258,8 @@ function renderOverview(overview) {
     if (!part) continue;
     const group = el("p", kind + " ", "counts " + kind);
     for (const [state, n] of Object.entries(part.byState)) {
-      const badge = el("span", state + " " + n + (part.complete ? "" : "+"), "count " + state);
+      const capped = part.capped ? part.capped.includes(state) : !part.complete;
+      const badge = el("span", state + " " + n + (capped ? "+" : ""), "count " + state);
       badge.dataset.state = state;
       group.append(badge);
     }
@@ -215,6 +268,12 @@ function renderOverview(overview) {
   if ($("executions").hidden === overview.parts.includes("programs")) {
     $("executions").hidden = !overview.parts.includes("programs");
     if (!$("executions").hidden) loadExecutions(null);
+  }
+  // Each list is asked for once, and only of a part the inspector reads.
+  if (!listsLoaded) {
+    listsLoaded = true;
+    if (overview.parts.includes("tasks")) loadRuns(null);
+    if (overview.parts.includes("streams")) loadStreams(null);
   }
   $("run-filter").hidden = !overview.parts.includes("tasks");
   $("runs").hidden = !overview.parts.includes("tasks");
@@ -230,33 +289,66 @@ function facts(pairs) {
   dl.replaceChildren();
   for (const [name, value] of pairs) {
     if (value === null || value === undefined) continue;
-    dl.append(el("dt", name), el("dd", value));
+    const dd = el("dd");
+    if (value instanceof Node) dd.append(value); else dd.textContent = String(value);
+    dl.append(el("dt", name), dd);
   }
 }
-function chunks(items, key) {
+function bytes(n) {
+  if (n < 1024) return n + " B";
+  if (n < 1048576) return (n / 1024).toFixed(1) + " KiB";
+  return (n / 1048576).toFixed(1) + " MiB";
+}
+/** A value as text, or for one too large for the view a link to the whole, with its size. */
+function valueNode(value) {
+  if (value && typeof value === "object" && value.$truncated && typeof value.$truncated.path === "string") {
+    const t = value.$truncated;
+    const span = el("span", t.preview + "… ", "truncated");
+    const a = el("a", "whole value (" + bytes(t.bytes) + ")");
+    a.href = carry(base + "/api" + t.path);
+    a.target = "_blank";
+    a.rel = "noopener";
+    span.append(a);
+    return span;
+  }
+  return el("span", typeof value === "string" ? value : JSON.stringify(value));
+}
+function chunks(items, key, first) {
   const body = $("detail-chunks").tBodies[0];
   body.replaceChildren();
   items.forEach((item, index) => {
     const value = key ? item[key] : item;
-    body.append(row([key ? item.seq : index, typeof value === "string" ? value : JSON.stringify(value)]));
+    body.append(row([key ? item.seq : first + index, valueNode(value)]));
   });
 }
-/** A bar from creation to now (or settlement): how long the thing has lived, and when it ends. */
-function bar(createdAt, endAt, expiresAt) {
+/**
+ * How long the thing has lived, in words ("created … · lived 3.2 s · closed …"); and a bar only when
+ * it has an end to fill toward (an expiry): the share of its life already spent.
+ */
+function life(createdAt, endAt, expiresAt, ended) {
   const end = endAt || Date.now();
-  const span = Math.max(1, (expiresAt || end) - createdAt);
+  const words = ["created " + time(createdAt), (endAt ? "lived " : "living for ") + duration(end - createdAt)];
+  if (endAt) words.push(ended + " " + time(endAt));
+  if (expiresAt) words.push("expires " + time(expiresAt));
+  $("detail-life").textContent = words.join(" · ");
   const fill = $("detail-bar").firstElementChild;
-  fill.style.width = Math.min(100, ((end - createdAt) / span) * 100).toFixed(1) + "%";
-  fill.title = time(createdAt) + " → " + time(end);
+  $("detail-bar").hidden = !expiresAt;
+  if (expiresAt) {
+    const share = Math.min(100, ((Date.now() - createdAt) / Math.max(1, expiresAt - createdAt)) * 100);
+    fill.style.width = share.toFixed(1) + "%";
+    $("detail-bar").title = share.toFixed(0) + "% of its time to expiry spent";
+    $("detail-bar").setAttribute("aria-label", $("detail-bar").title);
+  }
 }
-let chunkFrom = 0;
+let chunkNext = 0;
 function renderStream(view) {
   const s = view.stream;
   $("detail-title").textContent = "stream " + s.streamId;
   $("detail-view").dataset.state = s.state;
   facts([["state", s.state], ["chunks", s.cursor], ["encoding", s.encoding], ["content type", s.contentType], ["tag", s.tag], ["error", s.error], ["created", time(s.createdAt)], ["updated", time(s.updatedAt)], ["closed", time(s.closedAt) || null], ["expires", time(s.expiresAt) || null]]);
-  bar(s.createdAt, s.closedAt, s.expiresAt);
-  chunks(view.chunks, "value");
+  life(s.createdAt, s.closedAt, s.expiresAt, "closed");
+  chunks(view.chunks, "value", 0);
+  chunkNext = view.next;
   $("detail-more").hidden = view.upToDate;
 }
 function renderTurn(view) {
@@ -264,8 +356,8 @@ function renderTurn(view) {
   $("detail-title").textContent = "chat turn " + t.turnId;
   $("detail-view").dataset.state = t.state;
   facts([["chat", t.chatId], ["message", t.messageId], ["state", t.state], ["writer", t.live ? "live in this isolate" : "none"], ["stored chunks", view.storedCount], ["created", time(t.createdAt)], ["updated", time(t.updatedAt)]]);
-  bar(t.createdAt, t.state === "streaming" ? null : t.updatedAt, null);
-  chunks(view.chunks, null);
+  life(t.createdAt, t.state === "streaming" ? null : t.updatedAt, null, "ended");
+  chunks(view.chunks, null, view.from || 0);
   $("detail-more").hidden = true;
 }
 
@@ -278,7 +370,13 @@ function duration(ms) {
 function outcome(step) {
   if (step.error) return (step.error.code ? step.error.code + ": " : "") + step.error.message;
   if (step.result === undefined) return "";
-  return typeof step.result === "string" ? step.result : JSON.stringify(step.result);
+  return valueNode(step.result);
+}
+/** "ran 13 ms over 638 ms" for a step whose span holds back-offs or waits, else its duration. */
+function took(step) {
+  const span = step.to - step.from;
+  const ran = step.ranMs === undefined ? span : step.ranMs;
+  return ran < span ? "ran " + duration(ran) + " over " + duration(span) : duration(span);
 }
 /**
  * The run's steps as bars on one time axis, from the run's creation to its settlement (or now, for
@@ -322,7 +420,23 @@ function timeline(view) {
     bar.dataset.step = step.name;
     bar.dataset.attempts = String(step.attempts);
     place(bar, step.from, step.to);
-    bar.title = step.name + ": " + step.state + ", " + duration(step.to - step.from) + (step.attempts > 1 ? ", " + step.attempts + " attempts" : "");
+    bar.title = step.name + ": " + step.state + ", " + took(step) + (step.attempts > 1 ? ", " + step.attempts + " attempts" : "");
+    // The attempts that ran within the step's span, drawn solid; the rest of it (back-offs, waits) pale.
+    const span = Math.max(1, step.to - step.from);
+    if (step.ranMs !== undefined && step.ranMs < step.to - step.from) {
+      bar.classList.add("waited");
+      view.attempts.forEach((a, i) => {
+        const next = view.attempts[i + 1];
+        const aEnd = a.endedAt !== null ? a.endedAt : next ? next.startedAt : step.to;
+        const from = Math.max(a.startedAt, step.from);
+        const to = Math.min(aEnd, step.to);
+        if (to <= from) return;
+        const ran = el("span", undefined, "ran");
+        ran.style.left = (((from - step.from) / span) * 100).toFixed(2) + "%";
+        ran.style.width = Math.max(0.5, ((to - from) / span) * 100).toFixed(2) + "%";
+        bar.append(ran);
+      });
+    }
     track.append(bar);
     line.append(track);
     box.append(line);
@@ -333,8 +447,8 @@ function renderRun(view) {
   $("detail-title").textContent = "run " + r.runId;
   $("detail-view").dataset.state = r.state;
   const waiting = r.waitingFor ? r.waitingFor + (r.eventType ? " (" + r.eventType + ")" : "") : null;
-  facts([["definition", r.definition], ["state", r.state], ["attempts", r.attempts], ["waiting for", waiting], ["wakes", time(r.wakeAt) || null], ["status", r.statusMessage], ["error", r.error ? (r.error.code ? r.error.code + ": " : "") + r.error.message : null], ["idempotency key", r.idempotencyKey], ["created", time(r.createdAt)], ["started", time(r.startedAt) || null], ["settled", time(r.settledAt) || null], ["input", view.input === undefined ? null : JSON.stringify(view.input)], ["result", "result" in view ? JSON.stringify(view.result) : null]]);
-  bar(r.createdAt, r.settledAt, null);
+  facts([["definition", r.definition], ["state", r.state], ["attempts", r.attempts], ["waiting for", waiting], ["wakes", time(r.wakeAt) || null], ["status", r.statusMessage], ["error", r.error ? (r.error.code ? r.error.code + ": " : "") + r.error.message : null], ["idempotency key", r.idempotencyKey], ["created", time(r.createdAt)], ["started", time(r.startedAt) || null], ["settled", time(r.settledAt) || null], ["input", view.input === undefined ? null : valueNode(view.input)], ["result", "result" in view ? valueNode(view.result) : null]]);
+  life(r.createdAt, r.settledAt, null, "settled");
   timeline(view);
   const attempts = $("detail-attempts").tBodies[0];
   attempts.replaceChildren();
@@ -350,7 +464,7 @@ function renderRun(view) {
   const body = $("detail-steps").tBodies[0];
   body.replaceChildren();
   for (const step of view.steps) {
-    const tr = row([step.index, step.name, step.kind, step.state, step.attempts, duration(step.to - step.from), time(step.wakeAt), outcome(step)]);
+    const tr = row([step.index, step.name, step.kind, step.state, step.attempts, took(step), time(step.wakeAt), outcome(step)]);
     tr.dataset.state = step.state;
     body.append(tr);
   }
@@ -401,8 +515,8 @@ function renderExecution(view) {
   const x = view.execution;
   $("detail-title").textContent = "program " + x.executionId;
   $("detail-view").dataset.state = x.state;
-  facts([["state", x.state], ["on interrupt", x.onInterrupt], ["attempts", x.attempts], ["calls", x.callCount], ["interrupted at", x.interrupt ? x.interrupt.key + " " + JSON.stringify(x.interrupt.payload) : null], ["error", x.error ? (x.error.code ? x.error.code + ": " : "") + x.error.message : null], ["unsafe call", x.unsafeCall], ["program digest", x.fingerprint ? x.fingerprint.program : null], ["created", time(x.createdAt)], ["finished", time(x.finishedAt) || null], ["result", "result" in view ? JSON.stringify(view.result) : null]]);
-  bar(x.createdAt, x.finishedAt, null);
+  facts([["state", x.state], ["on interrupt", x.onInterrupt], ["attempts", x.attempts], ["calls", x.callCount], ["interrupted at", x.interrupt ? x.interrupt.key + " " + JSON.stringify(x.interrupt.payload) : null], ["error", x.error ? (x.error.code ? x.error.code + ": " : "") + x.error.message : null], ["unsafe call", x.unsafeCall], ["program digest", x.fingerprint ? x.fingerprint.program : null], ["created", time(x.createdAt)], ["finished", time(x.finishedAt) || null], ["result", "result" in view ? valueNode(view.result) : null]]);
+  life(x.createdAt, x.finishedAt, null, "finished");
   journals(view.calls.length > 0 ? [{ name: "own", executionId: x.executionId, calls: view.calls }] : []);
   $("detail-chunks").hidden = true;
   $("detail-more").hidden = true;
@@ -425,14 +539,13 @@ function route() {
   } else if (kind === "executions" && id) {
     live("/executions/" + id, renderExecution);
   } else if (kind === "streams" && id) {
-    chunkFrom = 0;
+    chunkNext = 0;
     live("/streams/" + id + "?from=0", renderStream);
   } else if (kind === "turns" && id) {
     live("/turns/" + id, renderTurn);
   } else {
+    listsLoaded = false;
     live("/overview", renderOverview);
-    loadRuns(null);
-    loadStreams(null);
     if (kind === "chats" && id) { $("chat-id").value = decodeURIComponent(id); loadTurns(decodeURIComponent(id)); }
   }
 }
@@ -449,8 +562,7 @@ $("chat-form").addEventListener("submit", (event) => {
 });
 $("detail-more").addEventListener("click", () => {
   const [, , id] = location.hash.slice(1).split("/");
-  chunkFrom += 100;
-  live("/streams/" + id + "?from=" + chunkFrom, renderStream);
+  live("/streams/" + id + "?from=" + chunkNext, renderStream);
 });
 addEventListener("hashchange", route);
 route();
@@ -465,6 +577,7 @@ main { padding: 12px 20px; }
 table { border-collapse: collapse; width: 100%; margin: 10px 0 16px; background: #fff; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #e4e4e4; vertical-align: top; }
 td { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
+[hidden] { display: none !important; }
 form { display: flex; gap: 12px; align-items: center; margin: 8px 0; }
 .count { display: inline-block; margin-right: 8px; padding: 2px 10px; border-radius: 12px; background: #e8eef8; }
 .count.streaming { background: #dff3e4; }
@@ -489,6 +602,11 @@ dd { margin: 0; font-family: ui-monospace, monospace; }
 .track .step.completed { background: #4caf50; }
 .track .step.failed { background: #d33; }
 .track .step.waiting { background: #f0b429; }
+.track .step.waited { opacity: 0.45; }
+.track .step .ran { position: absolute; top: 0; height: 100%; background: inherit; filter: brightness(0.8); border-radius: 3px; }
+.life { font-size: 12px; color: #555; margin: 4px 0; }
+.live.final::before { content: "■ "; color: #555; }
+.truncated a { margin-left: 4px; }
 .track .attempt { position: absolute; top: 0; height: 100%; border-radius: 3px; background: #3b82f6; border-left: 1px solid #fff; }
 .track .attempt.completed { background: #4caf50; }
 .track .attempt.failed, .track .attempt.retry { background: #d33; }
@@ -502,8 +620,12 @@ table.calls tr[data-outcome="error"] td { color: #a11; }
 /** The page's files by their path below `basePath`. */
 export function pageFiles(
   basePath: string,
+  query: URLSearchParams = new URLSearchParams(),
 ): ReadonlyMap<string, { body: string; contentType: string }> {
-  const html = { body: HTML(basePath), contentType: "text/html; charset=utf-8" };
+  const html = {
+    body: HTML(basePath, carriedQuery(query)),
+    contentType: "text/html; charset=utf-8",
+  };
   return new Map([
     ["/", html],
     ["/inspect.js", { body: JS, contentType: "text/javascript; charset=utf-8" }],

@@ -1,5 +1,6 @@
-import { createOptionChecks } from "@durablekit/compose";
+import { createEmitter, createOptionChecks } from "@durablekit/compose";
 import { InspectError } from "../errors";
+import type { InspectEvent } from "../events";
 import type { Inspector } from "../inspector";
 import { answerApi } from "./api";
 import { liveResponse } from "./live";
@@ -15,6 +16,12 @@ export interface InspectResponseOptions {
    * Decides whether a request may see the inspector: `true` (or a promise of it) lets it through.
    * Required: without it every route answers 401; when it answers anything but `true`, or throws,
    * the route answers 403. Nothing of the object is read before it answered `true`.
+   *
+   * It sees every request the page makes, and a browser sets no header of yours on them: check
+   * what a browser carries. The page carries the query string of its own URL on each of its
+   * requests (its script, style, `fetch` and `EventSource` calls), so opening
+   * `<basePath>/?token=…` works with an `authorize` that reads `token` from the request's URL;
+   * a cookie of your own origin is sent with each of them too.
    */
   authorize: (request: Request) => boolean | Promise<boolean>;
   /** Where the inspector is mounted, e.g. `/inspect`. Default `/inspect`. */
@@ -23,6 +30,8 @@ export interface InspectResponseOptions {
   liveIntervalMs?: number;
   /** How long one live connection lasts before the page reconnects, in milliseconds. Default 60,000. */
   maxLiveMs?: number;
+  /** Receives {@link InspectEvent}s: each read of a live view, and why a live view stopped. */
+  onEvent?: (event: InspectEvent) => void;
 }
 
 /**
@@ -101,6 +110,7 @@ export async function inspectorResponse(
   const basePath = checkBasePath(options.basePath);
   const liveIntervalMs = check.ms(options.liveIntervalMs, "liveIntervalMs", 1000, { min: 10 });
   const maxLiveMs = check.ms(options.maxLiveMs, "maxLiveMs", 60_000, { min: 10 });
+  check.callback(options.onEvent, "onEvent");
   const url = new URL(request.url);
   if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) {
     return json(404, { error: { code: "inspect/not-found", message: "Not an inspector route." } });
@@ -110,8 +120,28 @@ export async function inspectorResponse(
     answer.headers.set("allow", "GET, HEAD");
     return answer;
   }
+  const answer = route(request, inspector, url, basePath, {
+    liveIntervalMs,
+    maxLiveMs,
+    emit: createEmitter("@durablekit/inspect", options.onEvent),
+  });
+  // HEAD: the same status and headers, no body; a live route answers without reading anything.
+  if (request.method === "HEAD") {
+    await answer.body?.cancel();
+    return new Response(null, { status: answer.status, headers: answer.headers });
+  }
+  return answer;
+}
+
+function route(
+  request: Request,
+  inspector: Inspector,
+  url: URL,
+  basePath: string,
+  live: { liveIntervalMs: number; maxLiveMs: number; emit: (event: InspectEvent) => void },
+): Response {
   const path = url.pathname.slice(basePath.length) || "/";
-  const file = pageFiles(basePath).get(path);
+  const file = pageFiles(basePath, url.searchParams).get(path);
   if (file !== undefined) {
     return new Response(file.body, { headers: headers(file.contentType) });
   }
@@ -125,13 +155,17 @@ export async function inspectorResponse(
         },
       });
     }
+    const eventStream = headers("text/event-stream; charset=utf-8");
+    if (request.method === "HEAD") return new Response(null, { headers: eventStream });
     const [viewPath = "", query = ""] = view.split("?", 2);
     const read = () => answerApi(inspector, viewPath, new URLSearchParams(query));
     return liveResponse(read, {
-      intervalMs: liveIntervalMs,
-      maxMs: maxLiveMs,
+      view,
+      intervalMs: live.liveIntervalMs,
+      maxMs: live.maxLiveMs,
       signal: request.signal,
-      headers: headers("text/event-stream; charset=utf-8"),
+      headers: eventStream,
+      emit: live.emit,
     });
   }
   if (path.startsWith("/api/")) {
