@@ -56,6 +56,7 @@ export {
   OUTCOME_KINDS,
 } from "./journal-entry";
 export type { JournalPort, JournalRecorded } from "./journal-port";
+export { JournalReader } from "./journal-reader";
 export {
   DEFAULT_MAX_CHUNK_BYTES,
   JOURNAL_SCHEMA_VERSION,

@@ -13,6 +13,7 @@ import {
   OUTCOME_KINDS,
 } from "./journal-entry";
 import type { JournalPort, JournalRecorded } from "./journal-port";
+import { collectEntries, type EntryRow, SELECT_ENTRIES } from "./journal-rows";
 import { splitText } from "./split-text";
 
 /** Events a {@link JournalStore} emits through `onEvent`. */
@@ -91,15 +92,6 @@ const SCHEMA_STEPS = [
 /** Version of the `dk_journal_*` tables this code writes (see DESIGN.md, "Storage"). */
 export const JOURNAL_SCHEMA_VERSION = SCHEMA_STEPS.length;
 
-// One query loads a whole journal: entry rows, each chunked entry repeated once per chunk.
-const SELECT_ENTRIES = `SELECT e.call_key, e.seq, e.module, e.method, e.args_digest, e.outcome, e.payload,
-    e.chunks, e.recorded_at, c.data
-  FROM dk_journal_entries e
-  LEFT JOIN dk_journal_chunks c
-    ON e.chunks > 0 AND c.execution_id = e.execution_id AND c.call_key = e.call_key
-  WHERE e.execution_id = ?
-  ORDER BY e.seq, c.part`;
-
 const SELECT_ENTRY = `SELECT e.call_key, e.seq, e.module, e.method, e.args_digest, e.outcome, e.payload,
     e.chunks, e.recorded_at, c.data
   FROM dk_journal_entries e
@@ -115,33 +107,8 @@ const INSERT_ENTRY = `INSERT INTO dk_journal_entries
 const INSERT_CHUNK =
   "INSERT INTO dk_journal_chunks (execution_id, call_key, part, data) VALUES (?, ?, ?, ?)";
 
-type Row = [
-  string,
-  number,
-  string,
-  string,
-  string,
-  string,
-  string | null,
-  number,
-  number,
-  string | null,
-];
-
 function isUniqueViolation(error: unknown): boolean {
   return error instanceof Error && /UNIQUE constraint failed|PRIMARY KEY/i.test(error.message);
-}
-
-/** A chunked entry with its payload put back together from its chunk rows. */
-function joined(entry: JournalEntry, parts: string[], expected: number): JournalEntry {
-  if (parts.length !== expected) {
-    throw new JournalError(
-      "journal/corrupt",
-      `Call ${entry.key} of execution ${entry.executionId} has ${parts.length} of its ${expected} chunk rows; the journal was altered outside this package.`,
-    );
-  }
-  entry.payload = parts.join("");
-  return entry;
 }
 
 function invalid(message: string): JournalError {
@@ -354,9 +321,9 @@ export class JournalStore implements JournalPort {
    */
   entries(executionId: string): JournalEntry[] {
     checkExecutionId(executionId);
-    return this.#collect(
+    return collectEntries(
       executionId,
-      this.#sql.exec(SELECT_ENTRIES, executionId).raw() as Iterable<Row>,
+      this.#sql.exec(SELECT_ENTRIES, executionId).raw() as Iterable<EntryRow>,
     );
   }
 
@@ -373,51 +340,11 @@ export class JournalStore implements JournalPort {
     checkExecutionId(executionId);
     checkKey(key);
     return (
-      this.#collect(
+      collectEntries(
         executionId,
-        this.#sql.exec(SELECT_ENTRY, executionId, key).raw() as Iterable<Row>,
+        this.#sql.exec(SELECT_ENTRY, executionId, key).raw() as Iterable<EntryRow>,
       )[0] ?? null
     );
-  }
-
-  /** Rows ordered by seq then part: an entry's chunk rows follow it, and are joined into its payload. */
-  #collect(executionId: string, rows: Iterable<Row>): JournalEntry[] {
-    const out: JournalEntry[] = [];
-    let chunked: JournalEntry | undefined;
-    let expected = 0;
-    let parts: string[] = [];
-    for (const row of rows) {
-      const [key, seq, module, method, argsDigest, outcome, payload, chunks, recordedAt, data] =
-        row;
-      if (chunked !== undefined) {
-        if (chunks > 0 && chunked.key === key) {
-          parts.push(data ?? "");
-          continue;
-        }
-        out.push(joined(chunked, parts, expected));
-        chunked = undefined;
-      }
-      const entry: JournalEntry = {
-        executionId,
-        key,
-        seq,
-        module,
-        method,
-        argsDigest,
-        outcome: outcome as JournalOutcomeKind,
-        payload,
-        recordedAt,
-      };
-      if (chunks > 0) {
-        chunked = entry;
-        expected = chunks;
-        parts = data === null ? [] : [data];
-      } else {
-        out.push(entry);
-      }
-    }
-    if (chunked !== undefined) out.push(joined(chunked, parts, expected));
-    return out;
   }
 
   // ── Rewriting ──────────────────────────────────────────────────────────────
