@@ -6,6 +6,7 @@ import {
   type JournalEntry,
   type JournalErrorRecord,
   type JournalPort,
+  JournalReader,
   JournalStore,
   toErrorRecord,
   utf8ByteLength,
@@ -517,7 +518,10 @@ export class Executor implements AlarmPart {
     // Without a port, only a replay run on the executor's own journal has calls there; asking
     // nothing of the journal otherwise keeps a read from creating its tables.
     if (given === undefined && !this.#store.ownsJournal(executionId)) return [];
-    return describeCalls((given ?? this.#ownJournal()).lookup(executionId));
+    // A read runs nothing but SELECT: an instance that has not opened its own journal yet (a new
+    // one, after a restart) reads it through a reader that never creates or migrates a table.
+    const journal = given ?? this.#journal ?? new JournalReader(this.#ctx.storage);
+    return describeCalls(journal.lookup(executionId));
   }
 
   /**
