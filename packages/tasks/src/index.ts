@@ -29,6 +29,13 @@ export {
 } from "./errors";
 export type { TaskChildAddress, TaskErrorInfo, TaskEvent, TaskEventType } from "./events";
 export type { TaskBackoff, TaskRetryOptions, TaskStepOptions } from "./policy";
+export {
+  replayRecordedRun,
+  type TaskRecordedRun,
+  type TaskReplayOptions,
+  type TaskReplayOutcome,
+  type TaskReplayResult,
+} from "./recorded-replay";
 export type {
   TaskInterruptedStep,
   TaskRunState,
