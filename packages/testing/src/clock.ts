@@ -49,15 +49,18 @@ export function moveClock(stub: DurableObjectStub, at: number): Promise<number> 
 }
 
 /**
- * Waits (up to `runningMs` of real time) until no attempt of the object is at work, or every one
- * that is awaits a timer on the test clock: the clock must not jump while a step awaits real I/O,
- * or the step's sleep would start days late.
+ * Waits (up to `runningMs` of real time) until no attempt of the object is at work: the clock must
+ * not jump while a step awaits real I/O (a program's isolate, a fetch), or its sleep would start
+ * days late and the timeouts it set on the test clock would fire under it. True when the object
+ * is quiet; false when an attempt kept working through `runningMs` (it awaits the test clock).
  */
-export async function untilQuiet(objectId: string, runningMs: number): Promise<void> {
+export async function untilQuiet(objectId: string, runningMs: number): Promise<boolean> {
   const since = Date.now();
-  while (busyIn(objectId) && nextTimerAt(objectId) === null && Date.now() - since < runningMs) {
+  while (busyIn(objectId)) {
+    if (Date.now() - since >= runningMs) return false;
     await scheduler.wait(1);
   }
+  return true;
 }
 
 /**
@@ -90,8 +93,12 @@ export async function advanceTime(
   const objectId = stub.id.toString();
   const target = (await testClockOf(stub)) + duration;
   let alarms = 0;
+  // Once an attempt has kept working through runningMs it awaits the test clock (a timer): it is
+  // not waited for again until the object has been quiet.
+  let patient = true;
   while (alarms < maxAlarms) {
-    await untilQuiet(objectId, runningMs);
+    if (patient) patient = await untilQuiet(objectId, runningMs);
+    else if (!busyIn(objectId)) patient = true;
     const timer = nextTimerAt(objectId);
     const alarm = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
     const next = Math.min(timer ?? Number.POSITIVE_INFINITY, alarm ?? Number.POSITIVE_INFINITY);
@@ -99,28 +106,33 @@ export async function advanceTime(
     await moveClock(stub, next);
     if (alarm === null || alarm > next) continue;
     alarms++;
-    if (!(await alarmOnTestClock(stub, objectId, target))) break;
+    if (!(await alarmOnTestClock(stub, objectId, target, runningMs))) break;
   }
   return { now: await moveClock(stub, target), alarms };
 }
 
 /**
- * Runs the object's alarm; while it runs (`Tasks.alarm()` waits for the attempts it starts), fires
- * the timers those attempts await on the test clock, up to `target`. False when no alarm ran.
+ * Runs the object's alarm; while it runs (`Tasks.alarm()` waits for the attempts it starts) and
+ * they have kept working through `runningMs`, fires the timers they await on the test clock, up to
+ * `target`. False when no alarm ran.
  */
 async function alarmOnTestClock(
   stub: DurableObjectStub,
   objectId: string,
   target: number,
+  runningMs: number,
 ): Promise<boolean> {
   let ran: boolean | null = null;
   const alarm = runDurableObjectAlarm(stub).then((r) => {
     ran = r;
   });
+  const since = Date.now();
   while (ran === null) {
     await Promise.race([alarm, scheduler.wait(1)]);
     const timer = nextTimerAt(objectId);
-    if (ran === null && timer !== null && timer <= target) await moveClock(stub, timer);
+    if (ran === null && timer !== null && timer <= target && Date.now() - since >= runningMs) {
+      await moveClock(stub, timer);
+    }
   }
   return ran;
 }

@@ -9,7 +9,8 @@ import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compos
  * - `testing/schema-too-new`: the `dk_testing_*` tables were written by a newer version of this package.
  * - `testing/unsettled`: a run did not settle (or reach the boundary asked for) within the budget of
  *   wakes and time: it waits for an event nobody sends, or keeps running.
- * - `testing/unsupported`: the replay met something a recording cannot answer (a step journal).
+ * - `testing/unsupported`: the replay met something a recording cannot answer (the result or error
+ *   of a child run: a recording holds its children's states).
  * - `testing/injected-fault`: a probe lost a child-run message (or its reply) because a
  *   `crashFanOut` test armed it: the sending object's `Tasks` delivers it again.
  */

@@ -1,5 +1,11 @@
 import { decode, encode } from "@durablekit/handle-journal";
-import type { TaskRunHistory, TaskRunState, TaskStepSnapshot } from "@durablekit/tasks";
+import type {
+  TaskChildSnapshot,
+  TaskRunHistory,
+  TaskRunState,
+  TaskStepJournalSnapshot,
+  TaskStepSnapshot,
+} from "@durablekit/tasks";
 import { TestingError } from "./errors";
 
 /** The `format` of a recording file. */
@@ -24,6 +30,8 @@ export interface TestingRecordedStep {
   result?: string;
   error?: TestingRecordedError;
   eventType?: string;
+  /** A waiting step's deadline: a sleep's wake, a retry's time, an event wait's timeout. */
+  wakeAt?: number;
 }
 
 /**
@@ -46,16 +54,29 @@ export interface TestingRecording {
   error?: TestingRecordedError;
   /** The run's journal in step order. */
   steps: TestingRecordedStep[];
+  /**
+   * The run's step journals (the calls of programs run inside it, `Tasks.journals(runId)`), when
+   * it took any: a replay answers `step.journal(name)` from them.
+   */
+  journals?: TaskStepJournalSnapshot[];
+  /** The child runs it started (`Tasks.children(runId)`), when it started any. */
+  children?: TaskChildSnapshot[];
 }
 
-/** What `recordRun` reads a run from: a `Tasks` part (its `history(runId)`). */
+/**
+ * What `recordRun` reads a run from: a `Tasks` part (its `history(runId)`, and its `journals` and
+ * `children` where it has them).
+ */
 export interface TestingTaskHistorySource {
   history(runId: string): TaskRunHistory | null;
+  journals?(runId: string): TaskStepJournalSnapshot[] | null;
+  children?(runId: string): TaskChildSnapshot[] | null;
 }
 
 /**
  * Records a task run as JSON: its definition, input, state, result and every journaled step with
- * its outcome, through the `Tasks` part's public `history(runId)` (never its tables). Call it inside
+ * its outcome, the calls of its step journals and the child runs it started, through the `Tasks`
+ * part's public `history(runId)`, `journals(runId)` and `children(runId)` (never its tables). Call it inside
  * the object (`runInDurableObject(stub, (o) => recordRun(o.tasks, runId))`); write the result to a
  * file (`JSON.stringify(recording, null, 2)`, e.g. with `toMatchFileSnapshot`) and commit it.
  *
@@ -95,9 +116,14 @@ export function recordRun(tasks: TestingTaskHistorySource, runId: string): Testi
       if ("result" in step) out.result = encodeText(step.result, `step "${step.name}" result`);
       if (step.error) out.error = { ...step.error };
       if (step.eventType !== undefined) out.eventType = step.eventType;
+      if (step.state === "waiting" && step.wakeAt !== undefined) out.wakeAt = step.wakeAt;
       return out;
     }),
   };
+  const journals = tasks.journals?.(runId) ?? [];
+  if (journals.length > 0) recording.journals = journals;
+  const children = tasks.children?.(runId) ?? [];
+  if (children.length > 0) recording.children = children;
   if (run.state === "completed") recording.result = encodeText(run.result, "result");
   if (run.state === "failed") recording.error = { ...run.error };
   return recording;

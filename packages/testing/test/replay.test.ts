@@ -7,6 +7,7 @@ import {
   replayAgainst,
   type TestingRecording,
 } from "../src/index";
+import { fanDefinitions } from "./fixtures/fan-out";
 import type { Fixture } from "./fixtures/worker";
 import committed from "./recordings/demo-count.json";
 
@@ -191,5 +192,92 @@ describe("replayAgainst a changed definition", () => {
     await expect(
       runInDurableObject(fresh(), (o) => recordRun(o.tasks, "no-such-run")),
     ).rejects.toSatisfy((error) => isTestingError(error, "testing/not-found"));
+  });
+});
+
+describe("replayAgainst on the engine's own replay", () => {
+  const recording = committed as TestingRecording;
+
+  it("accepts steps appended after the last recorded step, behind step.version or not", async () => {
+    const appended = await replayAgainst(async (input: { steps: number }, step) => {
+      for (let i = 0; i < input.steps; i++) await step.do(`step-${i}`, () => i);
+      await step.do("audit", () => "audited");
+      return { counted: input.steps };
+    }, recording);
+    expect(appended).toEqual({ ok: true, outcome: "frontier", replayed: 3 });
+
+    const versioned = await replayAgainst(async (input: { steps: number }, step) => {
+      for (let i = 0; i < input.steps; i++) await step.do(`step-${i}`, () => i);
+      if ((await step.version("audit", 1)) >= 1) await step.do("audit", () => "audited");
+      return { counted: input.steps };
+    }, recording);
+    expect(versioned).toEqual({ ok: true, outcome: "frontier", replayed: 3 });
+  });
+
+  it("replays a program's step journal: the recording holds its calls, the journal answers them between steps", async () => {
+    const stub = fresh();
+    const { runId } = await runInDurableObject(stub, (o) =>
+      o.tasks.run("program.checked@v1", { amount: 5 }),
+    );
+    await advanceTime(stub, 60_000);
+    const program = await runInDurableObject(stub, (o) => recordRun(o.tasks, runId));
+    expect(program).toMatchObject({ state: "completed" });
+    expect(program.journals?.map((j) => [j.name, j.entries.map((e) => e.method)])).toEqual([
+      ["program", ["chargeOnce", "chargeOnce"]],
+    ]);
+    expect(await replayCurrent("program.checked@v1", program)).toEqual({
+      ok: true,
+      outcome: "settled",
+      replayed: 1,
+    });
+  });
+
+  it("refuses a step journal the way the engine does: another execution is tasks/conflict", async () => {
+    const stub = fresh();
+    const { runId } = await runInDurableObject(stub, (o) =>
+      o.tasks.run("program.checked@v1", { amount: 5 }),
+    );
+    await advanceTime(stub, 60_000);
+    const program = await runInDurableObject(stub, (o) => recordRun(o.tasks, runId));
+    let refused: unknown = null;
+    const report = await replayAgainst(async (_input: unknown, step) => {
+      const result = await step.do("program", () => 0);
+      try {
+        step.journal("program").lookup("another-execution");
+      } catch (error) {
+        refused = error;
+      }
+      return { result, calls: 2 };
+    }, program);
+    expect(refused).toMatchObject({ code: "tasks/conflict" });
+    expect((refused as Error).message).toMatch(/holds execution "program:/);
+    expect(report).toMatchObject({ ok: true, outcome: "settled" });
+  });
+
+  it("replays child-run steps: starts answer their recorded runs, awaitChildren the children's states", async () => {
+    const parent = env.FAN_PARENT.getByName(`replay-${crypto.randomUUID()}`);
+    const input = { prefix: crypto.randomUUID(), shards: 2, charge: "charge@v1" as const };
+    const { runId } = await runInDurableObject(parent, (o) => o.tasks.run("fan.states@v1", input));
+    // The children settle and report back on their own, in milliseconds.
+    for (let i = 0; i < 500; i++) {
+      const state = await runInDurableObject(parent, (o) => o.tasks.get(runId)?.state);
+      if (state === "completed") break;
+      await scheduler.wait(2);
+    }
+    const fan = await runInDurableObject(parent, (o) => recordRun(o.tasks, runId));
+    expect(fan).toMatchObject({ state: "completed", result: `{"json":["completed","completed"]}` });
+    expect(fan.children?.map((c) => [c.step, c.state])).toEqual([
+      ["start 0", "completed"],
+      ["start 1", "completed"],
+    ]);
+    expect(await replayAgainst(fanDefinitions["fan.states@v1"], fan)).toEqual({
+      ok: true,
+      outcome: "settled",
+      replayed: 3,
+    });
+    // A recording holds the children's states, not their results: reading one is refused.
+    await expect(replayAgainst(fanDefinitions["fan@v1"], fan)).rejects.toSatisfy((error) =>
+      isTestingError(error, "testing/unsupported"),
+    );
   });
 });
