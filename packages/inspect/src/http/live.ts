@@ -13,11 +13,12 @@ export interface LiveOptions {
 }
 
 const encoder = new TextEncoder();
+const HEARTBEAT = encoder.encode(":\n\n");
 
 /**
  * A view kept live over Server-Sent Events: the view is read at once and every `intervalMs`, and
  * sent as `event: view` whenever its JSON changed (`data:` one line of JSON with `status` and
- * `body`). The feed ends with `event: end` (`data: {"reason":…}`) as soon as what it shows is
+ * `body`), and an SSE comment (`:`) when it did not. The feed ends with `event: end` (`data: {"reason":…}`) as soon as what it shows is
  * final (`reason: "final"`: a settled run, a closed stream; the page then stops), or after `maxMs`
  * (`reason: "max-live"`: the page's EventSource reconnects, `retry: 1000`), so no connection holds
  * the object for longer. A disconnect stops the reads at once.
@@ -52,6 +53,10 @@ export function liveResponse(read: () => ApiAnswer, options: LiveOptions): Respo
         if (changed) {
           last = text;
           controller.enqueue(encoder.encode(`event: view\ndata: ${text}\n\n`));
+        } else {
+          // A comment line: the page ignores it, and writing it is how a client that went away
+          // is noticed (the write fails and the runtime cancels this body), so reads stop.
+          controller.enqueue(HEARTBEAT);
         }
         // What it shows can no longer change: reading it again would cost reads for nothing.
         if (answer.final) return end("final");
