@@ -88,12 +88,25 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
     return this.alarms.alarm();
   }
 
+  /** What the inspector's live feeds cost this instance: reads, and how feeds ended. */
+  readonly #feeds = { reads: 0, ended: { final: 0, "max-live": 0, disconnected: 0 } };
+
   /** Serves the inspector below `/inspect`; the object itself refuses unless `DEMO_DEBUG=on`. */
   inspect(request: Request): Promise<Response> {
     return inspectorResponse(request, this.inspector, {
       basePath: "/inspect",
       authorize: () => this.env.DEMO_DEBUG === "on",
+      onEvent: (event) => {
+        if (event.type === "inspect:live:read") this.#feeds.reads += 1;
+        else this.#feeds.ended[event.reason] += 1;
+      },
     });
+  }
+
+  /** `GET /debug/inspect/feeds`: the live feeds' reads and endings since this instance started. */
+  inspectFeeds(): { reads: number; ended: Record<"final" | "max-live" | "disconnected", number> } {
+    if (this.env.DEMO_DEBUG !== "on") throw new Error("The inspector is off (DEMO_DEBUG).");
+    return { reads: this.#feeds.reads, ended: { ...this.#feeds.ended } };
   }
 
   constructor(ctx: DurableObjectState, env: Env) {

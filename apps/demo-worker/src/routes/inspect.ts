@@ -6,13 +6,32 @@ const workspace: RouteHandler = (request, env) =>
   env.WORKSPACE.getByName(WORKSPACE_NAME).inspect(request);
 
 /**
- * A chat room's inspector, mounted below the chat's own path as the request spelled it (its
- * percent-encoded segment), so the page's links stay under the same mount.
+ * A chat room's inspector, mounted below `/chat/<encodeURIComponent(chatId)>/inspect`. A request
+ * that spelled the id otherwise (a browser leaves `:`, `@`, `,`, `=` and more unencoded in a path)
+ * is redirected to that spelling, so the mount is always a path the inspector accepts and the
+ * page's links stay under it.
  */
 const chatRoom: RouteHandler = (request, env, { chatId }) => {
-  const segment = new URL(request.url).pathname.split("/")[2] ?? "";
-  return env.CHAT.getByName(chatId as string).inspect(request, `/chat/${segment}/inspect`);
+  const url = new URL(request.url);
+  const segment = url.pathname.split("/")[2] ?? "";
+  const canonical = encodeURIComponent(chatId as string);
+  if (segment !== canonical) {
+    const rest = url.pathname.split("/").slice(3).join("/");
+    return Promise.resolve(
+      Response.redirect(`${url.origin}/chat/${canonical}/${rest}${url.search}`, 308),
+    );
+  }
+  const room = env.CHAT.getByName(chatId as string) as unknown as {
+    inspect(request: Request, basePath: string): Promise<Response>;
+  };
+  return room.inspect(request, `/chat/${canonical}/inspect`);
 };
+
+/** `GET /debug/inspect/feeds`: what the workspace inspector's live feeds read, and how they ended. */
+const feeds: RouteHandler = async (_request, env) =>
+  Response.json(await env.WORKSPACE.getByName(WORKSPACE_NAME).inspectFeeds(), {
+    headers: { "cache-control": "no-store" },
+  });
 
 /**
  * `GET /inspect/…` and `GET /chat/:chatId/inspect/…`: the inspector's page and JSON views of the
@@ -24,4 +43,5 @@ export const inspectRoutes: Route[] = [
   { method: "GET", path: "/inspect/*", debug: true, handle: workspace },
   { method: "GET", path: "/chat/:chatId/inspect", debug: true, handle: chatRoom },
   { method: "GET", path: "/chat/:chatId/inspect/*", debug: true, handle: chatRoom },
+  { method: "GET", path: "/debug/inspect/feeds", debug: true, handle: feeds },
 ];
