@@ -6,7 +6,7 @@ import {
 } from "@cloudflare/computer";
 import { WorkerJavaScriptBackend } from "@cloudflare/computer/backends/worker-javascript";
 import { type BridgeCallContext, Executor, readOnly } from "@durablekit/rpc-bridge";
-import { withOverrides } from "@durablekit/test-kit";
+import { anotherInstance, withOverrides } from "@durablekit/test-kit";
 import type { Figures, Workload, WorkloadContext } from "../workload";
 import { add, medianOf, sequentialCalls } from "./bridge-programs";
 import { CommitCounter } from "./commit-counter";
@@ -78,12 +78,12 @@ export class BridgeRuns implements ReplayRuns {
     this.#state = state;
     this.#env = env;
     this.#counts = counts;
-    this.#executor = this.#newExecutor();
+    this.#executor = this.#newExecutor(state);
   }
 
-  #newExecutor(): Executor {
+  #newExecutor(state: DurableObjectState): Executor {
     const counts = this.#counts;
-    return new Executor(this.#state, {
+    return new Executor(state, {
       loader: this.#env.LOADER,
       limits: { maxCalls: 100_000 },
       modules: {
@@ -120,8 +120,9 @@ export class BridgeRuns implements ReplayRuns {
   }
 
   async resume(id: string, answer: string): Promise<unknown> {
-    // A new executor knows nothing of the run but its rows: it loads the journal to replay it.
-    this.#executor = this.#newExecutor();
+    // A new instance's executor knows nothing of the run but its rows: it loads the journal to
+    // replay it.
+    this.#executor = this.#newExecutor(anotherInstance(this.#state));
     const execution = await this.#executor.resume(id, answer);
     if (execution.state !== "completed") throw new Error(JSON.stringify(execution.error));
     return execution.result;

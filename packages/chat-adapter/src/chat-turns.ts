@@ -1,4 +1,4 @@
-import { createOptionChecks } from "@durablekit/compose";
+import { claimPart, createOptionChecks } from "@durablekit/compose";
 import type { StreamJson, StreamPage, StreamStatus, Streams } from "@durablekit/streams";
 import {
   assertChatId,
@@ -84,6 +84,7 @@ export class ChatTurns {
 
   /**
    * @throws {ChatError} `chat/invalid-argument` for a malformed `ctx` or option.
+   * @throws {ChatError} `chat/conflict` when the object already has a ChatTurns: construct parts once, in the constructor.
    */
   constructor(ctx: DurableObjectState, options: ChatTurnsOptions) {
     check.ctx(ctx, "new ChatTurns(ctx, { streams })");
@@ -143,6 +144,13 @@ export class ChatTurns {
       emit: (event) => this.#emit(event),
     });
     if (imported !== null) this.#emit({ type: "chat:legacy-imported", turns: imported });
+    claimPart(ctx, {
+      part: "ChatTurns",
+      construct: "this.chat = new ChatTurns(ctx, { streams: this.streams })",
+      breaks:
+        "cannot see the first one's live turns: a resume or a stop through it would miss them",
+      conflict: (message) => new ChatError("chat/conflict", message),
+    });
   }
 
   // ── Turns ──

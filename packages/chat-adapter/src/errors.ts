@@ -6,7 +6,8 @@ import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compos
  *
  * - `chat/invalid-argument`: an argument or option is malformed (an empty chat id, a chunk without
  *   a string `type`, a non-positive `…Ms`); nothing was done.
- * - `chat/conflict`: `startTurn` with a turn id already used by a turn of the object.
+ * - `chat/conflict`: `startTurn` with a turn id already used by a turn of the object; a second
+ *   `ChatTurns` over the same object (construct parts once, in the constructor).
  * - `chat/closed`: a write reached a turn that already finished, failed, stopped or was replaced.
  * - `chat/storage`: the turn's stream refused a flush (it was deleted or expired under the turn);
  *   the turn is over. Retryable only in the sense that a new turn may be started.

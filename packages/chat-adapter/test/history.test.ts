@@ -1,5 +1,6 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { anotherInstance } from "@durablekit/test-kit";
 import { safeValidateUIMessages, type UIMessage } from "ai";
 import { describe, expect, it } from "vitest";
 import {
@@ -406,7 +407,10 @@ describe("how a turn ended, seen by every later reader", () => {
 
   it("finishes a turn whose recovery was killed too (maxRecoveries 2 by default), with the message of an uninterrupted one", async () => {
     const { turnId, restarted, run } = await killedTurn(1);
-    expect(run).toMatchObject({ state: "completed", result: { outcome: "finished", recoveries: 2 } });
+    expect(run).toMatchObject({
+      state: "completed",
+      result: { outcome: "finished", recoveries: 2 },
+    });
     const entries = await entriesOf(restarted);
     expect(entries[1]?.end).toEqual({ state: "finished" });
     expect(entries[1]?.message.parts).toEqual([
@@ -501,7 +505,7 @@ describe("what the history costs", () => {
   it("writes 3 row changes per turn beside the turn's own 4 (20 turns)", async () => {
     const { stub } = freshHost();
     const figures = await inHost(stub, async (host, state) => {
-      const turnsOnly = new ChatTurns(state, { streams: host.streams });
+      const turnsOnly = new ChatTurns(anotherInstance(state), { streams: host.streams });
       let before = totalChanges(state);
       for (let t = 0; t < 20; t++) {
         const turn = turnsOnly.startTurn("bare");

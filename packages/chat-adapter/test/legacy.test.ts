@@ -1,5 +1,5 @@
 import { Streams } from "@durablekit/streams";
-import { withOverrides } from "@durablekit/test-kit";
+import { anotherInstance, withOverrides } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { ChatTurns, type ChatUIMessageChunk } from "../src/index";
 import { frames, inFixture } from "./helpers";
@@ -213,8 +213,8 @@ describe("legacy data never bricks an object", () => {
       );
       const events: { type: string }[] = [];
       // Segments of up to 64 KiB, over streams that take chunks of at most 1,000 bytes.
-      const streams = new Streams(state, { maxChunkBytes: 1_000 });
-      const chat = new ChatTurns(state, {
+      const streams = new Streams(anotherInstance(state), { maxChunkBytes: 1_000 });
+      const chat = new ChatTurns(anotherInstance(state), {
         streams,
         legacyChatId: "legacy-chat",
         onEvent: (event) => events.push(event),
@@ -244,9 +244,10 @@ describe("legacy import", () => {
           return fixture.streams.importStream(...args);
         },
       });
-      expect(() => new ChatTurns(state, { streams: failing, legacyChatId: "legacy-chat" })).toThrow(
-        "storage failed mid-import",
-      );
+      expect(
+        () =>
+          new ChatTurns(anotherInstance(state), { streams: failing, legacyChatId: "legacy-chat" }),
+      ).toThrow("storage failed mid-import");
       expect(tables(state.storage.sql).sort()).toEqual([
         "cf_ai_chat_stream_chunks",
         "cf_ai_chat_stream_metadata",
@@ -265,7 +266,7 @@ describe("legacy import", () => {
       // Tables laid down again (a partially applied older deploy): the existing turns are kept.
       seedLegacy(state.storage.sql, true, Date.now() - 10_000);
       const events: unknown[] = [];
-      new ChatTurns(state, {
+      new ChatTurns(anotherInstance(state), {
         streams: fixture.streams,
         legacyChatId: "legacy-chat",
         onEvent: (event) => events.push(event),

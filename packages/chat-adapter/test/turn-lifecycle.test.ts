@@ -1,5 +1,5 @@
 import { Streams } from "@durablekit/streams";
-import { BAD_NAMES, thrownCodeSync } from "@durablekit/test-kit";
+import { anotherInstance, BAD_NAMES, thrownCodeSync } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import {
   ChatTurns,
@@ -35,7 +35,7 @@ describe("loss on restart is bounded by time", () => {
   it("stores every chunk within maxFlushDelayMs of its write while the model never pauses", async () => {
     await inFixture(async (fixture, state) => {
       // Segments large enough that only the time bound can flush: a chunk every 10 ms for 400 ms.
-      const chat = new ChatTurns(state, {
+      const chat = new ChatTurns(anotherInstance(state), {
         streams: fixture.streams,
         maxSegmentChunks: 1000,
         maxFlushDelayMs: 40,
@@ -80,7 +80,10 @@ describe("loss on restart is bounded by time", () => {
 
   it("keeps flushIdleMs as a deprecated name of maxFlushDelayMs and refuses a bad bound", async () => {
     await inFixture(async (fixture, state) => {
-      const chat = new ChatTurns(state, { streams: fixture.streams, flushIdleMs: 20 });
+      const chat = new ChatTurns(anotherInstance(state), {
+        streams: fixture.streams,
+        flushIdleMs: 20,
+      });
       const turn = chat.startTurn("alias");
       turn.write({ type: "text-delta", id: "t", delta: "a" });
       await sleep(120);
@@ -90,7 +93,10 @@ describe("loss on restart is bounded by time", () => {
         expect(
           codeOf(
             () =>
-              new ChatTurns(state, { streams: fixture.streams, maxFlushDelayMs: bad as number }),
+              new ChatTurns(anotherInstance(state), {
+                streams: fixture.streams,
+                maxFlushDelayMs: bad as number,
+              }),
           ),
         ).toBe("chat/invalid-argument");
       }
@@ -101,11 +107,13 @@ describe("loss on restart is bounded by time", () => {
 describe("every replay begins with the turn's start", () => {
   it("begins the resume of a turn that stored nothing before a restart with its start and messageId", async () => {
     await inFixture(async (fixture, state) => {
-      const before = new ChatTurns(state, { streams: fixture.streams });
+      const before = new ChatTurns(anotherInstance(state), { streams: fixture.streams });
       const turn = before.startTurn("c1", { messageId: "m-0" });
       turn.write({ type: "text-start", id: "t" }); // buffered only: lost with the isolate
       // A new isolate: the same storage, no writer.
-      const after = new ChatTurns(state, { streams: new Streams(state) });
+      const after = new ChatTurns(anotherInstance(state), {
+        streams: new Streams(anotherInstance(state)),
+      });
       expect(await frames(after.resumeResponse("c1"))).toEqual([
         { type: "start", messageId: "m-0" },
         { type: "error", errorText: INTERRUPTED_TEXT },
@@ -144,8 +152,11 @@ describe("a turn that can no longer be stored ends loudly", () => {
     await inFixture(async (_fixture, state) => {
       const events: unknown[] = [];
       // The streams take chunks of at most 400 bytes; the turn packs segments of up to 64 KiB.
-      const streams = new Streams(state, { maxChunkBytes: 400 });
-      const chat = new ChatTurns(state, { streams, onEvent: (event) => events.push(event) });
+      const streams = new Streams(anotherInstance(state), { maxChunkBytes: 400 });
+      const chat = new ChatTurns(anotherInstance(state), {
+        streams,
+        onEvent: (event) => events.push(event),
+      });
       const turn = chat.startTurn("c1", { messageId: "m" });
       const live = chat.turnResponse(turn);
       turn.write({ type: "text-start", id: "t" });
@@ -256,7 +267,7 @@ describe("ids", () => {
     const stub = freshStub("n".repeat(300));
     await inFixture(async (fixture, state) => {
       expect(state.id.name?.length).toBeGreaterThan(300);
-      const turns = new ChatTurns(state, { streams: fixture.streams });
+      const turns = new ChatTurns(anotherInstance(state), { streams: fixture.streams });
       expect(turns.startTurn("c1").streaming).toBe(true);
     }, stub);
   });
@@ -299,7 +310,10 @@ describe("ids", () => {
 describe("reclaimOnNextTurn", () => {
   it("keeps at most a chat's newest ended turn and its active one, in under 60 KiB of growth over 20 turns", async () => {
     await inFixture(async (fixture, state) => {
-      const chat = new ChatTurns(state, { streams: fixture.streams, reclaimOnNextTurn: true });
+      const chat = new ChatTurns(anotherInstance(state), {
+        streams: fixture.streams,
+        reclaimOnNextTurn: true,
+      });
       const script = scriptedChunks(96);
       const sizeBefore = state.storage.sql.databaseSize;
       for (let t = 0; t < 20; t++) {
@@ -317,7 +331,7 @@ describe("reclaimOnNextTurn", () => {
 
   it("deletes a chat's ended turns when its next turn starts, and keeps them without it", async () => {
     await inFixture(async (fixture, state) => {
-      const reclaiming = new ChatTurns(state, {
+      const reclaiming = new ChatTurns(anotherInstance(state), {
         streams: fixture.streams,
         reclaimOnNextTurn: true,
       });
@@ -339,7 +353,11 @@ describe("reclaimOnNextTurn", () => {
       });
       expect(
         codeOf(
-          () => new ChatTurns(state, { streams: fixture.streams, reclaimOnNextTurn: 1 as never }),
+          () =>
+            new ChatTurns(anotherInstance(state), {
+              streams: fixture.streams,
+              reclaimOnNextTurn: 1 as never,
+            }),
         ),
       ).toBe("chat/invalid-argument");
     });
@@ -425,10 +443,12 @@ describe("stop means stop, from any client", () => {
 
   it("stops a turn left by a restart on its stream, its start first", async () => {
     await inFixture(async (fixture, state) => {
-      const before = new ChatTurns(state, { streams: fixture.streams });
+      const before = new ChatTurns(anotherInstance(state), { streams: fixture.streams });
       const turn = before.startTurn("s2", { messageId: "m2" });
       turn.write({ type: "text-start", id: "t" }); // buffered only
-      const after = new ChatTurns(state, { streams: new Streams(state) });
+      const after = new ChatTurns(anotherInstance(state), {
+        streams: new Streams(anotherInstance(state)),
+      });
       expect(after.stopTurn("s2")?.turnId).toBe(turn.turnId);
       expect(await collect(after.read(turn.turnId))).toEqual([
         { type: "start", messageId: "m2" },

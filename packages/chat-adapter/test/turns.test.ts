@@ -1,5 +1,5 @@
 import { Streams } from "@durablekit/streams";
-import { countingState, thrownCodeSync } from "@durablekit/test-kit";
+import { anotherInstance, countingState, thrownCodeSync } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { ChatTurns, type ChatUIMessageChunk, INTERRUPTED_TEXT, isChatError } from "../src/index";
 import { frames, inFixture, scriptedChunks, totalChanges } from "./helpers";
@@ -66,7 +66,10 @@ describe("turns", () => {
 
   it("flushes at the byte bound before a segment would outgrow it", async () => {
     await inFixture(async (fixture, state) => {
-      const chat = new ChatTurns(state, { streams: fixture.streams, maxSegmentBytes: 1000 });
+      const chat = new ChatTurns(anotherInstance(state), {
+        streams: fixture.streams,
+        maxSegmentBytes: 1000,
+      });
       const turn = chat.startTurn("c1");
       for (let i = 0; i < 10; i++)
         turn.write({ type: "text-delta", id: "t", delta: "y".repeat(300) });
@@ -99,7 +102,7 @@ describe("turns", () => {
   it("delivers a chunk too large to store live, leaves it out of storage and reports it", async () => {
     await inFixture(async (fixture, state) => {
       const events: unknown[] = [];
-      const chat = new ChatTurns(state, {
+      const chat = new ChatTurns(anotherInstance(state), {
         streams: fixture.streams,
         maxSegmentBytes: 1000,
         onEvent: (event) => events.push(event),
@@ -175,13 +178,36 @@ describe("turns", () => {
       for (const bad of [null, "x", { type: 3 }, { type: "x", n: 1n }]) {
         expect(codeOf(() => turn.write(bad as ChatUIMessageChunk))).toBe("chat/invalid-argument");
       }
-      expect(codeOf(() => new ChatTurns(state, {} as never))).toBe("chat/invalid-argument");
-      expect(codeOf(() => new ChatTurns(state, { streams: fixture.streams, flushIdleMs: 0 }))).toBe(
+      expect(codeOf(() => new ChatTurns(anotherInstance(state), {} as never))).toBe(
         "chat/invalid-argument",
       );
+      expect(
+        codeOf(
+          () => new ChatTurns(anotherInstance(state), { streams: fixture.streams, flushIdleMs: 0 }),
+        ),
+      ).toBe("chat/invalid-argument");
       expect(codeOf(() => new ChatTurns({} as never, { streams: fixture.streams }))).toBe(
         "chat/invalid-argument",
       );
+    });
+  });
+
+  it("refuses a second ChatTurns over the same object with chat/conflict, naming the fix", async () => {
+    await inFixture(async (fixture, state) => {
+      const own = fixture.chat;
+      let caught: unknown;
+      try {
+        new ChatTurns(state, { streams: fixture.streams });
+      } catch (error) {
+        caught = error;
+      }
+      expect(isChatError(caught, "chat/conflict")).toBe(true);
+      expect((caught as Error).message).toContain(
+        "This object already has a ChatTurns: construct parts once, in the constructor (this.chat = new ChatTurns(ctx, { streams: this.streams })), and use that one for every request and call.",
+      );
+      // The object's own ChatTurns goes on.
+      own.startTurn("after").finish();
+      expect(own.activeTurn("after")).toBeNull();
     });
   });
 });
@@ -226,12 +252,14 @@ describe("HTTP", () => {
 
   it("ends a turn left streaming by a restart with an error chunk when it is resumed", async () => {
     await inFixture(async (fixture, state) => {
-      const before = new ChatTurns(state, { streams: fixture.streams });
+      const before = new ChatTurns(anotherInstance(state), { streams: fixture.streams });
       const turn = before.startTurn("c1", { messageId: "m" });
       turn.write({ type: "text-start", id: "t" });
       turn.flush();
       // A new isolate: the same storage, no writer.
-      const after = new ChatTurns(state, { streams: new Streams(state) });
+      const after = new ChatTurns(anotherInstance(state), {
+        streams: new Streams(anotherInstance(state)),
+      });
       expect(after.activeTurn("c1")).toMatchObject({ turnId: turn.turnId, live: false });
       expect(await frames(after.resumeResponse("c1"))).toEqual([
         { type: "start", messageId: "m" },
@@ -247,13 +275,15 @@ describe("HTTP", () => {
 describe("adoptTurn", () => {
   it("hands a turn left by a restart to a new writer at its stored end, so it can finish", async () => {
     await inFixture(async (fixture, state) => {
-      const before = new ChatTurns(state, { streams: fixture.streams });
+      const before = new ChatTurns(anotherInstance(state), { streams: fixture.streams });
       const turn = before.startTurn("c1", { messageId: "m" });
       turn.write({ type: "text-start", id: "t" });
       turn.write({ type: "text-delta", id: "t", delta: "a" });
       turn.flush();
       turn.write({ type: "text-delta", id: "t", delta: "b" }); // still buffered: lost with the isolate
-      const after = new ChatTurns(state, { streams: new Streams(state) });
+      const after = new ChatTurns(anotherInstance(state), {
+        streams: new Streams(anotherInstance(state)),
+      });
       const adopted = after.adoptTurn("c1");
       expect(adopted?.stored).toEqual([
         { type: "start", messageId: "m" },
@@ -299,8 +329,8 @@ describe("storage", () => {
   it("writes at most 220 row changes for 20 turns of 100 chunks of about 120 bytes", async () => {
     await inFixture(async (_fixture, state) => {
       const counting = countingState(state);
-      const streams = new Streams(counting.state);
-      const chat = new ChatTurns(counting.state, { streams });
+      const streams = new Streams(anotherInstance(counting.state));
+      const chat = new ChatTurns(anotherInstance(counting.state), { streams });
       const script = scriptedChunks(96, 120); // + text-start, text-end, finish = 99, + start = 100
       const sizes = script.map((c) => JSON.stringify(c).length);
       expect(Math.round(sizes.reduce((a, b) => a + b, 0) / sizes.length)).toBeGreaterThan(100);
@@ -326,8 +356,10 @@ describe("storage", () => {
     await inFixture(async (_fixture, state) => {
       let offset = 0;
       const counting = countingState(state);
-      const streams = new Streams(counting.state, { now: () => Date.now() + offset });
-      const chat = new ChatTurns(counting.state, { streams });
+      const streams = new Streams(anotherInstance(counting.state), {
+        now: () => Date.now() + offset,
+      });
+      const chat = new ChatTurns(anotherInstance(counting.state), { streams });
       const script = scriptedChunks(96);
       for (let t = 0; t < 20; t++) {
         const turn = chat.startTurn(`chat-${t}`);

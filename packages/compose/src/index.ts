@@ -12,6 +12,7 @@ export {
 } from "./errors";
 export { createEmitter } from "./events";
 export { isWellFormedName } from "./names";
+export { claimPart, type PartClaim } from "./one-part";
 export {
   type ArgumentErrorFactory,
   createOptionChecks,

@@ -159,8 +159,10 @@ function checkTime(at: unknown): void {
  * chunk rows for payloads over the row limit, a whole execution loaded in one query, deleted by
  * execution. Every write is one `transactionSync`, so an eviction never leaves half an entry.
  *
- * Construct it in the Durable Object's constructor (it creates or checks its tables there). One
- * store per Durable Object: `seq` is assigned from a counter this instance keeps per execution.
+ * Construct it in the Durable Object's constructor (it creates or checks its tables there). More
+ * than one store over the same object is correct (the rpc-bridge's `Executor` keeps one of its
+ * own): `seq` is assigned from one counter per execution that every store of the object's storage
+ * shares, and nothing else is kept in memory.
  */
 export class JournalStore implements JournalPort {
   readonly #storage: DurableObjectStorage;
@@ -174,7 +176,9 @@ export class JournalStore implements JournalPort {
   readonly #now: () => number;
   readonly #emit: (event: JournalEvent) => void;
   /** Last seq per execution, loaded on the first record of that execution after a restart. */
-  readonly #lastSeq = new Map<string, number>();
+  readonly #lastSeq: Map<string, number>;
+  /** The last-seq counters of each object's storage, shared by every store over it. */
+  static readonly #counters = new WeakMap<DurableObjectStorage, Map<string, number>>();
 
   /**
    * @param ctx - the Durable Object's state; the store uses `ctx.storage` (SQLite-backed).
@@ -196,6 +200,12 @@ export class JournalStore implements JournalPort {
     check.callback(options.onEvent, "onEvent");
     this.#storage = ctx.storage;
     this.#sql = ctx.storage.sql;
+    let counters = JournalStore.#counters.get(ctx.storage);
+    if (counters === undefined) {
+      counters = new Map();
+      JournalStore.#counters.set(ctx.storage, counters);
+    }
+    this.#lastSeq = counters;
     this.#chunkUnits = Math.floor(maxChunkBytes / 3);
     this.#now = options.now ?? Date.now;
     this.#emit = createEmitter("@durablekit/handle-journal", options.onEvent);

@@ -43,6 +43,20 @@ function call(
 }
 
 describe("JournalStore", () => {
+  it("is correct with two stores over one object: one seq per execution, shared (the executor keeps one of its own)", async () => {
+    const seqs = await runInDurableObject(fixture(), (instance: Fixture, state) => {
+      const other = new JournalStore(state);
+      const first = instance.journal.record(call("two", "1", "a", [], 1)).seq;
+      const second = other.record(call("two", "2", "b", [], 2)).seq;
+      const third = instance.journal.record(call("two", "3", "c", [], 3)).seq;
+      return {
+        seqs: [first, second, third],
+        seen: instance.journal.lookup("two").map((entry) => entry.key),
+      };
+    });
+    expect(seqs).toEqual({ seqs: [1, 2, 3], seen: ["1", "2", "3"] });
+  });
+
   it("keeps entries across an eviction of the Durable Object", async () => {
     const stub = fixture();
     await runInDurableObject(stub, (instance: Fixture) => {

@@ -42,7 +42,8 @@ import { DEPRECATED_BRIDGE_CODES, type DeprecatedBridgeErrorCode } from "./depre
  * - `bridge/too-large` with `limit` `"maxInputBytes"`: the input (or a resume's value) encodes
  *   to more than `maxInputBytes`.
  * - `bridge/conflict`: an execution with that id already exists; `resume` of an execution that is
- *   not interrupted (running, ended, or already resumed).
+ *   not interrupted (running, ended, or already resumed); a second `Executor` over the same object
+ *   (construct parts once, in the constructor).
  * - `bridge/not-found`: `resume` of an execution id that does not exist.
  * - `bridge/schema-too-new`: the `dk_bridge_*` tables were written by a newer version of this package.
  *

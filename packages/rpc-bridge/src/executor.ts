@@ -1,4 +1,4 @@
-import { type AlarmPart, createEmitter, requestWake } from "@durablekit/compose";
+import { type AlarmPart, claimPart, createEmitter, requestWake } from "@durablekit/compose";
 import {
   decode,
   encode,
@@ -187,6 +187,7 @@ export class Executor implements AlarmPart {
    * `dk_bridge_*` tables in `ctx.storage`.
    * @throws BridgeError `bridge/invalid-argument` for a malformed option, `bridge/invalid-module`
    *   for a malformed module, `bridge/schema-too-new` when the tables were written by a newer version.
+   * @throws {BridgeError} `bridge/conflict` when the object already has a Executor: construct parts once, in the constructor.
    */
   constructor(ctx: DurableObjectState, options: ExecutorOptions) {
     check.ctx(ctx, "new Executor(ctx, { loader, modules })");
@@ -204,6 +205,13 @@ export class Executor implements AlarmPart {
     this.#runEmit = options.onEvent === undefined ? undefined : this.#emit;
     this.#store = new ExecutionStore(ctx.storage);
     this.#journal = options.journal;
+    claimPart(ctx, {
+      part: "Executor",
+      construct: "this.executor = new Executor(ctx, { loader: env.LOADER, modules })",
+      breaks:
+        "cannot see the first one's executions in flight: it would recover them as dead while they run",
+      conflict: (message) => new BridgeError("bridge/conflict", message),
+    });
   }
 
   /** The executor's own journal (created, with its tables, when a replay run first needs it). */

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import type { AlarmPart } from "@durablekit/compose";
-import { thrownCode } from "@durablekit/test-kit";
+import { anotherInstance, thrownCode } from "@durablekit/test-kit";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import {
   describeModules,
@@ -115,7 +115,9 @@ describe("bad input", () => {
         .exec<{ value: number }>("SELECT value FROM dk_bridge_meta WHERE name = 'schema_version'")
         .one().value;
       state.storage.sql.exec("UPDATE dk_bridge_meta SET value = 99 WHERE name = 'schema_version'");
-      const code = await codeOf(() => new Executor(state, { loader: env.LOADER, modules: {} }));
+      const code = await codeOf(
+        () => new Executor(anotherInstance(state), { loader: env.LOADER, modules: {} }),
+      );
       return { version, code };
     });
     expect(result).toEqual({ version: 4, code: "bridge/schema-too-new" });
@@ -139,7 +141,7 @@ describe("bad input", () => {
       ]) {
         sql.exec(`ALTER TABLE dk_bridge_executions DROP COLUMN ${column}`);
       }
-      new Executor(state, { loader: env.LOADER, modules: {} });
+      new Executor(anotherInstance(state), { loader: env.LOADER, modules: {} });
       return sql
         .exec<{ value: number }>("SELECT value FROM dk_bridge_meta WHERE name = 'schema_version'")
         .one().value;
@@ -167,7 +169,7 @@ describe("bad input", () => {
 
   it("reports a throwing event listener and still answers", async () => {
     const result = await inFixture(freshFixture(), async (_instance, state) => {
-      const executor = new Executor(state, {
+      const executor = new Executor(anotherInstance(state), {
         loader: env.LOADER,
         modules: {},
         onEvent: () => {
@@ -177,5 +179,28 @@ describe("bad input", () => {
       return executor.execute("export default () => 7;");
     });
     expect(result).toMatchObject({ state: "completed", result: 7 });
+  });
+
+  it("refuses a second Executor over the same object with bridge/conflict, naming the fix", async () => {
+    const result = await inFixture(freshFixture(), async (instance, state) => {
+      let caught: unknown;
+      try {
+        new Executor(state, { loader: env.LOADER, modules: {} });
+      } catch (error) {
+        caught = error;
+      }
+      // The object's own executor goes on.
+      const still = await instance.executor.execute("export default () => 2;");
+      return {
+        code: isBridgeError(caught, "bridge/conflict"),
+        message: (caught as Error).message,
+        still: still.result,
+      };
+    });
+    expect(result.code).toBe(true);
+    expect(result.message).toContain(
+      "This object already has an Executor: construct parts once, in the constructor (this.executor = new Executor(ctx, { loader: env.LOADER, modules })), and use that one for every request and call.",
+    );
+    expect(result.still).toBe(2);
   });
 });

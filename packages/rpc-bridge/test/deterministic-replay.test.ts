@@ -1,5 +1,6 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { anotherInstance } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { Executor } from "../src/index";
 import type { ReplayFixture } from "./fixtures/worker";
@@ -83,7 +84,7 @@ describe("deterministic replay, end to end", () => {
     // Regression: the isolate's timers once called the platform's clearTimeout as a method, which
     // workerd refuses ("Illegal invocation") before the 2026-11-01 compatibility date.
     const execution = await runInDurableObject(freshReplay(), (_instance, state) =>
-      new Executor(state, {
+      new Executor(anotherInstance(state), {
         loader: env.LOADER,
         modules: { "test:echo": { echo: ([value]: [unknown]) => value } },
         onInterrupt: "replay",

@@ -1,4 +1,5 @@
 import { env } from "cloudflare:workers";
+import { anotherInstance } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { type BridgeError, describeModules, Executor } from "../src/index";
 import { Counters, fixtureModules } from "./fixtures/modules";
@@ -108,7 +109,7 @@ describe("modules", () => {
     const codes = await inFixture(freshFixture(), (_instance, state) =>
       bad.map((modules) => {
         try {
-          new Executor(state, { loader: env.LOADER, modules: modules as never });
+          new Executor(anotherInstance(state), { loader: env.LOADER, modules: modules as never });
           return "none";
         } catch (error) {
           return (error as BridgeError).code;

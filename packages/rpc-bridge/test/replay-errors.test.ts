@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { handle, JournalError, type JournalPort, JournalStore } from "@durablekit/handle-journal";
+import { anotherInstance } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { type BridgeHostModule, Executor } from "../src/index";
 import { replayJobsModule, replayModules } from "./fixtures/replay-modules";
@@ -41,7 +42,7 @@ describe("replay: errors from the journal underneath", () => {
       const { Run: _dropped, ...revive } = (jobs as Record<symbol, Record<string, unknown>>)[
         handle.revive
       ] as Record<string, unknown>;
-      const deployed = new Executor(state, {
+      const deployed = new Executor(anotherInstance(state), {
         loader: env.LOADER,
         modules: {
           ...replayModules(i.counters, 1),
@@ -132,7 +133,7 @@ describe("replay: errors from the journal underneath", () => {
       const revive = (jobs as Record<symbol, Record<string, (value: unknown) => unknown>>)[
         handle.revive
       ] as Record<string, (value: unknown) => unknown>;
-      const deployed = new Executor(state, {
+      const deployed = new Executor(anotherInstance(state), {
         loader: env.LOADER,
         modules: {
           ...replayModules(i.counters, 1),

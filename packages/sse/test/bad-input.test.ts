@@ -1,6 +1,6 @@
 import type { AlarmPart } from "@durablekit/compose";
 import { Streams } from "@durablekit/streams";
-import { BAD_NAMES, thrownCode } from "@durablekit/test-kit";
+import { anotherInstance, BAD_NAMES, thrownCode } from "@durablekit/test-kit";
 import { describe, expect, expectTypeOf, it, vi } from "vitest";
 import {
   DurableStreamsHandler,
@@ -140,7 +140,9 @@ describe("bad input", () => {
         ).status,
       ).toBe(201);
       state.storage.sql.exec("UPDATE dk_sse_meta SET value = 99 WHERE name = 'schema_version'");
-      const fresh = new DurableStreamsHandler(state, { streams: new Streams(state) });
+      const fresh = new DurableStreamsHandler(state, {
+        streams: new Streams(anotherInstance(state)),
+      });
       let caught: unknown;
       try {
         fresh.nextWakeAt();
@@ -156,7 +158,7 @@ describe("bad input", () => {
   it("reports a request that failed unexpectedly as sse:request-failed, and a throwing listener with console.warn", async () => {
     await inFixture(async (_fixture, state) => {
       const events: SseEvent[] = [];
-      const streams = new Streams(state);
+      const streams = new Streams(anotherInstance(state));
       const broken = new Proxy(streams, {
         get(target, key) {
           if (key === "status") {

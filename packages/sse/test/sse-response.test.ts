@@ -1,5 +1,5 @@
 import { Streams } from "@durablekit/streams";
-import { BAD_NAMES } from "@durablekit/test-kit";
+import { anotherInstance, BAD_NAMES } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { isSseError, resumeFrom, sseResponse } from "../src/index";
 import { bodyText, inFixture, readChunks, sleep } from "./helpers";
@@ -135,7 +135,7 @@ describe("sseResponse", () => {
   it("ends with an error event saying expired, not done, when the stream expires under a reader", async () => {
     await inFixture(async (_fixture, state) => {
       let offset = 0;
-      const streams = new Streams(state, { now: () => Date.now() + offset });
+      const streams = new Streams(anotherInstance(state), { now: () => Date.now() + offset });
       streams.open("s", { ttlMs: 1000 }).append("a");
       const reading = bodyText(sseResponse(streams, "s", { heartbeatMs: 0 }));
       await sleep(20);

@@ -9,7 +9,8 @@ import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compos
  *
  * - `streams/not-found`: a read or `write` named a stream that does not exist (or expired).
  * - `streams/closed`: a write reached a settled, deleted or expired stream.
- * - `streams/conflict`: `open` of a live stream with another tag, content type, encoding, TTL or expiry.
+ * - `streams/conflict`: `open` of a live stream with another tag, content type, encoding, TTL or expiry;
+ *   a second `Streams` over the same object (construct parts once, in the constructor).
  * - `streams/unserializable`: a chunk or metadata value has no form in the stream's encoding.
  * - `streams/too-large`: a chunk is over `maxChunkBytes`.
  * - `streams/fenced`: a producer epoch older than the stream has seen.

@@ -1,4 +1,4 @@
-import { type AlarmPart, requestWake } from "@durablekit/compose";
+import { type AlarmPart, claimPart, requestWake } from "@durablekit/compose";
 import { ChunkLog, type ChunkProducer } from "./chunk-log";
 import {
   type ChunkBody,
@@ -202,6 +202,7 @@ export class Streams implements AlarmPart {
    * Creates (or checks) the `dk_streams_*` tables of the object.
    * @throws {StreamsArgumentError} `streams/invalid-argument` for a malformed `ctx` or option.
    * @throws {StreamsSchemaError} `streams/schema-too-new` when the tables were written by a newer version.
+   * @throws {StreamsError} `streams/conflict` when the object already has a Streams: construct parts once, in the constructor.
    */
   constructor(ctx: DurableObjectState, options: StreamsOptions = {}) {
     check.ctx(ctx, "new Streams(ctx)");
@@ -221,6 +222,13 @@ export class Streams implements AlarmPart {
     this.#entries = new EntryCache(this.#store, this.#chunks);
     this.#events = new EventSink(options.onEvent);
     migrateStreamsSchema(ctx.storage);
+    claimPart(ctx, {
+      part: "Streams",
+      construct: "this.streams = new Streams(ctx)",
+      breaks:
+        "keeps its own live readers and caches: an append through one never wakes the other's readers",
+      conflict: (message) => new StreamsError("streams/conflict", message),
+    });
   }
 
   // ── Lifecycle: open, delete, touch ──

@@ -1,4 +1,4 @@
-import { countingState } from "@durablekit/test-kit";
+import { anotherInstance, countingState } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { isStreamsError, Streams } from "../src/index";
 import { chunkRows, collect, inFixture } from "./helpers";
@@ -33,7 +33,7 @@ describe("appending", () => {
   it("writes exactly one SQLite row per append, counted from the cursors' rowsWritten", async () => {
     await inFixture((_fixture, state) => {
       const counting = countingState(state);
-      const streams = new Streams(counting.state);
+      const streams = new Streams(anotherInstance(counting.state));
       const writer = streams.open("rows");
       const sized = streams.open("sized", { producer: { id: "p", epoch: 0 } });
       sized.append("first write registers the producer");
@@ -56,12 +56,12 @@ describe("appending", () => {
   it("recovers the cursor at open with an indexed read, not a scan", async () => {
     await inFixture((_fixture, state) => {
       const counting = countingState(state);
-      const first = new Streams(counting.state);
+      const first = new Streams(anotherInstance(counting.state));
       const writer = first.open("long");
       writer.appendMany(Array.from({ length: 2000 }, (_, i) => ({ i })));
 
       // A second instance has nothing cached, like a restarted object.
-      const second = new Streams(counting.state);
+      const second = new Streams(anotherInstance(counting.state));
       second.status("warm-up");
       counting.reset();
       const reopened = second.open("long");
@@ -96,7 +96,7 @@ describe("appending", () => {
   it("appends several chunks as one write, one row each", async () => {
     await inFixture((_fixture, state) => {
       const counting = countingState(state);
-      const streams = new Streams(counting.state);
+      const streams = new Streams(anotherInstance(counting.state));
       const writer = streams.open("many");
       writer.append("a");
       counting.reset();
@@ -216,7 +216,7 @@ describe("appending", () => {
 
   it("enforces the chunk size limit in stored bytes", async () => {
     await inFixture((_fixture, state) => {
-      const streams = new Streams(state, { maxChunkBytes: 1024 });
+      const streams = new Streams(anotherInstance(state), { maxChunkBytes: 1024 });
       const json = streams.open("json");
       expect(json.append("x".repeat(1022))).toBe(0); // 1,024 bytes with its quotes
       const tooBig = () => json.append("x".repeat(1023));

@@ -1,5 +1,5 @@
 import type { AlarmPart } from "@durablekit/compose";
-import { BAD_NAMES, thrownCode } from "@durablekit/test-kit";
+import { anotherInstance, BAD_NAMES, thrownCode } from "@durablekit/test-kit";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { isStreamsError, Streams, StreamsError } from "../src/index";
 import { collect, inFixture } from "./helpers";
@@ -18,15 +18,15 @@ describe("bad input", () => {
       const attempts: (() => unknown)[] = [
         () => new Streams(undefined as never),
         () => new Streams({} as never),
-        () => new Streams(state, null as never),
-        () => new Streams(state, 5 as never),
-        () => new Streams(state, { maxChunkBytes: 0 }),
-        () => new Streams(state, { maxChunkBytes: 1.5 }),
-        () => new Streams(state, { maxChunkBytes: "big" as never }),
-        () => new Streams(state, { maxSweepStreams: 0 }),
-        () => new Streams(state, { maxSweepStreams: Number.NaN }),
-        () => new Streams(state, { now: 5 as never }),
-        () => new Streams(state, { onEvent: "log" as never }),
+        () => new Streams(anotherInstance(state), null as never),
+        () => new Streams(anotherInstance(state), 5 as never),
+        () => new Streams(anotherInstance(state), { maxChunkBytes: 0 }),
+        () => new Streams(anotherInstance(state), { maxChunkBytes: 1.5 }),
+        () => new Streams(anotherInstance(state), { maxChunkBytes: "big" as never }),
+        () => new Streams(anotherInstance(state), { maxSweepStreams: 0 }),
+        () => new Streams(anotherInstance(state), { maxSweepStreams: Number.NaN }),
+        () => new Streams(anotherInstance(state), { now: 5 as never }),
+        () => new Streams(anotherInstance(state), { onEvent: "log" as never }),
       ];
       for (const attempt of attempts) {
         expect(await codeOf(attempt), attempt.toString()).toBe("streams/invalid-argument");
@@ -123,7 +123,7 @@ describe("bad input", () => {
 
   it("refuses values with no stored form or over maxChunkBytes with coded errors", async () => {
     await inFixture(async (_fixture, state) => {
-      const streams = new Streams(state, { maxChunkBytes: 8 });
+      const streams = new Streams(anotherInstance(state), { maxChunkBytes: 8 });
       const json = streams.open("j");
       const text = streams.open("t", { contentType: "text/plain" });
       expect(await codeOf(() => json.append(10n as never))).toBe("streams/unserializable");
@@ -143,7 +143,7 @@ describe("bad input", () => {
       state.storage.sql.exec("UPDATE dk_streams_meta SET value = 99 WHERE name = 'schema_version'");
       let caught: unknown;
       try {
-        new Streams(state);
+        new Streams(anotherInstance(state));
       } catch (error) {
         caught = error;
       }
@@ -154,6 +154,27 @@ describe("bad input", () => {
         "UPDATE dk_streams_meta SET value = ? WHERE name = 'schema_version'",
         version,
       );
+    });
+  });
+
+  it("refuses a second Streams over the same object with streams/conflict, naming the fix, and lets a new instance build its own", async () => {
+    await inFixture(async (fixture, state) => {
+      // The fixture object built its Streams in its constructor; a second one, as a part built
+      // per request would be, is refused, and the first one goes on.
+      let caught: unknown;
+      try {
+        new Streams(state);
+      } catch (error) {
+        caught = error;
+      }
+      expect(isStreamsError(caught, "streams/conflict")).toBe(true);
+      expect((caught as Error).message).toContain(
+        "This object already has a Streams: construct parts once, in the constructor (this.streams = new Streams(ctx)), and use that one for every request and call.",
+      );
+      await fixture.streams.open("still-works").append("a");
+      // A restart's new instance has a state of its own, and builds its Streams over it.
+      const restarted = new Streams(anotherInstance(state));
+      expect(restarted.status("still-works")?.state).toBe("streaming");
     });
   });
 });

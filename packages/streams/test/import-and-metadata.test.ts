@@ -1,5 +1,5 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { countingState, thrownCodeSync } from "@durablekit/test-kit";
+import { anotherInstance, countingState, thrownCodeSync } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { isStreamsError, Streams } from "../src/index";
 import { chunkRows, collect, freshStub, inFixture } from "./helpers";
@@ -75,7 +75,7 @@ describe("setMetadata", () => {
   it("replaces a settled stream's metadata in one row write without moving its expiry", async () => {
     await inFixture((_fixture, state) => {
       const counting = countingState(state);
-      const streams = new Streams(counting.state);
+      const streams = new Streams(anotherInstance(counting.state));
       const writer = streams.open("s", { metadata: { turn: 1 }, settledTtlMs: 60_000 });
       writer.append("a");
       writer.close();
@@ -153,7 +153,7 @@ describe("importStream", () => {
   it("imports a settled stream with its final cursor, settlement time and error in one transaction", async () => {
     await inFixture(async ({ streams }, state) => {
       const counting = countingState(state);
-      const importer = new Streams(counting.state);
+      const importer = new Streams(anotherInstance(counting.state));
       const t0 = 1_700_000_000_000;
       counting.reset();
       expect(

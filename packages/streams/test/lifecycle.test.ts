@@ -1,4 +1,5 @@
 import { evictDurableObject } from "cloudflare:test";
+import { anotherInstance } from "@durablekit/test-kit";
 import { describe, expect, it, vi } from "vitest";
 import { isStreamsError, Streams, type StreamWriter } from "../src/index";
 import { collect, freshStub, inFixture, settle } from "./helpers";
@@ -219,7 +220,7 @@ describe("stream lifecycle", () => {
     await inFixture(async (_fixture, state) => {
       const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
       try {
-        const streams = new Streams(state, {
+        const streams = new Streams(anotherInstance(state), {
           onEvent: () => {
             throw new Error("listener broke");
           },

@@ -1,5 +1,5 @@
 import { evictDurableObject } from "cloudflare:test";
-import { countingState, thrownCodeSync } from "@durablekit/test-kit";
+import { anotherInstance, countingState, thrownCodeSync } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { isStreamsError, Streams } from "../src/index";
 import { chunkRows, collect, freshStub, inFixture } from "./helpers";
@@ -10,7 +10,7 @@ describe("producer fencing", () => {
   it("answers a retried producer write with the original seq and writes nothing", async () => {
     await inFixture((_fixture, state) => {
       const counting = countingState(state);
-      const streams = new Streams(counting.state);
+      const streams = new Streams(anotherInstance(counting.state));
       const writer = streams.open("s", { producer: { id: "p", epoch: 0 } });
       writer.append("unrelated-0", { producerSeq: 0 });
       expect(writer.append("x", { producerSeq: 1 })).toBe(1);
@@ -58,7 +58,7 @@ describe("producer fencing", () => {
     const stub = freshStub("epoch-open");
     await inFixture((_fixture, state) => {
       const counting = countingState(state);
-      const streams = new Streams(counting.state);
+      const streams = new Streams(anotherInstance(counting.state));
       const zombie = streams.open("s", { producer: { id: "p", epoch: 0 } });
       zombie.append("old session");
       const mark = counting.mark();
@@ -183,7 +183,7 @@ describe("producer fencing", () => {
     await evictDurableObject(stub);
     await inFixture((_fixture, state) => {
       const counting = countingState(state);
-      const streams = new Streams(counting.state);
+      const streams = new Streams(anotherInstance(counting.state));
       const replay = streams.open("s", { producer: { id: "task-run-1", epoch: 3 } });
       counting.reset();
       expect(replay.append("step 0", { producerSeq: 0 })).toBe(0);
@@ -269,7 +269,7 @@ describe("producer fencing", () => {
 
   it("leaves no gap and no phantom producer state when the host rolls back a transaction around an append", async () => {
     await inFixture((_fixture, state) => {
-      const streams = new Streams(state);
+      const streams = new Streams(anotherInstance(state));
       const writer = streams.open("s", { producer: { id: "p", epoch: 0 } });
       writer.append("kept", { producerSeq: 0 });
       expect(() =>
@@ -306,7 +306,7 @@ describe("producer fencing", () => {
       );
       writer.append("f");
       // A new instance (nothing in memory) finds the last writerSeq in the chunk log.
-      const restarted = new Streams(state).open("s");
+      const restarted = new Streams(anotherInstance(state)).open("s");
       expect(codeOf(() => restarted.append("g", { writerSeq: "15" }))).toBe(
         "streams/writer-seq-regression",
       );

@@ -1,5 +1,5 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { countingState, thrownCodeSync } from "@durablekit/test-kit";
+import { anotherInstance, countingState, thrownCodeSync } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { isStreamsError, SCHEMA_VERSION, STREAMS_SCHEMA_VERSION, Streams } from "../src/index";
 import { chunkRows, collect, freshStub, inFixture, settle } from "./helpers";
@@ -153,7 +153,9 @@ describe("retention", () => {
       sql.exec("ALTER TABLE dk_streams_producers DROP COLUMN fenced_epoch");
       sql.exec("ALTER TABLE dk_streams_streams DROP COLUMN settled_ttl_ms");
       sql.exec("UPDATE dk_streams_meta SET value = 1 WHERE name = 'schema_version'");
-      const streams = new Streams(state, { now: () => Date.now() + fixture.clockOffset });
+      const streams = new Streams(anotherInstance(state), {
+        now: () => Date.now() + fixture.clockOffset,
+      });
       expect(
         sql.exec("SELECT value FROM dk_streams_meta WHERE name = 'schema_version'").one().value,
       ).toBe(STREAMS_SCHEMA_VERSION);
@@ -225,7 +227,7 @@ describe("retention", () => {
     await inFixture(async (_fixture, state) => {
       let now = Date.now();
       const counting = countingState(state);
-      const writerSide = new Streams(counting.state, { now: () => now });
+      const writerSide = new Streams(anotherInstance(counting.state), { now: () => now });
       for (let i = 0; i < 8; i++) {
         const writer = writerSide.open(`s${i}`, { ttlMs: 1000 });
         writer.appendMany(Array.from({ length: 300 }, (_, n) => ({ n })));
@@ -234,7 +236,7 @@ describe("retention", () => {
       now += 2000;
       // A new instance remembers nothing, as after a restart.
       const expired: string[] = [];
-      const sweeper = new Streams(counting.state, {
+      const sweeper = new Streams(anotherInstance(counting.state), {
         now: () => now,
         onEvent: (event) => {
           if (event.type === "stream:expired") expired.push(event.streamId);

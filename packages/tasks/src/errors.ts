@@ -13,7 +13,8 @@ import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compos
  *   backoff, page limit, paging cursor or size limit out of range.
  * - `tasks/unknown-definition`: `run()` named a definition that is not in the definitions map.
  * - `tasks/conflict`: a run id or idempotency key already belongs to another definition, or the pair
- *   names two different runs.
+ *   names two different runs; a second `Tasks` over the same object (construct parts once, in the
+ *   constructor).
  * - `tasks/unserializable`: an input, metadata, step result, event payload or run result the codec
  *   cannot carry (a function, a symbol, a cycle, a class instance).
  * - `tasks/too-large`: such a value is over `maxValueBytes` encoded.

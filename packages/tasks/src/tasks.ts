@@ -1,4 +1,4 @@
-import type { AlarmPart } from "@durablekit/compose";
+import { type AlarmPart, claimPart } from "@durablekit/compose";
 import { check, checkName, checkOptions } from "./arguments";
 import { ChildRuns } from "./children/child-runs";
 import { refusal, type TaskChildReply } from "./children/protocol";
@@ -103,6 +103,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    *   over 256 characters, has a lone surrogate or uses the reserved `__dk` prefix, a handler that is
    *   not a function, or a bad duration, limit or callback option; `tasks/schema-too-new` when the
    *   tables were written by a newer version of this package.
+   * @throws {TasksError} `tasks/conflict` when the object already has a Tasks: construct parts once, in the constructor.
    */
   constructor(ctx: DurableObjectState, options: TasksOptions<Definitions>) {
     check.ctx(ctx, "new Tasks(ctx, options)");
@@ -171,6 +172,13 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       this.#children?.deliverSoon();
     };
     this.#children = this.#childRuns(ctx, options);
+    claimPart(ctx, {
+      part: "Tasks",
+      construct: "this.tasks = new Tasks(ctx, { definitions })",
+      breaks:
+        "cannot see the first one's attempts: it would extend no claim of theirs and start its own beside them",
+      conflict: (message) => new TasksError("tasks/conflict", message),
+    });
   }
 
   // ── Starting runs ──

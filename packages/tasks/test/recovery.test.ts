@@ -1,6 +1,7 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { isTasksError, Tasks } from "../src/index";
 import { RECOVER_ORPHANS } from "../src/run-store";
 import { sleep } from "./helpers";
 
@@ -77,5 +78,25 @@ describe("recovery of an attempt cut by a restart", { timeout: 40_000 }, () => {
         .map((row) => row.detail),
     );
     expect(plan.join(" ")).toContain("dk_tasks_runs_running");
+  });
+
+  it("refuses a second Tasks over the same object with tasks/conflict, naming the fix", async () => {
+    const stub = env.DEFAULTS.getByName(`one-${crypto.randomUUID()}`);
+    const result = await runInDurableObject(stub, async (instance, state) => {
+      let caught: unknown;
+      try {
+        new Tasks(state, { definitions: {} });
+      } catch (error) {
+        caught = error;
+      }
+      // The object's own Tasks goes on.
+      const { runId } = await instance.tasks.run("slow@v1", { ms: 1 });
+      return { caught, runId };
+    });
+    expect(isTasksError(result.caught, "tasks/conflict")).toBe(true);
+    expect((result.caught as Error).message).toContain(
+      "This object already has a Tasks: construct parts once, in the constructor (this.tasks = new Tasks(ctx, { definitions })), and use that one for every request and call.",
+    );
+    expect(result.runId).toMatch(/^task_/);
   });
 });

@@ -104,6 +104,11 @@ describe("docs/troubleshooting.md's quoted messages", () => {
       expect(answer).toMatch(quoteOf("kv-class"));
     });
 
+    it("a part built again per request throws the quoted message", async () => {
+      const answer = await (await fetch(`${dev.url}/per-request`)).text();
+      expect(answer).toMatch(quoteOf("per-request"));
+    });
+
     it("a run in an object whose alarm() does not delegate logs the quoted warning", async () => {
       expect(await (await fetch(`${dev.url}/not-delegated`)).text()).toBe("ok");
       // The nap's alarm fires and goes nowhere; the next wake request finds it gone.

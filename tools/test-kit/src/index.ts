@@ -1,3 +1,4 @@
+export { anotherInstance } from "./another-instance";
 export {
   BAD_NAMES,
   type CodedErrorGuard,

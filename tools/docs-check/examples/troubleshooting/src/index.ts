@@ -7,6 +7,7 @@ interface Env {
   KV_NOTES: DurableObjectNamespace<KvNotes>;
   NO_ALARM: DurableObjectNamespace<NoAlarm>;
   NOT_DELEGATED: DurableObjectNamespace<NotDelegated>;
+  PER_REQUEST: DurableObjectNamespace<PerRequest>;
 }
 
 /** What an object answers: the thrown error's text, as a caller sees it. */
@@ -66,6 +67,15 @@ export class NotDelegated extends DurableObject<Env> {
   }
 }
 
+/** Mistake: a part built again per request, beside the one the constructor built. */
+export class PerRequest extends DurableObject<Env> {
+  readonly streams = new Streams(this.ctx);
+
+  append() {
+    return outcome(() => new Streams(this.ctx).open("notes").append({ text: "hello" }));
+  }
+}
+
 export default {
   async fetch(request, env) {
     const { pathname } = new URL(request.url);
@@ -76,6 +86,9 @@ export default {
     }
     if (pathname === "/not-delegated/again") {
       return new Response(await env.NOT_DELEGATED.getByName("a").again());
+    }
+    if (pathname === "/per-request") {
+      return new Response(await env.PER_REQUEST.getByName("a").append());
     }
     return new Response("ok");
   },
