@@ -33,6 +33,10 @@ export class Orders extends DurableObject<Env> {
     return this.tasks.sendEvent(orderId, "approve", { by });
   }
 
+  remind(orderId: string, payBy: number) {
+    return this.tasks.run("reminder@v1", { orderId, payBy }, { runId: `remind:${orderId}` });
+  }
+
   definitions() {
     return {
       "order@v1": async (input: OrderInput, step: TaskStep) => {
@@ -47,6 +51,11 @@ export class Orders extends DurableObject<Env> {
           log.close();
         });
         return { total, approvedBy: approval.by };
+      },
+      "reminder@v1": async (input: { orderId: string; payBy: number }, step: TaskStep) => {
+        await step.sleep("grace", 2 * 86_400_000);
+        // The handler's own clock: under test, the probe's clock, two days on here too.
+        return step.do("remind", () => (Date.now() > input.payBy ? "overdue" : "paid in time"));
       },
     } satisfies TaskDefinitions;
   }

@@ -1,6 +1,14 @@
 import { env, runInDurableObject } from "cloudflare:test";
-import { advanceTime, crashEverywhere, recordRun, replayAgainst } from "@durablekit/testing";
+import type { TaskStep } from "@durablekit/tasks";
+import {
+  advanceTime,
+  crashEverywhere,
+  recordRun,
+  replayAgainst,
+  testClockOf,
+} from "@durablekit/testing";
 import { describe, expect, it } from "vitest";
+import type { OrderInput } from "../src/index";
 
 const DAY = 86_400_000;
 const freshOrders = () => env.ORDERS.getByName(`test-${crypto.randomUUID()}`);
@@ -14,6 +22,16 @@ describe("an order's durability", () => {
     await advanceTime(orders, 7 * DAY);
     const run = await runInDurableObject(orders, (o) => o.tasks.get("o-3"));
     expect(run).toMatchObject({ state: "completed", result: { total: 42, approvedBy: "ada" } });
+  });
+
+  it("reads two days on from the handler's own Date.now()", async () => {
+    const orders = freshOrders();
+    const payBy = (await testClockOf(orders)) + DAY;
+    // advanceTime right after the run starts: the clock moves once its first step has parked.
+    await orders.remind("o-6", payBy);
+    await advanceTime(orders, 2 * DAY);
+    const run = await runInDurableObject(orders, (o) => o.tasks.get("remind:o-6"));
+    expect(run).toMatchObject({ state: "completed", result: "overdue" });
   });
 
   it("replays a recorded order against the current code", async () => {
@@ -30,6 +48,17 @@ describe("an order's durability", () => {
       replayAgainst(o.definitions()["order@v1"], recording),
     );
     expect(report).toEqual({ ok: true, outcome: "settled", replayed: 4 });
+
+    // A step appended after the last one a recorded run reached is new ground, not a divergence.
+    const appended = await runInDurableObject(orders, (o) => {
+      const current = o.definitions()["order@v1"];
+      return replayAgainst(async (input: OrderInput, step: TaskStep) => {
+        const result = await current(input, step);
+        await step.do("thank", () => "sent");
+        return result;
+      }, recording);
+    });
+    expect(appended).toEqual({ ok: true, outcome: "frontier", replayed: 4 });
   });
 
   it("settles the same and ships once whatever boundary the object dies at", async () => {
