@@ -104,6 +104,25 @@ describe("docs/troubleshooting.md's quoted messages", () => {
       expect(answer).toMatch(quoteOf("kv-class"));
     });
 
+    it("every part constructed in a key-value class throws its package's invalid-argument naming new_sqlite_classes", async () => {
+      const thrown = (await (await fetch(`${dev.url}/kv-class/every-part`)).json()) as Record<
+        string,
+        { code?: string; message: string }
+      >;
+      const codes = Object.fromEntries(Object.entries(thrown).map(([part, e]) => [part, e.code]));
+      expect(codes).toEqual({
+        Alarms: "compose/invalid-argument",
+        Streams: "streams/invalid-argument",
+        Tasks: "tasks/invalid-argument",
+        JournalStore: "journal/invalid-argument",
+        Executor: "bridge/invalid-argument",
+        ChatTurns: "chat/invalid-argument",
+      });
+      for (const error of Object.values(thrown)) {
+        expect(error.message).toContain('Declare the class under "new_sqlite_classes"');
+      }
+    });
+
     it("a part built again per request throws the quoted message", async () => {
       const answer = await (await fetch(`${dev.url}/per-request`)).text();
       expect(answer).toMatch(quoteOf("per-request"));

@@ -1,5 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
+import { ChatTurns } from "@durablekit/chat-adapter";
 import { Alarms } from "@durablekit/compose";
+import { JournalStore } from "@durablekit/handle-journal";
+import { Executor } from "@durablekit/rpc-bridge";
 import { Streams } from "@durablekit/streams";
 import { type TaskDefinitions, type TaskStep, Tasks } from "@durablekit/tasks";
 
@@ -24,6 +27,29 @@ async function outcome(work: () => unknown): Promise<string> {
 export class KvNotes extends DurableObject<Env> {
   append() {
     return outcome(() => new Streams(this.ctx).open("notes").append({ text: "hello" }));
+  }
+
+  /** Every part that takes a `ctx`, constructed here: what each one throws (its code and message). */
+  everyPart(): Record<string, { code: string | undefined; message: string }> {
+    const parts: Record<string, () => unknown> = {
+      Alarms: () => new Alarms(this.ctx, { parts: [] }),
+      Streams: () => new Streams(this.ctx),
+      Tasks: () => new Tasks(this.ctx, { definitions }),
+      JournalStore: () => new JournalStore(this.ctx),
+      Executor: () => new Executor(this.ctx, { loader: {} as WorkerLoader, modules: {} }),
+      ChatTurns: () => new ChatTurns(this.ctx, { streams: {} as Streams }),
+    };
+    const thrown: Record<string, { code: string | undefined; message: string }> = {};
+    for (const [name, construct] of Object.entries(parts)) {
+      try {
+        construct();
+        thrown[name] = { code: undefined, message: "constructed" };
+      } catch (error) {
+        const { code, message } = error as { code?: string; message: string };
+        thrown[name] = { code, message };
+      }
+    }
+    return thrown;
   }
 }
 
@@ -80,6 +106,9 @@ export default {
   async fetch(request, env) {
     const { pathname } = new URL(request.url);
     if (pathname === "/kv-class") return new Response(await env.KV_NOTES.getByName("a").append());
+    if (pathname === "/kv-class/every-part") {
+      return Response.json(await env.KV_NOTES.getByName("a").everyPart());
+    }
     if (pathname === "/no-alarm") return new Response(await env.NO_ALARM.getByName("a").start());
     if (pathname === "/not-delegated") {
       return new Response(await env.NOT_DELEGATED.getByName("a").start());
