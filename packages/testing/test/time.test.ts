@@ -56,6 +56,18 @@ describe("the handler's own clock", () => {
     expect(start + 2 * DAY - Date.now()).toBeGreaterThan(DAY);
   });
 
+  it("an object the handler calls keeps its own clock", async () => {
+    const stub = fresh();
+    await advanceTime(stub, 3 * DAY);
+    const { runId } = await runInDurableObject(stub, (o) => o.tasks.run("two-clocks@v1"));
+    await advanceTime(stub, 0);
+    const run = await runInDurableObject(stub, (o) => o.tasks.get(runId));
+    expect(run).toMatchObject({ state: "completed" });
+    const { mine, theirs } = (run as { result: { mine: number; theirs: number } }).result;
+    expect(mine - theirs).toBeGreaterThan(3 * DAY - 1_000);
+    expect(Math.abs(theirs - Date.now())).toBeLessThan(60_000);
+  });
+
   it("timers the handler awaits fire when the test clock passes them", async () => {
     const stub = fresh();
     const { runId } = await runInDurableObject(stub, (o) => o.tasks.run("poll@v1"));
