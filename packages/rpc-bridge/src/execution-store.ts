@@ -415,6 +415,17 @@ export class ExecutionStore {
       .map((row) => stored(this.#whole(row)));
   }
 
+  /** Whether an execution this executor recovers (its journal not its caller's) is on disk as running. */
+  hasOrphans(): boolean {
+    return (
+      this.#sql
+        .exec(
+          "SELECT 1 FROM dk_bridge_executions WHERE state = 'running' AND external_journal = 0 LIMIT 1",
+        )
+        .toArray().length > 0
+    );
+  }
+
   /** Whether `id` is a replay run whose journal is the executor's own (not one given to it). */
   ownsJournal(id: string): boolean {
     return (

@@ -107,6 +107,8 @@ interface Evaluator {
 
 /** How long after a run's timeout the recovery alarm is asked for. */
 const ALARM_GRACE_MS = 1_000;
+/** Storages an `Executor` was built over in this isolate: the first one of an instance recovers. */
+const constructed = new WeakSet<DurableObjectStorage>();
 
 /** The reason of an execution cancelled by its `execute()` signal. */
 const ABORTED = "the execute() signal aborted";
@@ -211,6 +213,23 @@ export class Executor implements AlarmPart {
       breaks:
         "cannot see the first one's executions in flight: it would recover them as dead while they run",
       conflict: (message) => new BridgeError("bridge/conflict", message),
+    });
+    this.#recoverOnNextWake(ctx.storage);
+  }
+
+  /**
+   * Recovery on the next wake. A Durable Object has one live instance, so when this is the first
+   * `Executor` of a new instance, an execution on disk as running was cut off with the instance
+   * that ran it: the wake that recovers it is asked for now, instead of at the gone run's timeout
+   * (`runTimeoutMs` and a second). Nothing runs here; the alarm recovers, after the host's
+   * constructor composed its parts. One indexed read (`state`), at most one row.
+   */
+  #recoverOnNextWake(storage: DurableObjectStorage): void {
+    if (constructed.has(storage)) return;
+    constructed.add(storage);
+    if (!this.#store.hasOrphans()) return;
+    requestWake(this.#ctx, this.#now()).catch(() => {
+      // A failed alarm write leaves recovery to the alarm the gone instance asked for.
     });
   }
 

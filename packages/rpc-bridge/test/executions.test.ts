@@ -89,14 +89,45 @@ describe("executions", () => {
     expect(after.attempts).toEqual([2]);
   });
 
+  it("recovers an execution cut by a restart on the new instance's first wake, not at the gone run's timeout", async () => {
+    const stub = await startAndRestart(
+      freshFixture(),
+      HANG_ON_FIRST_ATTEMPT,
+      "first-wake-1",
+      "restart",
+    );
+    const restarted = Date.now();
+    // One request reaches the new instance; nothing runs the alarm by hand.
+    const timeout = await inFixture(stub, (instance) => instance.executor.limits.runTimeoutMs);
+    for (;;) {
+      const record = await inFixture(stub, (instance) => instance.executor.get("first-wake-1"));
+      if (record?.state === "completed") {
+        expect(record).toMatchObject({ attempt: 2, result: "attempt 2" });
+        break;
+      }
+      if (Date.now() - restarted > 2_000) {
+        throw new Error(`not recovered within 2 s: ${JSON.stringify(record)}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    // The gone instance asked for its recovery wake only at the run's timeout and a second.
+    expect(timeout).toBeGreaterThan(2_000);
+  });
+
   it("keeps a restarted execution's first started_at", async () => {
     const fixture = freshFixture();
     const first = await startAndRestart(fixture, HANG_ON_FIRST_ATTEMPT, "started-1", "restart");
     const before = await inFixture(first, (instance) => instance.executor.get("started-1"));
     // Let the clock move on, so a restart that rewrote started_at would be seen.
     await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(await runDurableObjectAlarm(first)).toBe(true);
-    const after = await inFixture(first, (instance) => instance.executor.get("started-1"));
+    // The new instance's first wake (the read above) has asked for its recovery: run it now, unless
+    // it already ran.
+    await runDurableObjectAlarm(first);
+    let after = await inFixture(first, (instance) => instance.executor.get("started-1"));
+    for (let i = 0; after?.state === "running" && i < 100; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      after = await inFixture(first, (instance) => instance.executor.get("started-1"));
+    }
     expect(after).toMatchObject({ state: "completed", attempt: 2 });
     expect(after?.startedAt).toBe(before?.startedAt);
     expect(after?.finishedAt).toBeGreaterThan(before?.startedAt ?? Number.POSITIVE_INFINITY);

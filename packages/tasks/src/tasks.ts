@@ -697,7 +697,9 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    * `Tasks` of a new instance, every claim on disk was held by an instance that is gone, so its
    * runs are made due now and the alarm reclaims them in a moment (the claim path, with a new
    * generation fencing out anything the dead attempt could still write), instead of at their claim
-   * deadline. Nothing else runs here: the attempts start from the alarm, after the host's
+   * deadline. The messages it owes other objects (child runs' starts and settlements) are made
+   * due now too: a delivery the gone instance had in flight holds a lease (its back-off) that no
+   * answer will end. Nothing else runs here: the attempts start from the alarm, after the host's
    * constructor has composed its parts. A second `Tasks` over the same storage in one instance
    * recovers nothing (the first one's attempts may be alive).
    */
@@ -705,7 +707,9 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     if (constructed.has(storage)) return;
     constructed.add(storage);
     const now = this.#now();
-    if (this.#store.runs.recoverOrphans(now) > 0) this.#runner.requestWake(now);
+    const runs = this.#store.runs.recoverOrphans(now);
+    const deliveries = this.#store.outbox.recoverLeases(now);
+    if (runs + deliveries > 0) this.#runner.requestWake(now);
   }
 
   /** The child runs of the `children` option, with what they need of this engine. */

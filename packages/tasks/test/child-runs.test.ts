@@ -216,6 +216,51 @@ describe("child runs: a parent that cannot be reached", { timeout: 30_000 }, () 
   });
 });
 
+describe("child runs: a delivery cut by a restart", { timeout: 30_000 }, () => {
+  it("is tried again on the new instance's first wake, not when the gone instance's lease ends", async () => {
+    const name = `leased-${crypto.randomUUID()}`;
+    const child = (): Shard => env.SHARD.getByName(name);
+    // A child whose parent cannot take its settlement: the message stays owed.
+    const nowhere = env.FIXTURE.idFromName(`nowhere-${crypto.randomUUID()}`).toString();
+    const reply = (await child().receiveTasks({
+      v: 2,
+      kind: "start",
+      key: token(),
+      secret: token(),
+      definition: "work@v1",
+      input: encode({ i: 4 }),
+      parent: { binding: "FIXTURE", id: nowhere },
+      parentRunId: "p1",
+      step: "s",
+      index: 0,
+    })) as { ok: boolean; runId: string };
+    expect(reply.ok).toBe(true);
+    for (let i = 0; (await retry(child, (c) => c.outboxAttempts())).length === 0; i++) {
+      if (i > 200) throw new Error("the settlement was never owed");
+      await sleep(10);
+    }
+    // The instance leases the delivery for a minute (as after several failed tries) and dies
+    // with it in flight.
+    await runInDurableObject(child(), (_instance, state) => {
+      state.storage.sql.exec("UPDATE dk_tasks_outbox SET next_at = ?", Date.now() + 60_000);
+    });
+    const before = (await retry(child, (c) => c.outboxAttempts()))[0] as number;
+    await abortAllDurableObjects();
+    const restarted = Date.now();
+    // One request reaches the new instance; its alarm then tries the delivery (or drops it, past
+    // deliveryTimeoutMs): either way, within about a second.
+    for (;;) {
+      const owed = await retry(child, (c) => c.outboxAttempts());
+      if (owed.length === 0 || (owed[0] as number) > before) break;
+      if (Date.now() - restarted > 2_000) {
+        throw new Error(`the leased delivery waited for its lease: ${JSON.stringify(owed)}`);
+      }
+      await sleep(50);
+    }
+    expect(Date.now() - restarted).toBeLessThan(2_000);
+  });
+});
+
 describe("child runs: bad input", () => {
   const INVALID = "tasks/invalid-argument";
   const cases: Array<[string, Record<string, unknown>]> = [

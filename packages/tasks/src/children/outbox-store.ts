@@ -56,6 +56,17 @@ export class OutboxStore {
       .one().at;
   }
 
+  /**
+   * Makes every owed message due at `now`: a new instance of the object does this once, since a
+   * delivery the previous instance had in flight (its lease written) will never be answered to it.
+   * A message waiting out a back-off is tried once more too. Reads only rows due later, by the
+   * `next_at` index; returns how many it brought forward.
+   */
+  recoverLeases(now: number): number {
+    return this.#sql.exec("UPDATE dk_tasks_outbox SET next_at = ? WHERE next_at > ?", now, now)
+      .rowsWritten;
+  }
+
   /** Delivered (acknowledged) or dropped. */
   delete(id: string): void {
     this.#sql.exec("DELETE FROM dk_tasks_outbox WHERE id = ?", id);
