@@ -24,7 +24,7 @@ const check = createOptionChecks(
   (message) => new TestingError("testing/invalid-argument", message),
 );
 
-/** Options of {@link TestingProbe} (none yet: the clock starts at `Date.now()`). */
+/** Options of {@link TestingProbe} (none yet: the clock starts at real time). */
 export type TestingProbeOptions = Record<string, never>;
 
 /** A promise that never settles: the attempt stops here, as an object that died would. */
@@ -62,8 +62,9 @@ export class TestingProbe {
   }
 
   /**
-   * The test clock, epoch milliseconds: `Date.now()` plus how far tests moved it (`advanceTime`).
-   * Pass it as the `now` option of the object's parts. Bound: pass it as is.
+   * The test clock, epoch milliseconds: real time plus how far tests moved it (`advanceTime`).
+   * Pass it as the `now` option of the object's parts. Bound: pass it as is. The instrumented
+   * handlers read it too, through `Date.now()`, `new Date()` and their timers.
    */
   readonly now = (): number => this.#store.now();
 
@@ -73,7 +74,9 @@ export class TestingProbe {
    * `step.journal(name)`, reports its durable boundary the first time the run passes it live,
    * every step body counts its runs, and where a crash test armed a crash the attempt stops (a
    * promise that never settles) until the test resets the object — or, inside a journal's
-   * synchronous write, the probe aborts the object itself (`ctx.abort()`).
+   * synchronous write, the probe aborts the object itself (`ctx.abort()`). Each attempt runs on the
+   * test clock: in the handler and its step bodies `Date.now()`, `new Date()`, `setTimeout` and
+   * `scheduler.wait` follow {@link TestingProbe.now}.
    */
   instrument<Definitions extends TaskDefinitions>(definitions: Definitions): Definitions {
     check.options(definitions, "instrument(definitions)");
