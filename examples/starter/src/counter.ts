@@ -5,10 +5,21 @@ import { Streams } from "@durablekit/streams";
 import { type TaskDefinitions, type TaskStep, Tasks } from "@durablekit/tasks";
 import type { Env } from "./env";
 
-/** Input of `count@v1`: how many chunks to write, and the stream that receives them. */
+/**
+ * Input of `count@v1`: how many chunks to write, the stream that receives them, and how long each
+ * step waits before its chunk (`delayMs`, 0 by default: a slow count lets a restart land mid-step).
+ */
 export interface CountInput {
   steps: number;
   stream: string;
+  delayMs?: number;
+}
+
+/** What `status` answers: the run's state and each step's state and attempts (`GET /count/:runId`). */
+export interface CountStatus {
+  runId: string;
+  state: string;
+  steps: Array<{ name: string; state: string; attempt: number }>;
 }
 
 /** What `start` answers: the run, and the stream a client follows over SSE. */
@@ -34,7 +45,10 @@ function countDefinitions(streams: Streams) {
       // ── A producer per run: a step re-run after a crash writes its chunk once ──
       const writer = () => streams.open(input.stream, { producer: { id: step.runId, epoch: 0 } });
       for (let i = 0; i < input.steps; i++) {
-        await step.do(`chunk-${i}`, async () => writer().append({ i }, { producerSeq: i }));
+        await step.do(`chunk-${i}`, async () => {
+          if (input.delayMs) await new Promise((resolve) => setTimeout(resolve, input.delayMs));
+          return writer().append({ i }, { producerSeq: i });
+        });
       }
       // Settling is idempotent, so a replayed close is a no-op; subscribers get `event: done`.
       await step.do("close", async () => {
@@ -72,12 +86,24 @@ export class Counter extends DurableObject<Env> {
   }
 
   /** Starts `count@v1`; its stream exists before this returns, so a subscriber never meets a 404. */
-  async start(steps: number): Promise<Started> {
+  async start(steps: number, delayMs = 0): Promise<Started> {
     const runId = crypto.randomUUID();
     const stream = `count:${runId}`;
     this.streams.open(stream, { producer: { id: runId, epoch: 0 } });
-    await this.tasks.run("count@v1", { steps, stream }, { runId });
+    await this.tasks.run("count@v1", { steps, stream, delayMs }, { runId });
     return { runId, stream };
+  }
+
+  /** The run's state and its steps' (`null` for an unknown run). */
+  status(runId: string): CountStatus | null {
+    const run = this.tasks.get(runId);
+    if (run === null) return null;
+    const steps = (this.tasks.steps(runId) ?? []).map(({ name, state, attempt }) => ({
+      name,
+      state,
+      attempt,
+    }));
+    return { runId, state: run.state, steps };
   }
 
   /** `GET /streams/:id`: the stream as Server-Sent Events, resuming after `Last-Event-ID`. */

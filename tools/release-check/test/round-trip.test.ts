@@ -158,9 +158,9 @@ describe("a release installed from a registry", () => {
 
     await pnpm(["run", "typecheck"], { cwd: project, env, timeoutMs: 60_000 });
     const tested = await pnpm(["test"], { cwd: project, env, timeoutMs: 120_000 });
-    expect(tested).toMatch(/Tests\s+3 passed/);
+    expect(tested).toMatch(/Tests\s+4 passed/);
 
-    const dev = await startWranglerDev({ cwd: project, readyPath: "/" });
+    let dev = await startWranglerDev({ cwd: project, readyPath: "/" });
     try {
       const started = await fetch(`${dev.url}/count`, {
         method: "POST",
@@ -168,6 +168,35 @@ describe("a release installed from a registry", () => {
       });
       expect(started.status).toBe(202);
       expect(await started.json()).toMatchObject({ stream: expect.stringMatching(/^count:/) });
+
+      // Every default: a run cut mid-step by a SIGKILL resumes after the restart's first request,
+      // and no step runs more than twice.
+      type Status = { state: string; steps: { name: string; state: string; attempt: number }[] };
+      const statusOf = async (runId: string): Promise<Status> =>
+        (await (await fetch(`${dev.url}/count/${runId}`)).json()) as Status;
+      const slow = (await (
+        await fetch(`${dev.url}/count`, {
+          method: "POST",
+          body: JSON.stringify({ steps: 3, delayMs: 1_500 }),
+        })
+      ).json()) as { runId: string };
+      for (let i = 0; ; i++) {
+        const status = await statusOf(slow.runId);
+        if (status.steps.some((s) => s.name === "chunk-0" && s.state === "completed")) break;
+        if (i > 100) throw new Error(`chunk-0 never completed: ${JSON.stringify(status)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      // chunk-1 is in flight (it waits 1.5 s before its append).
+      await dev.kill();
+      dev = await dev.restart();
+      const restarted = Date.now();
+      expect((await statusOf(slow.runId)).state).toBe("running");
+      // chunk-1 again and chunk-2 take 3 s; recovery adds about a second, not a claim deadline.
+      await new Promise((resolve) => setTimeout(resolve, 5_500));
+      const after = await statusOf(slow.runId);
+      expect(after.state, `${Date.now() - restarted} ms after the restart`).toBe("completed");
+      expect(after.steps.map((s) => s.name)).toEqual(["chunk-0", "chunk-1", "chunk-2", "close"]);
+      for (const step of after.steps) expect(step.attempt, step.name).toBeLessThanOrEqual(2);
     } finally {
       await dev.dispose();
     }
@@ -211,7 +240,7 @@ describe("a release installed from a registry", () => {
     expect(lock.packages["node_modules/node"]?.version).toMatch(/^22\./);
 
     const tested = await npm(["test"], { cwd: project, env, timeoutMs: 240_000 });
-    expect(tested).toMatch(/Tests\s+3 passed/);
+    expect(tested).toMatch(/Tests\s+4 passed/);
 
     const port = await freePort();
     const persist = scratchDir("dk-npm-dev-");
