@@ -12,7 +12,7 @@ export {
 } from "./errors";
 export { createEmitter } from "./events";
 export { isWellFormedName } from "./names";
-export { claimPart, type PartClaim } from "./one-part";
+export { type ComposePartClaim, claimPart } from "./one-part";
 export {
   type ArgumentErrorFactory,
   createOptionChecks,

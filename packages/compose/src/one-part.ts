@@ -2,7 +2,7 @@
 const partsByState = new WeakMap<object, Set<string>>();
 
 /** What {@link claimPart} needs to say about a part that is built twice. */
-export interface PartClaim {
+export interface ComposePartClaim {
   /** The part's class name, as users write it: `Streams`, `Tasks`, `Executor`, `ChatTurns`. */
   part: string;
   /** How the one part is constructed, for the message: `this.streams = new Streams(ctx)`. */
@@ -25,7 +25,7 @@ export interface PartClaim {
  *
  * @throws what `claim.conflict` makes (the package's `…/conflict`) when the object already has one.
  */
-export function claimPart(ctx: DurableObjectState, claim: PartClaim): void {
+export function claimPart(ctx: DurableObjectState, claim: ComposePartClaim): void {
   let parts = partsByState.get(ctx);
   if (parts === undefined) {
     parts = new Set();
