@@ -18,6 +18,8 @@ import { DEPRECATED_BRIDGE_CODES, type DeprecatedBridgeErrorCode } from "./depre
  * - `bridge/handle-disposed`: the object was disposed (or never existed in this run).
  * - `bridge/unserializable`: an argument or result cannot cross the bridge; `path` names it.
  * - `bridge/run-ended`: the run had already ended when the call arrived or while it was in flight.
+ * - `bridge/frontier` (`replayRecording` only): the program made a call the recording does not hold;
+ *   a replay of a recording runs nothing live, so it stops there.
  * - `bridge/not-replayable` (replay runs): the call passed or returned what a replay cannot
  *   journal (a function, callback or ReadableStream, unless the host function is marked
  *   unsafeToRepeat; an object without `[handle.serialize]` or a kind its module can revive).
@@ -105,6 +107,7 @@ export type BridgeErrorCode = ErrorCodeOf<
   | "invalid-program"
   | "invalid-module"
   | "not-replayable"
+  | "frontier"
   | "run-timeout"
   | "cancelled"
   | "interrupted"

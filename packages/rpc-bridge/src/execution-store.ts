@@ -506,6 +506,14 @@ export class ExecutionStore {
     return record;
   }
 
+  /** Deletes one execution's row and its chunk rows, whatever its state (a replay's scratch run). */
+  remove(id: string): void {
+    this.#storage.transactionSync(() => {
+      this.#sql.exec("DELETE FROM dk_bridge_executions WHERE id = ?", id);
+      this.#sql.exec("DELETE FROM dk_bridge_chunks WHERE execution_id = ?", id);
+    });
+  }
+
   /**
    * Deletes ended executions that finished before `before` (epoch ms); returns how many, and the
    * ids of the replay runs among them whose journal is the executor's own (to delete with them).

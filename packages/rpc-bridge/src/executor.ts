@@ -50,6 +50,7 @@ import { type BridgeReplayFingerprint, fingerprintChange, fingerprintOf } from "
 import { disposeQuietly } from "./handle-table";
 import { type BridgeLimits, resolveLimits } from "./limits";
 import { MAIN_MODULE, ModuleRegistry } from "./module-registry";
+import type { BridgeRecording, BridgeReplayRecordingOptions } from "./recording";
 import { ReplayCalls } from "./replay-calls";
 import { type AttemptOutcome, Run, type RunInterrupt } from "./run";
 import { RunJournal, resumedBody } from "./run-journal";
@@ -63,6 +64,8 @@ interface ReplayDrive {
   startedAt: number;
   /** The journal loaded for the first attempt of this drive (`[]` for a new execution), read once. */
   entries: readonly JournalEntry[];
+  /** A replay of a recording: a call the journal does not hold ends the run (`bridge/frontier`). */
+  refuseLive?: boolean;
 }
 
 /** One execution being driven through its attempts. */
@@ -90,6 +93,26 @@ type RecoveryPlan =
       /** A replay run's journal, loaded once for the recovered attempt. */
       entries?: readonly JournalEntry[];
     };
+
+/** Checks the shape of a recording given to `replayRecording`; what is inside is checked as a journal is. */
+function checkRecording(recording: BridgeRecording): void {
+  const r = recording as Partial<BridgeRecording> | null;
+  if (
+    typeof r !== "object" ||
+    r === null ||
+    typeof r.executionId !== "string" ||
+    typeof r.source !== "string" ||
+    typeof r.input !== "string" ||
+    typeof r.seed !== "string" ||
+    typeof r.startedAt !== "number" ||
+    !Number.isFinite(r.startedAt) ||
+    !Array.isArray(r.calls)
+  ) {
+    throw invalid(
+      "replayRecording takes a recording: { executionId, source, input, seed, startedAt, calls }, as recording(id) answers it.",
+    );
+  }
+}
 
 /** A new seed for a replay run's isolate: 32 random bytes as 64 hex characters. */
 function newSeed(): string {
@@ -552,6 +575,121 @@ export class Executor implements AlarmPart {
   }
 
   /**
+   * A replay run as a test replays it ({@link BridgeRecording}): its source, input, seed, start
+   * time and journal entries, read from the executor's own journal or `journal` (the port the
+   * execution was given). `null` when there is no such execution, or it is not a replay run.
+   * Writes nothing.
+   * @throws BridgeError `bridge/invalid-argument` when `executionId` is not a string or `journal`
+   *   has no `lookup`.
+   */
+  recording(
+    executionId: string,
+    options: { journal?: Pick<JournalPort, "lookup"> } = {},
+  ): BridgeRecording | null {
+    if (typeof executionId !== "string") {
+      throw invalid("recording takes an execution id (a string).");
+    }
+    const row = this.#store.row(executionId);
+    if (row === null || row.onInterrupt !== "replay") return null;
+    const calls = this.#lookupCalls(executionId, options?.journal);
+    return {
+      executionId,
+      source: row.source,
+      input: row.input,
+      seed: row.seed ?? "",
+      startedAt: row.startedAt,
+      calls: [...calls],
+    };
+  }
+
+  /** The journal entries of a replay run, read as `calls` reads them (nothing created). */
+  #lookupCalls(
+    executionId: string,
+    given: Pick<JournalPort, "lookup"> | undefined,
+  ): readonly JournalEntry[] {
+    if (given !== undefined && typeof given?.lookup !== "function") {
+      throw invalid(
+        "recording(executionId, { journal }): journal must have a lookup(executionId) method.",
+      );
+    }
+    if (given === undefined && !this.#store.ownsJournal(executionId)) return [];
+    const journal = given ?? this.#journal ?? new JournalReader(this.#ctx.storage);
+    return journal.lookup(executionId);
+  }
+
+  /**
+   * Replays a program against a recording ({@link recording}), as recovery would replay it, and
+   * answers how it ended. The program (`options.source`, or the recorded one) runs in a fresh
+   * isolate with the recorded seed and clock; every call the recording holds is answered from it,
+   * in order, and no host function runs. It ends as the run would:
+   * - `completed` / `failed` with the program's own result or error;
+   * - `failed` with `bridge/diverged` where it makes a call other than the recorded one, or ends
+   *   leaving recorded calls unasked;
+   * - `failed` with `bridge/frontier` at the first call the recording does not hold (new ground:
+   *   a replay calls nothing live);
+   * - `interrupted` at a recorded `ctx.interrupt()` nobody resumed.
+   *
+   * It runs under a scratch execution id that is deleted before this returns, and writes no
+   * journal entry; the recording is not changed. For tests: `@durablekit/testing`'s
+   * `replayProgram` reports on it.
+   * @throws BridgeError `bridge/invalid-argument` for a malformed recording; what `execute` throws
+   *   for a program that cannot run.
+   */
+  async replayRecording(
+    recording: BridgeRecording,
+    options: BridgeReplayRecordingOptions = {},
+  ): Promise<BridgeExecution> {
+    checkRecording(recording);
+    const source = options?.source ?? recording.source;
+    if (typeof source !== "string") {
+      throw new BridgeError("bridge/invalid-program", "The program source must be a string.");
+    }
+    const modules = this.#registry.graph(source);
+    const input = decode(recording.input);
+    const entries = recording.calls;
+    const port: JournalPort = {
+      lookup: () => entries,
+      record: () => {
+        throw new BridgeError("bridge/frontier", "A replay of a recording records nothing.");
+      },
+      resolve: () => {
+        throw new BridgeError("bridge/frontier", "A replay of a recording records nothing.");
+      },
+    };
+    const id = `replay:${crypto.randomUUID()}`;
+    this.#store.insert({
+      id,
+      onInterrupt: "replay",
+      access: this.#access,
+      source,
+      input: recording.input,
+      now: recording.startedAt,
+      seed: recording.seed,
+      externalJournal: true,
+    });
+    try {
+      const execution = await this.#drive({
+        id,
+        modules,
+        input,
+        access: this.#access,
+        onInterrupt: "replay",
+        attempt: 1,
+        replay: {
+          port,
+          seed: recording.seed,
+          startedAt: recording.startedAt,
+          entries,
+          refuseLive: true,
+        },
+      });
+      return { ...execution, executionId: recording.executionId };
+    } finally {
+      this.#store.remove(id);
+    }
+  }
+
+  /**
    * One page of the executions this executor recorded, newest first, by `state`: `{ items, next }`.
    * Pass `next` back as `cursor` for the following page (`null` on the last). One page of the
    * `(created_at, id)` index; nothing written.
@@ -804,7 +942,7 @@ export class Executor implements AlarmPart {
             () => this.#now(),
             drive.replay.entries,
           );
-          calls = new ReplayCalls(journal);
+          calls = new ReplayCalls(journal, { refuseLive: drive.replay.refuseLive === true });
         } catch (error) {
           const body = thrownBody(fromJournalFailure(error));
           return this.#end(drive.id, attempt, 0, { state: "failed", error: body });

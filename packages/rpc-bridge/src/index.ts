@@ -62,4 +62,5 @@ export {
   sourceModule,
 } from "./modules";
 export { isReadOnly, readOnly, readOnlyMethods } from "./read-only";
+export type { BridgeRecording, BridgeReplayRecordingOptions } from "./recording";
 export { WIRE_VERSION } from "./wire";

@@ -119,9 +119,17 @@ export class ReplayCalls implements CallJournal {
   /** Calls refused after they got a key (journaled refusals), replayed ones included. */
   #refused = 0;
 
-  /** @param journal - the attempt's journal, loaded once when it starts. */
-  constructor(journal: RunJournal) {
+  /** True when a call the journal does not hold is refused instead of run (a replay of a recording). */
+  readonly #refuseLive: boolean;
+
+  /**
+   * @param journal - the attempt's journal, loaded once when it starts.
+   * @param options - `refuseLive`: a call the journal does not hold ends the run with
+   *   `bridge/frontier` instead of running (nothing live is called or recorded).
+   */
+  constructor(journal: RunJournal, options: { refuseLive?: boolean } = {}) {
     this.#journal = journal;
+    this.#refuseLive = options.refuseLive === true;
   }
 
   attach(host: JournalHost): void {
@@ -200,6 +208,16 @@ export class ReplayCalls implements CallJournal {
       } catch (error) {
         return early(this.#failRun(error));
       }
+    }
+    if (this.#refuseLive) {
+      return early(
+        this.#failRun(
+          new BridgeError(
+            "bridge/frontier",
+            `The replay reached call ${call.key} (${name.module}.${name.method}), which the recording does not hold: the program went on past what was recorded, and a replay of a recording calls nothing live.`,
+          ),
+        ),
+      );
     }
     host.budget.chargeWindow(windowBytes);
     this.#calls.set(call, { name, events: checked?.window, charged: windowBytes });

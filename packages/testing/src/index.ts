@@ -30,6 +30,16 @@ export {
   type TestingStepBodies,
 } from "./probe-store";
 export {
+  recordProgram,
+  replayProgram,
+  TESTING_PROGRAM_RECORDING_FORMAT,
+  type TestingProgramEnd,
+  type TestingProgramExecutor,
+  type TestingProgramRecording,
+  type TestingProgramReplayOptions,
+  type TestingProgramReplayReport,
+} from "./program-replay";
+export {
   recordRun,
   TESTING_RECORDING_FORMAT,
   TESTING_RECORDING_VERSION,

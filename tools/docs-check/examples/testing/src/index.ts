@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { Alarms } from "@durablekit/compose";
+import { Executor } from "@durablekit/rpc-bridge";
 import { Streams } from "@durablekit/streams";
 import { type TaskDefinitions, type TaskStep, Tasks } from "@durablekit/tasks";
 import { TestingProbe } from "@durablekit/testing";
@@ -19,7 +20,17 @@ export class Orders extends DurableObject<Env> {
     now: this.probe.now,
     claimTimeoutMs: 1_000,
   });
-  readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams] });
+  // Checkout programs run as replay runs; their one host module records each payment.
+  readonly executor = new Executor(this.ctx, {
+    loader: this.env.LOADER,
+    onInterrupt: "replay",
+    modules: {
+      "host:payments": {
+        charge: ([orderId, amount]: [string, number]) => this.charge(orderId, amount),
+      },
+    },
+  });
+  readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams, this.executor] });
 
   override alarm() {
     return this.alarms.alarm();
@@ -31,6 +42,18 @@ export class Orders extends DurableObject<Env> {
 
   approve(orderId: string, by: string) {
     return this.tasks.sendEvent(orderId, "approve", { by });
+  }
+
+  checkout(source: string, input: { orderId: string; amount: number }) {
+    return this.executor.execute(source, input, { id: `checkout:${input.orderId}` });
+  }
+
+  charge(orderId: string, amount: number) {
+    this.ctx.storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS payments (order_id TEXT NOT NULL, amount INTEGER NOT NULL)",
+    );
+    this.ctx.storage.sql.exec("INSERT INTO payments VALUES (?, ?)", orderId, amount);
+    return { orderId, amount };
   }
 
   remind(orderId: string, payBy: number) {
