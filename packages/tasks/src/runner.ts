@@ -54,8 +54,8 @@ export class Runner {
   readonly #deps: AttemptDeps;
   /** Wake requests not yet landed; public calls wait for them before returning. */
   readonly #wakes = new Set<Promise<void>>();
-  /** While `alarm()` waits for its attempts: told of every wake asked for meanwhile. */
-  #waiting: ((at: number) => void) | null = null;
+  /** The waits of `alarm()` calls for their attempts: each is told of every wake asked for meanwhile. */
+  readonly #waiting = new Set<(at: number) => void>();
 
   constructor(config: RunnerConfig) {
     this.#config = config;
@@ -131,16 +131,12 @@ export class Runner {
     // The attempts alive here need no wake while this handler waits for them; any other run does.
     const next = this.#config.store.runs.nextWakeAtExcept(this.active);
     if (next !== null) arm(next);
-    const previous = this.#waiting;
-    this.#waiting = (at) => {
-      previous?.(at);
-      arm(at);
-    };
+    this.#waiting.add(arm);
     try {
       await Promise.race([Promise.allSettled(attempts), due]);
     } finally {
       clearTimeout(timer);
-      this.#waiting = previous;
+      this.#waiting.delete(arm);
     }
   }
 
@@ -271,7 +267,7 @@ export class Runner {
    * it never moves a wake another part asked for later. Public calls wait for the request to land.
    */
   requestWake(at: number): void {
-    this.#waiting?.(at);
+    for (const told of this.#waiting) told(at);
     const tracked: Promise<void> = requestWake(this.#config.ctx, at)
       .catch((error) => this.#warn("requestWake", error))
       .finally(() => this.#wakes.delete(tracked));
