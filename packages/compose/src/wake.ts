@@ -1,5 +1,9 @@
 import { ComposeError } from "./errors";
 
+/** What is said when the object's class has no `alarm()` handler. */
+const NO_HANDLER =
+  "this Durable Object class has no alarm() handler, so no part can be woken (a task's sleep, retry or recovery, a stream's expiry, a program's recovery). Compose the parts in one Alarms and delegate to it: override alarm() { return this.alarms.alarm(); }";
+
 /**
  * What this isolate knows of one object's alarm. Every alarm read and write of durablekit goes
  * through {@link AlarmSlot}, one at a time, so a later decision never loses to an earlier one.
@@ -22,6 +26,8 @@ export class AlarmSlot {
   #owner: object | null = null;
   /** Told when an alarm this slot armed came and went without reaching the owner. */
   #undelegated: ((dueAt: number) => void) | null = null;
+  /** Whether the missing `alarm()` handler was reported for this object (once per instance). */
+  #reportedNoHandler = false;
   /** The last time this slot armed the alarm at, until the owner's `alarm()` runs. */
   #armedByUs: number | null = null;
   /** The armed time as last read or written here; `undefined` when not known (a new instance). */
@@ -73,7 +79,7 @@ export class AlarmSlot {
         }
       }
       if (current === null || at < current) {
-        await this.#storage.setAlarm(at);
+        await this.#setAlarm(at);
         this.#armed = at;
         this.#armedByUs = at;
       } else {
@@ -92,6 +98,24 @@ export class AlarmSlot {
       this.#armed = next;
       this.#armedByUs = next;
     });
+  }
+
+  /**
+   * Arms the alarm. A class with no `alarm()` handler cannot have one: that is reported once per
+   * instance with the fix (every part asks for its wakes here, so each is covered), and the
+   * failure is a `compose/not-delegated` error.
+   */
+  async #setAlarm(at: number): Promise<void> {
+    try {
+      await this.#storage.setAlarm(at);
+    } catch (error) {
+      if (!(error instanceof Error) || !/alarm\(\) handler/.test(error.message)) throw error;
+      if (!this.#reportedNoHandler) {
+        this.#reportedNoHandler = true;
+        console.warn(`@durablekit/compose: ${NO_HANDLER}`, error);
+      }
+      throw new ComposeError("compose/not-delegated", NO_HANDLER, { cause: error });
+    }
   }
 
   /** The alarm fired: it is no longer armed (the platform cleared it before calling the handler). */

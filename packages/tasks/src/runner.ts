@@ -1,4 +1,4 @@
-import { createEmitter, requestWake } from "@durablekit/compose";
+import { createEmitter, isComposeError, requestWake } from "@durablekit/compose";
 import { Attempt, type AttemptDeps } from "./attempt";
 import type { ChildSteps } from "./children/child-steps";
 import { MissingDefinitionError, TasksError } from "./errors";
@@ -292,13 +292,12 @@ export class Runner {
   }
 
   #warn(what: "onError" | "requestWake", error: unknown): void {
-    const noHandler = error instanceof Error && /alarm\(\) handler/.test(error.message);
+    // A class with no alarm() handler is reported by @durablekit/compose, once, with the fix.
+    if (what === "requestWake" && isComposeError(error, "compose/not-delegated")) return;
     const message =
       what === "onError"
         ? "the onError callback threw; ignoring it."
-        : noHandler
-          ? "this Durable Object class has no alarm() handler, so no run can be woken (a sleep, a retry, a recovery). Compose the parts in one Alarms and delegate to it: alarm() { return this.alarms.alarm(); }"
-          : "a wake request failed; the run's wake time stays in nextWakeAt().";
+        : "a wake request failed; the run's wake time stays in nextWakeAt().";
     console.warn(`@durablekit/tasks: ${message}`, error);
   }
 }

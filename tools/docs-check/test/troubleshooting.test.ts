@@ -148,5 +148,15 @@ describe("docs/troubleshooting.md's quoted messages", () => {
       }
       expect(dev.output()).toMatch(quote);
     });
+
+    it("a stream that expires in an object without alarm() logs the same warning, from the part that asked", async () => {
+      const before = dev.output().split(quoteOf("no-alarm")).length;
+      expect(await (await fetch(`${dev.url}/no-alarm/streams`)).text()).toBe("ok");
+      const count = () => dev.output().split(quoteOf("no-alarm")).length;
+      for (let i = 0; i < 50 && count() === before; i++) {
+        await new Promise((done) => setTimeout(done, 100));
+      }
+      expect(count()).toBe(before + 1);
+    });
   });
 });

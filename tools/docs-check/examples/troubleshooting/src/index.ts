@@ -11,6 +11,7 @@ interface Env {
   NO_ALARM: DurableObjectNamespace<NoAlarm>;
   NOT_DELEGATED: DurableObjectNamespace<NotDelegated>;
   PER_REQUEST: DurableObjectNamespace<PerRequest>;
+  NO_ALARM_STREAMS: DurableObjectNamespace<NoAlarmStreams>;
 }
 
 /** What an object answers: the thrown error's text, as a caller sees it. */
@@ -93,6 +94,15 @@ export class NotDelegated extends DurableObject<Env> {
   }
 }
 
+/** Mistake: no `alarm()` handler, and a part other than `Tasks` that wakes (a stream's expiry). */
+export class NoAlarmStreams extends DurableObject<Env> {
+  readonly streams = new Streams(this.ctx);
+
+  open() {
+    return outcome(() => this.streams.open("short-lived", { ttlMs: 60_000 }).append({ n: 1 }));
+  }
+}
+
 /** Mistake: a part built again per request, beside the one the constructor built. */
 export class PerRequest extends DurableObject<Env> {
   readonly streams = new Streams(this.ctx);
@@ -115,6 +125,9 @@ export default {
     }
     if (pathname === "/not-delegated/again") {
       return new Response(await env.NOT_DELEGATED.getByName("a").again());
+    }
+    if (pathname === "/no-alarm/streams") {
+      return new Response(await env.NO_ALARM_STREAMS.getByName("a").open());
     }
     if (pathname === "/per-request") {
       return new Response(await env.PER_REQUEST.getByName("a").append());
