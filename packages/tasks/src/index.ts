@@ -45,12 +45,19 @@ export type {
 } from "./rows";
 export { TASKS_SCHEMA_VERSION } from "./schema";
 export { Tasks } from "./tasks";
+export {
+  isTruncatedValue,
+  type TaskTruncatedValue,
+  TRUNCATED,
+  TRUNCATED_PREVIEW_CHARS,
+} from "./truncated";
 export type {
   TaskAttemptSnapshot,
   TaskAwaitChildrenOptions,
   TaskDefinitions,
   TaskDeleteOptions,
   TaskHandle,
+  TaskHistoryOptions,
   TaskInput,
   TaskListOptions,
   TaskListPage,

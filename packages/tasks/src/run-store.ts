@@ -1,4 +1,5 @@
 import type { RunRow, TaskRunState, TaskWaitReason } from "./rows";
+import { boundedColumn, type TaskTruncatedValue, truncatedOf } from "./truncated";
 
 const NON_TERMINAL = "('pending', 'running', 'waiting')";
 
@@ -55,6 +56,21 @@ const SUMMARY_COLUMNS = LIST_COLUMNS.replace("metadata,", "NULL AS metadata,").r
   "NULL AS result,",
 );
 
+/** A run row with its values (`input`, `metadata`, `result`) bounded by `?2`, by run id `?1`. */
+const GET_BOUNDED = `SELECT ${LIST_COLUMNS.replace("NULL AS input,", `${boundedColumn("input")},`)
+  .replace("metadata,", `${boundedColumn("metadata")},`)
+  .replace("result,", `${boundedColumn("result")},`)} FROM dk_tasks_runs WHERE run_id = ?1`;
+
+/** The values a bounded read of a run row can leave unread. */
+export type RunValueColumn = "input" | "metadata" | "result";
+
+/** A run row from {@link RunStore.getRunBounded}: a value over the bound is null in `row`. */
+export interface BoundedRunRead {
+  row: RunRow;
+  /** The stand-ins of the values that were over the bound. */
+  truncated: Partial<Record<RunValueColumn, TaskTruncatedValue>>;
+}
+
 /**
  * The SQL of `dk_tasks_runs`: one statement per method. Fenced methods take the attempt's
  * generation and return false when another attempt holds the run.
@@ -73,6 +89,32 @@ export class RunStore {
         runId,
       )
       .toArray()[0];
+  }
+
+  /** True when the run exists: a read of its key, none of its values. */
+  hasRun(runId: string): boolean {
+    return (
+      this.#sql.exec("SELECT 1 FROM dk_tasks_runs WHERE run_id = ?", runId).toArray().length > 0
+    );
+  }
+
+  /**
+   * The run row with each value whose stored text is over `maxBytes` returned as its size and
+   * preview instead ({@link GET_BOUNDED}); undefined when no such run exists.
+   */
+  getRunBounded(runId: string, maxBytes: number): BoundedRunRead | undefined {
+    const found = this.#sql
+      .exec<Record<string, SqlStorageValue>>(GET_BOUNDED, runId, maxBytes)
+      .toArray()[0];
+    if (found === undefined) return undefined;
+    const truncated: BoundedRunRead["truncated"] = {};
+    for (const column of ["input", "metadata", "result"] as const) {
+      const stand = truncatedOf(found[`${column}_bytes`], found[`${column}_preview`]);
+      if (stand !== null) truncated[column] = stand;
+      delete found[`${column}_bytes`];
+      delete found[`${column}_preview`];
+    }
+    return { row: found as unknown as RunRow, truncated };
   }
 
   getRunByKey(key: string): RunRow | undefined {

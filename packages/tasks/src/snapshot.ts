@@ -1,10 +1,18 @@
 import type { AttemptRow } from "./attempt-store";
 import { type RunRow, type StepRow, VERSION_MARKER_PREFIX } from "./rows";
+import type { BoundedRunRead } from "./run-store";
+import type { TaskTruncatedValue } from "./truncated";
 import type { TaskAttemptSnapshot, TaskRunSnapshot, TaskStepSnapshot } from "./types";
 import { decodeValue, errorInfo } from "./values";
 
-/** The public view of a run row. */
-export function toRunSnapshot(row: RunRow): TaskRunSnapshot {
+/**
+ * The public view of a run row; a value named in `truncated` (a bounded read left it unread) is
+ * its stand-in.
+ */
+export function toRunSnapshot(
+  row: RunRow,
+  truncated: BoundedRunRead["truncated"] = {},
+): TaskRunSnapshot {
   const base = {
     runId: row.run_id,
     definition: row.definition,
@@ -12,7 +20,11 @@ export function toRunSnapshot(row: RunRow): TaskRunSnapshot {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     ...(row.idempotency_key === null ? {} : { idempotencyKey: row.idempotency_key }),
-    ...(row.metadata === null ? {} : { metadata: decodeValue(row.metadata) }),
+    ...(truncated.metadata !== undefined
+      ? { metadata: truncated.metadata }
+      : row.metadata === null
+        ? {}
+        : { metadata: decodeValue(row.metadata) }),
     ...(row.trace === null || row.trace === undefined ? {} : { trace: row.trace }),
   };
   const status = row.status_message === null ? {} : { statusMessage: row.status_message };
@@ -32,7 +44,12 @@ export function toRunSnapshot(row: RunRow): TaskRunSnapshot {
         ...status,
       };
     case "completed":
-      return { ...base, state: "completed", result: decodeValue(row.result), settledAt };
+      return {
+        ...base,
+        state: "completed",
+        result: truncated.result ?? decodeValue(row.result),
+        settledAt,
+      };
     case "failed":
       return { ...base, state: "failed", error: errorInfo(row.error), settledAt };
     case "cancelled":
@@ -47,10 +64,15 @@ export function toRunSnapshot(row: RunRow): TaskRunSnapshot {
 
 /**
  * The public view of journal rows, in step order (a later row for a name replaces an earlier one);
- * a sleep whose deadline is at or before `now` reads as completed.
+ * a sleep whose deadline is at or before `now` reads as completed. A row's `truncated` stand-in (a
+ * bounded read left its result unread) is shown as its result.
  */
-export function toStepSnapshots(rows: readonly StepRow[], now: number): TaskStepSnapshot[] {
-  const byName = new Map<string, StepRow>();
+export function toStepSnapshots(
+  rows: readonly (StepRow & { truncated?: TaskTruncatedValue | null })[],
+  now: number,
+): TaskStepSnapshot[] {
+  type Row = (typeof rows)[number];
+  const byName = new Map<string, Row>();
   for (const row of rows) byName.set(row.name, row);
   return [...byName.values()]
     .sort((a, b) => a.seq - b.seq)
@@ -62,7 +84,7 @@ export function toStepSnapshots(rows: readonly StepRow[], now: number): TaskStep
           kind: "version",
           state: "completed",
           attempt: 0,
-          result: decodeValue(row.value),
+          result: row.truncated ?? decodeValue(row.value),
           updatedAt: row.at,
         };
       }
@@ -73,7 +95,9 @@ export function toStepSnapshots(rows: readonly StepRow[], now: number): TaskStep
         attempt: row.attempt,
         updatedAt: row.at,
       };
-      if (row.state === "completed" && row.kind !== "sleep") view.result = decodeValue(row.value);
+      if (row.state === "completed" && row.kind !== "sleep") {
+        view.result = row.truncated ?? decodeValue(row.value);
+      }
       if (row.state === "failed" || (row.state === "waiting" && row.kind === "do")) {
         view.error = errorInfo(row.value);
       }

@@ -1,4 +1,5 @@
 import type { CallRow, StepRow, TaskInterruptedStep } from "./rows";
+import { boundedColumn, type TaskTruncatedValue, truncatedOf } from "./truncated";
 
 /**
  * The longest name + value (in characters) of a completed `do` row that is loaded packed. Rows over
@@ -56,6 +57,21 @@ export interface PackedSteps {
   values: (string | null)[];
   /** The highest seq of the chunk. */
   maxSeq: number;
+}
+
+/**
+ * A run's journal rows with each result over a bound (`?2`) left unread: only a completed step's
+ * value (its result, or an event's payload) is bounded; error records come back whole.
+ */
+const LIST_BOUNDED = `SELECT name, seq, kind, state, attempt,
+    ${boundedColumn("value", "state = 'completed' AND kind <> 'sleep'")},
+    wake_at, event_type, next_step, at
+  FROM dk_tasks_steps WHERE run_id = ?1`;
+
+/** A journal row of a bounded read: `value` is null when the row's result was left unread. */
+export interface BoundedStepRow extends StepRow {
+  /** The result's stand-in when it was over the bound, else null. */
+  truncated: TaskTruncatedValue | null;
 }
 
 /** A run's journal as one statement returns it (see {@link Journal}). */
@@ -179,6 +195,20 @@ export class StepStore {
       )
       .raw();
     for (const r of cursor) rows.push(readStepRow(r, 0));
+    return rows;
+  }
+
+  /**
+   * Every journal row of a run, with each result whose stored text is over `maxBytes` returned as
+   * its size and preview instead ({@link LIST_BOUNDED}): what a view of a run with large values reads.
+   */
+  listStepsBounded(runId: string, maxBytes: number): BoundedStepRow[] {
+    const rows: BoundedStepRow[] = [];
+    for (const r of this.#sql.exec(LIST_BOUNDED, runId, maxBytes).raw()) {
+      // Columns: the row's first five, value, its size and preview, then the last four.
+      const row = readStepRow([...r.slice(0, 6), ...r.slice(8)], 0);
+      rows.push({ ...row, truncated: truncatedOf(r[6], r[7]) });
+    }
     return rows;
   }
 

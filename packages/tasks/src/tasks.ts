@@ -16,6 +16,7 @@ import type {
   TaskDefinitions,
   TaskDeleteOptions,
   TaskHandle,
+  TaskHistoryOptions,
   TaskInput,
   TaskListOptions,
   TaskListPage,
@@ -356,7 +357,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    */
   steps(runId: string): TaskStepSnapshot[] | null {
     checkName(runId, "A run id", false);
-    if (!this.#store.runs.getRun(runId)) return null;
+    if (!this.#store.runs.hasRun(runId)) return null;
     return toStepSnapshots(this.#store.steps.listSteps(runId), this.#now());
   }
 
@@ -366,10 +367,30 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    * exists (or it was deleted). For tools that record a run and replay it against other code
    * (`recordRun` of `@durablekit/testing`).
    *
-   * @throws TasksError `tasks/invalid-argument` for a malformed run id.
+   * With `maxValueBytes`, a view's read: each value whose stored text is over the bound is neither
+   * read nor decoded — SQL returns only its size and first characters, as a `TaskTruncatedValue`
+   * (see `isTruncatedValue`) in its place — so a run of large values costs what its facts cost.
+   * Error records are read whole.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id or `maxValueBytes`.
    */
-  history(runId: string): TaskRunHistory | null {
+  history(runId: string, options: TaskHistoryOptions = {}): TaskRunHistory | null {
     checkName(runId, "A run id", false);
+    checkOptions(options, "history() options");
+    if (options.maxValueBytes !== undefined) {
+      const maxValueBytes = check.count(options.maxValueBytes, "maxValueBytes", 0);
+      const read = this.#store.runs.getRunBounded(runId, maxValueBytes);
+      if (!read) return null;
+      return {
+        run: toRunSnapshot(read.row, read.truncated),
+        input: read.truncated.input ?? decodeValue(read.row.input),
+        steps: toStepSnapshots(
+          this.#store.steps.listStepsBounded(runId, maxValueBytes),
+          this.#now(),
+        ),
+        attempts: toAttemptSnapshots(this.#store.attempts.list(runId), read.row),
+      };
+    }
     const row = this.#store.runs.getRun(runId);
     if (!row) return null;
     return {
@@ -391,7 +412,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    */
   children(runId: string): TaskChildSnapshot[] | null {
     checkName(runId, "A run id", false);
-    if (!this.#store.runs.getRun(runId)) return null;
+    if (!this.#store.runs.hasRun(runId)) return null;
     return this.#store.children.list(runId).map((row) => ({
       runId: row.child_run_id,
       step: row.step,
@@ -413,7 +434,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    */
   journals(runId: string): TaskStepJournalSnapshot[] | null {
     checkName(runId, "A run id", false);
-    if (!this.#store.runs.getRun(runId)) return null;
+    if (!this.#store.runs.hasRun(runId)) return null;
     const journals = new Map<string, TaskStepJournalSnapshot>();
     for (const row of this.#store.calls.listRun(runId)) {
       let journal = journals.get(row.journal);

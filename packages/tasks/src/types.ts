@@ -426,7 +426,23 @@ export interface TaskStepJournalSnapshot {
   entries: JournalEntry[];
 }
 
-/** What `history()` returns: a run's snapshot, its input and its journal, read together. */
+/**
+ * Options of `history()`.
+ */
+export interface TaskHistoryOptions {
+  /**
+   * Bounds the values read: each value (input, metadata, result, a step's result) whose stored text
+   * is larger than this many bytes is neither read nor decoded, and comes back as a
+   * `TaskTruncatedValue` (its size and the start of its text) in its place. Values at most this
+   * size are decoded as without the option. Default: none (every value whole).
+   */
+  maxValueBytes?: number;
+}
+
+/**
+ * What `history()` returns: a run's snapshot, its input and its journal, read together. Read with
+ * `maxValueBytes`, any of its values may be a `TaskTruncatedValue`.
+ */
 export interface TaskRunHistory {
   run: TaskRunSnapshot;
   /** The run's input, decoded as the handler receives it. */
