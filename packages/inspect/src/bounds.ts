@@ -73,10 +73,17 @@ export class ValueBudget {
       return { shown: value, ended: false };
     }
     if (paging && bytes <= this.#maxValueBytes) return { shown: undefined, ended: true };
-    const record: InspectTruncated = {
-      $truncated: { bytes, preview: text.slice(0, PREVIEW_CHARS), path },
-    };
+    return { shown: this.truncated(bytes, text, path), ended: false };
+  }
+
+  /**
+   * The truncated record of a value the view does not hold whole: its size, the start of `text`
+   * (its JSON, or as much of it as a part read) and `path`. For a part that answers a large value
+   * as its size and first characters (a task run read with `maxValueBytes`), so the view never
+   * reads the rest.
+   */
+  truncated(bytes: number, text: string, path: string): InspectTruncated {
     this.#left = Math.max(0, this.#left - PREVIEW_CHARS - path.length);
-    return { shown: record, ended: false };
+    return { $truncated: { bytes, preview: text.slice(0, PREVIEW_CHARS), path } };
   }
 }

@@ -309,13 +309,18 @@ export class Inspector {
   /**
    * One run's view: its facts, input, result and every step on the run's time axis (attempts,
    * outcome, wake, error), read in one consistent read of the part; null when no such run is held.
+   * A value larger than `maxValueBytes` is not read: the part answers its size and first
+   * characters (`Tasks.history(runId, { maxValueBytes })`), so a view of a run of large values
+   * reads about what it answers.
    * @throws {InspectError} `inspect/not-found` without a `Tasks` part; `inspect/invalid-argument`
    *   for a malformed run id.
    */
   run(runId: string): InspectRunView | null {
     const tasks = this.#tasksPart();
     const id = idOf(runId, "runId");
-    const history = reading(() => tasks.history(id));
+    // Values over maxValueBytes are left unread by SQL: their size and first characters are all
+    // the view shows of them (a tasks version without the option answers them whole).
+    const history = reading(() => tasks.history(id, { maxValueBytes: this.#limits.maxValueBytes }));
     if (history === null) return null;
     const journals = (tasks.journals?.(id) ?? []).map((journal) => ({
       name: journal.name,

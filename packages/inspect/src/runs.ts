@@ -3,6 +3,7 @@ import type {
   TaskRunHistory,
   TaskRunSnapshot,
   TaskStepSnapshot,
+  TaskTruncatedValue,
 } from "@durablekit/tasks";
 import type { ValueBudget } from "./bounds";
 import { errorInfoOf } from "./error-info";
@@ -15,6 +16,25 @@ import {
   type InspectRunView,
   type InspectStep,
 } from "./shape";
+
+/**
+ * The mark of a value `Tasks.history(runId, { maxValueBytes })` left unread (tasks' `TRUNCATED`, a
+ * registered symbol: tasks is an optional peer, so the inspector does not import it).
+ */
+const TASKS_TRUNCATED = Symbol.for("@durablekit/tasks/truncated");
+
+/**
+ * A run's value through the view's budget: a value tasks left unread (over `maxValueBytes`, read
+ * as its size and first characters) becomes its truncated record at once; any other is taken as
+ * {@link ValueBudget.take} takes it.
+ */
+function takeValue(budget: ValueBudget, value: unknown, path: string): unknown {
+  if (typeof value === "object" && value !== null && TASKS_TRUNCATED in value) {
+    const unread = value as unknown as TaskTruncatedValue;
+    return budget.truncated(unread.bytes, unread.preview, path);
+  }
+  return budget.take(value, path);
+}
 
 /** A task run's snapshot, in the inspector's shape. */
 export function runOf(snapshot: TaskRunSnapshot): InspectRun {
@@ -120,7 +140,9 @@ function attemptAt(attempts: readonly InspectAttempt[], at: number): number | nu
  * A run's history as the run view: its facts, its input, its result, its attempts, its steps on a
  * time axis, the calls of the programs it ran (`journals`) and the child runs it started. Its
  * values (input, result, each step's result) are taken through `budget`: one too large for the
- * view is a truncated record naming its path below `/runs/<runId>`.
+ * view is a truncated record naming its path below `/runs/<runId>`. A history read with
+ * `maxValueBytes` holds its large values as tasks' truncated values (size and first characters),
+ * which become such records as they are.
  */
 export function runViewOf(
   history: TaskRunHistory,
@@ -134,7 +156,7 @@ export function runViewOf(
   const view: InspectRunView = {
     version: INSPECT_SHAPE_VERSION,
     run: runOf(history.run),
-    input: budget.take(history.input, `${base}/input`),
+    input: takeValue(budget, history.input, `${base}/input`),
     attempts,
     steps: [],
     journals: journals.map((journal) => ({
@@ -144,14 +166,14 @@ export function runViewOf(
     children,
   };
   if (history.run.state === "completed") {
-    view.result = budget.take(history.run.result, `${base}/result`);
+    view.result = takeValue(budget, history.run.result, `${base}/result`);
   }
   let from = history.run.createdAt;
   history.steps.forEach((step, index) => {
     const shown = stepOf(step, index, from);
     shown.ranMs = ranWithin(attempts, shown.from, shown.to);
     if ("result" in shown)
-      shown.result = budget.take(shown.result, `${base}/steps/${index}/result`);
+      shown.result = takeValue(budget, shown.result, `${base}/steps/${index}/result`);
     view.steps.push(shown);
     from = shown.to;
   });

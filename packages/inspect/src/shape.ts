@@ -14,7 +14,11 @@ export const INSPECT_SHAPE_VERSION = 1;
  */
 export interface InspectTruncated {
   $truncated: {
-    /** The whole value's JSON, in UTF-8 bytes. */
+    /**
+     * The whole value's JSON, in UTF-8 bytes; for a task run's value, the bytes it is stored in
+     * (its JSON in the codec's 9-byte envelope, with any type annotations), which SQL counts
+     * without reading the value.
+     */
     bytes: number;
     /** The first characters of that JSON. */
     preview: string;
