@@ -320,7 +320,12 @@ export class Inspector {
     const id = idOf(runId, "runId");
     // Values over maxValueBytes are left unread by SQL: their size and first characters are all
     // the view shows of them (a tasks version without the option answers them whole).
-    const history = reading(() => tasks.history(id, { maxValueBytes: this.#limits.maxValueBytes }));
+    const history = reading(() =>
+      tasks.history(id, {
+        maxValueBytes: this.#limits.maxValueBytes,
+        maxTotalBytes: this.#limits.maxViewBytes,
+      }),
+    );
     if (history === null) return null;
     const journals = (tasks.journals?.(id) ?? []).map((journal) => ({
       name: journal.name,

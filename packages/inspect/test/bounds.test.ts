@@ -132,6 +132,32 @@ describe("bounded views", () => {
     }, stub);
   });
 
+  it("builds the view of a run of 300 steps of 10 KB each reading at most maxViewBytes of values, not 3 MB", async () => {
+    const stub = freshStub();
+    const runId = await inFixture(
+      async ({ tasks }) => (await tasks.run("big@v1", { steps: 300, chars: 10_000 })).runId,
+      stub,
+    );
+    await settled(stub, runId);
+    await inFixture((_fixture, state) => {
+      const counted = countingState(anotherInstance(state));
+      const tasks = new Tasks(counted.state, { definitions: { "big@v1": async () => {} } });
+      const inspector = new Inspector(counted.state, { parts: [tasks] });
+      const mark = counted.mark();
+      const view = inspector.run(runId);
+      const bytes = returnedBytes(state, counted.log.slice(mark));
+      // Each result is under maxValueBytes (16 KiB); 3 MB are held. The read stops taking them
+      // whole at maxViewBytes (256 KiB) and takes only the size and first characters of the rest.
+      expect(bytes).toBeLessThan(256 * 1024 + 128 * 1024);
+      expect(view?.steps).toHaveLength(300);
+      expect(view?.steps[0]?.result).toBe("x".repeat(10_000));
+      expect(truncated(view?.steps[299]?.result)).toMatchObject({
+        path: `/runs/${runId}/steps/299/result`,
+      });
+      expect(inspector.value(`/runs/${runId}/steps/299/result`)?.value).toBe("x".repeat(10_000));
+    }, stub);
+  });
+
   it("feeds a running run of 24 steps of 1 MB each reading a few KB of values per read", async () => {
     const stub = freshStub();
     const runId = await inFixture(async ({ tasks }) => {

@@ -59,12 +59,22 @@ export interface PackedSteps {
   maxSeq: number;
 }
 
+/** The journal rows whose value a bounded read may leave unread: results and event payloads. */
+const BOUNDED_ROW = "state = 'completed' AND kind <> 'sleep'";
+
 /**
- * A run's journal rows with each result over a bound (`?2`) left unread: only a completed step's
- * value (its result, or an event's payload) is bounded; error records come back whole.
+ * The bytes of the values a bounded read has returned whole up to and including this row, in step
+ * order: a window over the sizes SQL keeps in each record's header (no value is read for it).
+ */
+const RETURNED_SO_FAR = `sum(CASE WHEN ${BOUNDED_ROW} AND octet_length(value) <= ?2 THEN octet_length(value) ELSE 0 END) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING)`;
+
+/**
+ * A run's journal rows with each result over a bound (`?2`) left unread, and every result after the
+ * results returned whole reach a total (`?3`): only a completed step's value (its result, or an
+ * event's payload) is bounded; error records come back whole.
  */
 const LIST_BOUNDED = `SELECT name, seq, kind, state, attempt,
-    ${boundedColumn("value", "state = 'completed' AND kind <> 'sleep'")},
+    ${boundedColumn("value", BOUNDED_ROW, `${RETURNED_SO_FAR} > ?3`)},
     wake_at, event_type, next_step, at
   FROM dk_tasks_steps WHERE run_id = ?1`;
 
@@ -200,11 +210,16 @@ export class StepStore {
 
   /**
    * Every journal row of a run, with each result whose stored text is over `maxBytes` returned as
-   * its size and preview instead ({@link LIST_BOUNDED}): what a view of a run with large values reads.
+   * its size and preview instead, and so is every result once those returned whole reach
+   * `maxTotalBytes` in step order ({@link LIST_BOUNDED}): what a view of a run with large values reads.
    */
-  listStepsBounded(runId: string, maxBytes: number): BoundedStepRow[] {
+  listStepsBounded(
+    runId: string,
+    maxBytes: number,
+    maxTotalBytes = Number.MAX_SAFE_INTEGER,
+  ): BoundedStepRow[] {
     const rows: BoundedStepRow[] = [];
-    for (const r of this.#sql.exec(LIST_BOUNDED, runId, maxBytes).raw()) {
+    for (const r of this.#sql.exec(LIST_BOUNDED, runId, maxBytes, maxTotalBytes).raw()) {
       // Columns: the row's first five, value, its size and preview, then the last four.
       const row = readStepRow([...r.slice(0, 6), ...r.slice(8)], 0);
       rows.push({ ...row, truncated: truncatedOf(r[6], r[7]) });

@@ -370,22 +370,29 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    * With `maxValueBytes`, a view's read: each value whose stored text is over the bound is neither
    * read nor decoded — SQL returns only its size and first characters, as a `TaskTruncatedValue`
    * (see `isTruncatedValue`) in its place — so a run of large values costs what its facts cost.
-   * Error records are read whole.
+   * Error records are read whole. With `maxTotalBytes` too, the step results returned whole stop at
+   * that total (in step order) and the later ones come back truncated as well.
    *
-   * @throws TasksError `tasks/invalid-argument` for a malformed run id or `maxValueBytes`.
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id, `maxValueBytes` or
+   *   `maxTotalBytes`.
    */
   history(runId: string, options: TaskHistoryOptions = {}): TaskRunHistory | null {
     checkName(runId, "A run id", false);
     checkOptions(options, "history() options");
     if (options.maxValueBytes !== undefined) {
       const maxValueBytes = check.count(options.maxValueBytes, "maxValueBytes", 0);
+      const maxTotalBytes = check.count(
+        options.maxTotalBytes,
+        "maxTotalBytes",
+        Number.MAX_SAFE_INTEGER,
+      );
       const read = this.#store.runs.getRunBounded(runId, maxValueBytes);
       if (!read) return null;
       return {
         run: toRunSnapshot(read.row, read.truncated),
         input: read.truncated.input ?? decodeValue(read.row.input),
         steps: toStepSnapshots(
-          this.#store.steps.listStepsBounded(runId, maxValueBytes),
+          this.#store.steps.listStepsBounded(runId, maxValueBytes, maxTotalBytes),
           this.#now(),
         ),
         attempts: toAttemptSnapshots(this.#store.attempts.list(runId), read.row),

@@ -49,10 +49,11 @@ const CODEC_PREFIX = '{"json":';
  * else NULL, followed by its size and preview when it is over (NULL otherwise). `octet_length` reads
  * the size from the record header, so an over-bound value is never returned: SQL returns its size
  * and the first characters of its JSON. `when` narrows which rows' values may be truncated (the
- * others come back whole).
+ * others come back whole); `alsoOver` truncates a value for another reason too (a total spent).
  */
-export function boundedColumn(column: string, when = "1"): string {
-  const over = `(${when}) AND octet_length(${column}) > ?2`;
+export function boundedColumn(column: string, when = "1", alsoOver?: string): string {
+  const size = `octet_length(${column}) > ?2`;
+  const over = `(${when}) AND ${alsoOver === undefined ? size : `(${size} OR ${alsoOver})`}`;
   const from = `CASE WHEN substr(${column}, 1, ${CODEC_PREFIX.length}) = '${CODEC_PREFIX}' THEN ${CODEC_PREFIX.length + 1} ELSE 1 END`;
   return `CASE WHEN ${over} THEN NULL ELSE ${column} END AS ${column},
     CASE WHEN ${over} THEN octet_length(${column}) END AS ${column}_bytes,

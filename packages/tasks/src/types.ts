@@ -437,6 +437,12 @@ export interface TaskHistoryOptions {
    * size are decoded as without the option. Default: none (every value whole).
    */
   maxValueBytes?: number;
+  /**
+   * With `maxValueBytes`, bounds the step results read in all: once the results returned whole
+   * reach this many bytes (in step order), every later one comes back as a `TaskTruncatedValue`
+   * too, so a run of many mid-sized results costs a bounded read. Default: none.
+   */
+  maxTotalBytes?: number;
 }
 
 /**

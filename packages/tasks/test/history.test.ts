@@ -36,6 +36,28 @@ describe("history()", () => {
 });
 
 describe("history(runId, { maxValueBytes })", () => {
+  it("stops returning step results whole once they reach maxTotalBytes, in step order", async () => {
+    await inFixture(async (fixture) => {
+      const tasks = fixture.build({
+        "many@v1": async (_input: undefined, step) => {
+          for (let i = 0; i < 10; i++) await step.do(`s${i}`, () => "x".repeat(100));
+        },
+      });
+      const { runId } = await tasks.run("many@v1");
+      await fixture.settled(runId, tasks);
+      // Each result is 111 bytes stored (its JSON in the codec's envelope): three fit in 350.
+      const bounded = tasks.history(runId, { maxValueBytes: 1_000, maxTotalBytes: 350 });
+      const whole = bounded?.steps.map((step) => !isTruncatedValue(step.result));
+      expect(whole).toEqual([true, true, true, false, false, false, false, false, false, false]);
+      expect(bounded?.steps[3]?.result).toMatchObject({ bytes: 111 });
+      expect(
+        tasks
+          .history(runId, { maxValueBytes: 1_000 })
+          ?.steps.every((step) => step.result === "x".repeat(100)),
+      ).toBe(true);
+    });
+  });
+
   it("answers each value over the bound as its size and preview, read by SQL without the value, and decodes the others", async () => {
     await inFixture(async (fixture, state) => {
       const tasks = fixture.build({
