@@ -559,19 +559,7 @@ export class Executor implements AlarmPart {
     options: { journal?: Pick<JournalPort, "lookup"> } = {},
   ): BridgeCallRecord[] {
     if (typeof executionId !== "string") throw invalid("calls takes an execution id (a string).");
-    const given = options?.journal;
-    if (given !== undefined && typeof given?.lookup !== "function") {
-      throw invalid(
-        "calls(executionId, { journal }): journal must have a lookup(executionId) method.",
-      );
-    }
-    // Without a port, only a replay run on the executor's own journal has calls there; asking
-    // nothing of the journal otherwise keeps a read from creating its tables.
-    if (given === undefined && !this.#store.ownsJournal(executionId)) return [];
-    // A read runs nothing but SELECT: an instance that has not opened its own journal yet (a new
-    // one, after a restart) reads it through a reader that never creates or migrates a table.
-    const journal = given ?? this.#journal ?? new JournalReader(this.#ctx.storage);
-    return describeCalls(journal.lookup(executionId));
+    return describeCalls(this.#lookupCalls(executionId, options?.journal, "calls"));
   }
 
   /**
@@ -591,7 +579,7 @@ export class Executor implements AlarmPart {
     }
     const row = this.#store.row(executionId);
     if (row === null || row.onInterrupt !== "replay") return null;
-    const calls = this.#lookupCalls(executionId, options?.journal);
+    const calls = this.#lookupCalls(executionId, options?.journal, "recording");
     return {
       executionId,
       source: row.source,
@@ -602,14 +590,21 @@ export class Executor implements AlarmPart {
     };
   }
 
-  /** The journal entries of a replay run, read as `calls` reads them (nothing created). */
+  /**
+   * The journal entries of an execution: from `given` (the port it was given), else from the
+   * executor's own journal when it is a replay run on it, else none. A read runs nothing but
+   * SELECT: an instance that has not opened its own journal yet (a new one, after a restart) reads
+   * it through a reader that never creates or migrates a table, and nothing is asked of the
+   * journal for a run without one.
+   */
   #lookupCalls(
     executionId: string,
     given: Pick<JournalPort, "lookup"> | undefined,
+    method: "calls" | "recording",
   ): readonly JournalEntry[] {
     if (given !== undefined && typeof given?.lookup !== "function") {
       throw invalid(
-        "recording(executionId, { journal }): journal must have a lookup(executionId) method.",
+        `${method}(executionId, { journal }): journal must have a lookup(executionId) method.`,
       );
     }
     if (given === undefined && !this.#store.ownsJournal(executionId)) return [];

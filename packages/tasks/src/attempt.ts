@@ -1,6 +1,6 @@
 import { checkName } from "./arguments";
 import type { ChildSteps } from "./children/child-steps";
-import { DuplicateStepError, isNonRetryable, ReplayDivergedError, TasksError } from "./errors";
+import { DuplicateStepError, isNonRetryable, TasksError } from "./errors";
 import type { TaskEvent } from "./events";
 import type { Journal, JournalRow } from "./journal";
 import { JournalWriter, stepRow } from "./journal-writer";
@@ -11,6 +11,7 @@ import type { Settlement } from "./run-store";
 import { AttemptEnded, isAttemptEnded } from "./signals";
 import type { StepEngine } from "./step-engine";
 import { StepJournal } from "./step-journal";
+import { stepMismatch } from "./step-match";
 import { FenceLost, type TaskStore } from "./store";
 import { encodeValue, errorInfo, errorText, rebuildError } from "./values";
 import { type Flight, Watchdog } from "./watchdog";
@@ -152,19 +153,8 @@ export class Attempt implements StepEngine {
   }
 
   expect(row: JournalRow, kind: TaskStepKind, eventType?: string): void {
-    if (row.kind !== kind) {
-      this.#failFatal(
-        new ReplayDivergedError(row.name, `journaled as a ${row.kind} step, replayed as ${kind}`),
-      );
-    }
-    if (eventType !== undefined && row.event_type !== eventType) {
-      this.#failFatal(
-        new ReplayDivergedError(
-          row.name,
-          `journaled waiting for "${row.event_type}", replayed waiting for "${eventType}"`,
-        ),
-      );
-    }
+    const mismatch = stepMismatch(row, kind, eventType);
+    if (mismatch !== null) this.#failFatal(mismatch);
   }
 
   countNewStep(): void {

@@ -3,7 +3,7 @@ import type { CallStore } from "./call-store";
 import type { ChildSteps, TaskChildSpec } from "./children/child-steps";
 import type { ObjectAddress } from "./children/protocol";
 import type { TaskChildOutcome, TaskChildRun, TaskChildSnapshot } from "./children/types";
-import { DuplicateStepError, ReplayDivergedError, TasksError } from "./errors";
+import { DuplicateStepError, TasksError } from "./errors";
 import { Journal, type JournalRow } from "./journal";
 import { DEFAULT_STEP_POLICY, type StepPolicy } from "./policy";
 import {
@@ -17,6 +17,7 @@ import { AttemptEnded, isAttemptEnded } from "./signals";
 import { ReplayStep } from "./step";
 import type { StepEngine } from "./step-engine";
 import { StepJournal } from "./step-journal";
+import { stepMismatch } from "./step-match";
 import type { TaskStep, TaskStepJournal, TaskStepJournalSnapshot, TaskStepSnapshot } from "./types";
 import { DEFAULT_MAX_VALUE_BYTES, encodeValue, rebuildError } from "./values";
 import type { Flight } from "./watchdog";
@@ -209,19 +210,8 @@ class RecordedEngine implements StepEngine {
   }
 
   expect(row: JournalRow, kind: TaskStepKind, eventType?: string): void {
-    if (row.kind !== kind) {
-      this.#failFatal(
-        new ReplayDivergedError(row.name, `journaled as a ${row.kind} step, replayed as ${kind}`),
-      );
-    }
-    if (eventType !== undefined && row.event_type !== eventType) {
-      this.#failFatal(
-        new ReplayDivergedError(
-          row.name,
-          `journaled waiting for "${row.event_type}", replayed waiting for "${eventType}"`,
-        ),
-      );
-    }
+    const mismatch = stepMismatch(row, kind, eventType);
+    if (mismatch !== null) this.#failFatal(mismatch);
   }
 
   countNewStep(): void {

@@ -35,7 +35,7 @@ export interface RunFilter {
 }
 
 /** Every state a run can be in, in the order counts report them. */
-const RUN_STATES: readonly TaskRunState[] = [
+export const RUN_STATES: readonly TaskRunState[] = [
   "pending",
   "running",
   "waiting",

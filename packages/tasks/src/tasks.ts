@@ -5,7 +5,8 @@ import { refusal, type TaskChildReply } from "./children/protocol";
 import { DEFAULT_DELIVERY_TIMEOUT_MS, type TaskChildSnapshot } from "./children/types";
 import { TasksError } from "./errors";
 import { DEFAULT_STEP_POLICY, resolvePolicy } from "./policy";
-import { type RunRow, type TaskRunState, TERMINAL_STATES } from "./rows";
+import { type RunRow, TERMINAL_STATES } from "./rows";
+import { RUN_STATES } from "./run-store";
 import { Runner } from "./runner";
 import { migrate } from "./schema";
 import { toAttemptSnapshots, toRunSnapshot, toStepSnapshots } from "./snapshot";
@@ -67,14 +68,7 @@ const DEFAULT_PAGE = 100;
 const MAX_PAGE = 1_000;
 /** The default bound of `countByState()`. */
 const DEFAULT_COUNT = 1_000;
-const RUN_STATES: ReadonlySet<string> = new Set<TaskRunState>([
-  "pending",
-  "running",
-  "waiting",
-  "completed",
-  "failed",
-  "cancelled",
-]);
+const RUN_STATE_SET: ReadonlySet<string> = new Set<string>(RUN_STATES);
 
 /** A page token: the keyset (`created_at`, `run_id`) of the last run of a page. Opaque to callers. */
 const CURSOR = /^(\d+):([\s\S]+)$/;
@@ -486,10 +480,10 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
           ? options.state
           : [options.state];
     for (const state of states ?? []) {
-      if (!RUN_STATES.has(state)) {
+      if (!RUN_STATE_SET.has(state)) {
         throw new TasksError(
           "tasks/invalid-argument",
-          `list() state must be one of ${[...RUN_STATES].join(", ")}; got ${JSON.stringify(state)}.`,
+          `list() state must be one of ${RUN_STATES.join(", ")}; got ${JSON.stringify(state)}.`,
         );
       }
     }
