@@ -165,25 +165,33 @@ describe("child runs: first N, timeouts, failures and cancellation", { timeout: 
   });
 });
 
+/**
+ * Starts a child run of `work@v1` in a fresh shard whose parent is an object without
+ * `receiveTasks`: the child runs, and every delivery of its settlement fails.
+ */
+async function startUnreachable(prefix: string, i: number) {
+  const name = `${prefix}-${crypto.randomUUID()}`;
+  const child = (): Shard => env.SHARD.getByName(name);
+  const nowhere = env.FIXTURE.idFromName(`nowhere-${crypto.randomUUID()}`).toString();
+  const reply = (await child().receiveTasks({
+    v: 2,
+    kind: "start",
+    key: token(),
+    secret: token(),
+    definition: "work@v1",
+    input: encode({ i }),
+    parent: { binding: "FIXTURE", id: nowhere },
+    parentRunId: "p1",
+    step: "s",
+    index: 0,
+  })) as { ok: boolean; runId: string };
+  expect(reply.ok).toBe(true);
+  return { child, nowhere, reply };
+}
+
 describe("child runs: a parent that cannot be reached", { timeout: 30_000 }, () => {
   it("retries a settlement with back-off while the parent cannot take it, and drops it after deliveryTimeoutMs", async () => {
-    const name = `lonely-${crypto.randomUUID()}`;
-    const child = (): Shard => env.SHARD.getByName(name);
-    // A start whose parent is an object without receiveTasks: every delivery fails.
-    const nowhere = env.FIXTURE.idFromName(`nowhere-${crypto.randomUUID()}`).toString();
-    const reply = (await child().receiveTasks({
-      v: 2,
-      kind: "start",
-      key: token(),
-      secret: token(),
-      definition: "work@v1",
-      input: encode({ i: 3 }),
-      parent: { binding: "FIXTURE", id: nowhere },
-      parentRunId: "p1",
-      step: "s",
-      index: 0,
-    })) as { ok: boolean; runId: string };
-    expect(reply.ok).toBe(true);
+    const { child, nowhere, reply } = await startUnreachable("lonely", 3);
     const stateOf = async () =>
       ((await retry(child, (c) => c.get(reply.runId))) as Snapshot | null)?.state;
     for (let i = 0; (await stateOf()) !== "completed"; i++) {
@@ -218,23 +226,8 @@ describe("child runs: a parent that cannot be reached", { timeout: 30_000 }, () 
 
 describe("child runs: a delivery cut by a restart", { timeout: 30_000 }, () => {
   it("is tried again on the new instance's first wake, not when the gone instance's lease ends", async () => {
-    const name = `leased-${crypto.randomUUID()}`;
-    const child = (): Shard => env.SHARD.getByName(name);
     // A child whose parent cannot take its settlement: the message stays owed.
-    const nowhere = env.FIXTURE.idFromName(`nowhere-${crypto.randomUUID()}`).toString();
-    const reply = (await child().receiveTasks({
-      v: 2,
-      kind: "start",
-      key: token(),
-      secret: token(),
-      definition: "work@v1",
-      input: encode({ i: 4 }),
-      parent: { binding: "FIXTURE", id: nowhere },
-      parentRunId: "p1",
-      step: "s",
-      index: 0,
-    })) as { ok: boolean; runId: string };
-    expect(reply.ok).toBe(true);
+    const { child } = await startUnreachable("leased", 4);
     for (let i = 0; (await retry(child, (c) => c.outboxAttempts())).length === 0; i++) {
       if (i > 200) throw new Error("the settlement was never owed");
       await sleep(10);
