@@ -59,4 +59,27 @@ describe("migrateSchema", () => {
       expect(tables).toEqual([]);
     });
   });
+
+  it("makes a new object's tables with `current` instead of the steps, and migrates an old one by its steps", async () => {
+    const current = [
+      "CREATE TABLE dk_demo_items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, size INTEGER)",
+    ];
+    const failing = ["NOT SQL"];
+    await runInDurableObject(fixture(), async (_, ctx) => {
+      // The steps are not run on a new object: a failing step would throw.
+      expect(migrateSchema(ctx.storage, { table: "demo", steps: [failing, V2], current })).toBe(0);
+      ctx.storage.sql.exec("INSERT INTO dk_demo_items (name, size) VALUES ('new', 2)");
+      expect(migrateSchema(ctx.storage, { table: "demo", steps: [V1, V2], current })).toBe(2);
+    });
+    await runInDurableObject(fixture(), async (_, ctx) => {
+      migrateSchema(ctx.storage, { table: "demo", steps: [V1] });
+      // At version 1, `current` would fail (the table exists): only the missing step runs.
+      expect(migrateSchema(ctx.storage, { table: "demo", steps: [V1, V2], current })).toBe(1);
+      ctx.storage.sql.exec("INSERT INTO dk_demo_items (name, size) VALUES ('old', 1)");
+      const version = ctx.storage.sql
+        .exec<{ value: number }>("SELECT value FROM dk_demo_meta WHERE name = 'schema_version'")
+        .one().value;
+      expect(version).toBe(2);
+    });
+  });
 });

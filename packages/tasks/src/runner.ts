@@ -171,7 +171,11 @@ export class Runner {
       return null;
     }
     const handler = this.#config.definitions[row.definition] as unknown as Handler;
-    const load = this.#config.store.steps.loadJournal(runId, row.state === "running");
+    // A run never claimed has no journal yet: its first claim reads none.
+    const load =
+      row.attempt === 0
+        ? { packed: [], rows: [], calls: [], interrupted: null }
+        : this.#config.store.steps.loadJournal(runId, row.state === "running");
     const journal = new Journal(load);
     const interrupted = load.interrupted;
     // The breaker: a reclaim (the last attempt died or was abandoned) that finds no more settled

@@ -2,7 +2,7 @@ import { AttemptStore } from "./attempt-store";
 import { CallStore } from "./call-store";
 import { ChildStore } from "./children/child-store";
 import { LinkStore } from "./children/link-store";
-import { OutboxStore } from "./children/outbox-store";
+import { OutboxStore, retryDelayMs } from "./children/outbox-store";
 import { cancelMessage, settledMessage, toStored } from "./children/protocol";
 import { TasksError } from "./errors";
 import { EventBuffer } from "./event-buffer";
@@ -42,8 +42,11 @@ export class TaskStore {
   readonly links: LinkStore;
   /** The messages owed to other objects. */
   readonly outbox: OutboxStore;
-  /** Called with the time a message was queued in the outbox (the alarm delivers it). */
-  onOwed: (at: number) => void = () => {};
+  /**
+   * Called with the messages queued in the outbox (by id), in the transaction that queued them, and
+   * the time they are due again unless delivered first (the wake that backs their first delivery up).
+   */
+  onOwed: (ids: readonly string[], dueAt: number) => void = () => {};
   /** How long a settled child's link is kept (the `children.deliveryTimeoutMs` option). */
   linkRetentionMs = 0;
   readonly #storage: DurableObjectStorage;
@@ -88,10 +91,9 @@ export class TaskStore {
    * (a child never outlives its parent's run), which its parent's view then reports cancelled.
    */
   #queueOwed(runId: string, settlement: Settlement, now: number): void {
-    let owed = false;
-    const link = this.links.ofRun(runId);
-    if (link !== undefined && link.expires_at === null) {
-      this.links.settled(runId, now + this.linkRetentionMs);
+    const owed: string[] = [];
+    const link = this.links.settled(runId, now + this.linkRetentionMs);
+    if (link !== undefined) {
       const cancelled =
         settlement.state === "cancelled"
           ? errorText(
@@ -111,8 +113,8 @@ export class TaskStore {
         settlement.result ?? null,
         settlement.state === "failed" ? (settlement.error ?? null) : cancelled,
       );
-      this.outbox.enqueue(`settled:${link.key}`, link.parent as string, toStored(message), now);
-      owed = true;
+      owed.push(`settled:${link.key}`);
+      this.outbox.enqueue(owed[0] as string, link.parent as string, toStored(message), now);
     }
     const reason = `its parent run "${runId}" ${settlement.state}`;
     const live = this.children.cancelLive(
@@ -121,15 +123,11 @@ export class TaskStore {
       now,
     );
     for (const child of live) {
-      this.outbox.enqueue(
-        `cancel:${child.key}`,
-        child.target,
-        toStored(cancelMessage(child, reason)),
-        now,
-      );
-      owed = true;
+      const id = `cancel:${child.key}`;
+      this.outbox.enqueue(id, child.target, toStored(cancelMessage(child, reason)), now);
+      owed.push(id);
     }
-    if (owed) this.onOwed(now);
+    if (owed.length > 0) this.onOwed(owed, now + retryDelayMs(1));
   }
 
   /**
@@ -146,6 +144,9 @@ export class TaskStore {
     breaker: { progress: number; stalls: number },
     now: number,
   ): boolean {
+    // A first claim ends no earlier attempt: its one conditional update is the whole claim.
+    if (attempt === 1)
+      return this.runs.claim(runId, seen, generation, attempt, deadline, breaker, now);
     try {
       return this.transaction(() => {
         this.attempts.interrupted(runId);

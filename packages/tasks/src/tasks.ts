@@ -162,9 +162,9 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       children: () => this.#children,
     });
     this.#recoverOrphans(ctx.storage);
-    this.#store.onOwed = (at) => {
-      this.#runner.requestWake(at);
-      this.#children?.deliverSoon();
+    this.#store.onOwed = (ids, dueAt) => {
+      this.#runner.requestWake(dueAt);
+      this.#children?.deliverSoon(ids);
     };
     this.#children = this.#childRuns(ctx, options);
     claimPart(ctx, {
@@ -267,8 +267,8 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         : encodeValue(options.metadata, this.#maxValueBytes, "metadata");
     const runId = givenId ?? `task_${crypto.randomUUID()}`;
     const now = this.#now();
-    this.#store.transaction(() => {
-      this.#store.runs.insertRun({
+    this.#insertAndStart(
+      {
         runId,
         definition,
         input: inputText,
@@ -277,15 +277,51 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         retain: options.retain !== false,
         trace: options.trace ?? null,
         now,
-      });
-      link?.(runId);
-    });
-    this.#runner.emit({ type: "task:accepted", runId, definition });
-    // The warm path: the first attempt claims the run before this method returns.
-    this.#runner.start(runId, now);
+      },
+      link,
+    );
     // The state as the warm start left it, before this method yields to the attempt.
     const state = this.#store.runs.getRun(runId)?.state ?? "pending";
     return { runId, definition, accepted: true, joinedBy: null, state, createdAt: now };
+  }
+
+  /**
+   * Writes a new run (and, in the same transaction, what `link` writes with its id) and starts
+   * its first attempt: the warm path, in which the attempt claims the run before this returns.
+   */
+  #insertAndStart(
+    row: Parameters<TaskStore["runs"]["insertRun"]>[0],
+    link: ((runId: string) => void) | null,
+  ): void {
+    this.#store.transaction(() => {
+      this.#store.runs.insertRun(row);
+      link?.(row.runId);
+    });
+    this.#runner.emit({ type: "task:accepted", runId: row.runId, definition: row.definition });
+    this.#runner.start(row.runId, row.now);
+  }
+
+  /**
+   * A child run's acceptance ({@link ChildRunsHost.accept}): a new run of `definition` whose input
+   * arrived as codec text the caller checked, linked by `link`, started warm; answers its id.
+   */
+  #acceptChild(definition: string, inputText: string, link: (runId: string) => void): string {
+    this.#assertDefinition(definition);
+    const runId = `task_${crypto.randomUUID()}`;
+    this.#insertAndStart(
+      {
+        runId,
+        definition,
+        input: inputText,
+        metadata: null,
+        key: null,
+        retain: true,
+        trace: null,
+        now: this.#now(),
+      },
+      link,
+    );
+    return runId;
   }
 
   /**
@@ -766,7 +802,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         startRun: (runId, now) => {
           runner.start(runId, now);
         },
-        accept: (definition, input, link) => this.#accept(definition, input, {}, link).runId,
+        accept: (definition, inputText, link) => this.#acceptChild(definition, inputText, link),
         cancel: (runId, reason) => this.cancel(runId, reason),
       },
       given,

@@ -14,3 +14,4 @@ export {
   withOverrides,
 } from "./counting-state";
 export { type FixtureObjects, fixtureObjects, type RunInObject } from "./fixture-objects";
+export { schemaShape } from "./schema-shape";

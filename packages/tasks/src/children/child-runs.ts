@@ -1,11 +1,13 @@
 import { isErrorRecord, utf8ByteLength } from "@durablekit/handle-journal";
 import { isTasksError, NonRetryableError, TasksError } from "../errors";
 import type { TaskEvent } from "../events";
+import type { RunRow } from "../rows";
 import { TERMINAL_STATES } from "../rows";
 import type { TaskStore } from "../store";
 import { decodeValue, encodeValue, errorInfo } from "../values";
 import type { ChildStarter, ChildSteps, TaskChildSpec } from "./child-steps";
 import type { ChildRow } from "./child-store";
+import { retryDelayMs } from "./outbox-store";
 import {
   acknowledged,
   batchMessage,
@@ -45,11 +47,6 @@ const SWEEP_PER_ALARM = 1024;
 /** How long an alarm waits for its deliveries (10 s, as it waits for the attempts it started). */
 const DELIVERY_WAIT_MS = 10_000;
 
-/** The back-off of a failed delivery: 1 s, doubling, at most 5 minutes. */
-function retryDelayMs(attempts: number): number {
-  return Math.min(1000 * 2 ** Math.min(attempts - 1, 16), 300_000);
-}
-
 /** What child runs need of the engine around them. */
 export interface ChildRunsHost {
   store: TaskStore;
@@ -63,11 +60,12 @@ export interface ChildRunsHost {
   /** Starts an attempt of a run that became due, in this invocation (nothing when one is running). */
   startRun(runId: string, now: number): void;
   /**
-   * Accepts a new run of `definition` (no idempotency key: a child run is found by its exchange,
-   * never by a key a user could send), calling `link` with its id in the accepting transaction, and
-   * starts its first attempt; synchronous (the caller waits for the wakes it asked for).
+   * Accepts a new run of `definition` with `inputText`, codec text already checked (no idempotency
+   * key: a child run is found by its exchange, never by a key a user could send), calling `link`
+   * with its id in the accepting transaction, and starts its first attempt; synchronous (the
+   * caller waits for the wakes it asked for).
    */
-  accept(definition: string, input: unknown, link: (runId: string) => void): string;
+  accept(definition: string, inputText: string, link: (runId: string) => void): string;
   cancel(runId: string, reason: string): Promise<boolean>;
 }
 
@@ -104,6 +102,8 @@ export class ChildRuns implements ChildSteps {
   readonly #deliveryTimeoutMs: number;
   /** A delivery asked for by {@link deliverSoon} and not started yet. */
   #soon = false;
+  /** Messages queued by this instance, leased for the delivery that sends them at once. */
+  readonly #fresh = new Set<string>();
 
   constructor(host: ChildRunsHost, options: TaskChildrenOptions, deliveryTimeoutMs: number) {
     this.#host = host;
@@ -159,6 +159,21 @@ export class ChildRuns implements ChildSteps {
     );
   }
 
+  /** {@link address}, answered from `cache` for a target seen before by name or id. */
+  #cachedAddress(target: TaskChildTarget, cache: Map<string, ObjectAddress>): ObjectAddress {
+    const valid =
+      typeof target === "object" && target !== null && typeof target.binding === "string";
+    const by = valid && "id" in target ? target.id : valid && "name" in target ? target.name : null;
+    if (typeof by !== "string") return this.address(target);
+    const key = `${"id" in target ? "id" : "name"}\n${target.binding}\n${by}`;
+    let address = cache.get(key);
+    if (address === undefined) {
+      address = this.address(target);
+      cache.set(key, address);
+    }
+    return address;
+  }
+
   #endpoint(address: ObjectAddress): TaskChildEndpoint {
     const ns = this.#namespace(address.binding, "The binding");
     return ns.get(ns.idFromString(address.id)) as unknown as TaskChildEndpoint;
@@ -181,9 +196,11 @@ export class ChildRuns implements ChildSteps {
     );
     let rows = store.children.ofStep(run.runId, step);
     if (rows.length === 0) {
+      // One id per object, however many of its children the step starts (ids are derived by hashing).
+      const addresses = new Map<string, ObjectAddress>();
       const intents = specs.map((spec) => ({
         exchange: newExchange(),
-        target: this.address(spec.target),
+        target: this.#cachedAddress(spec.target, addresses),
         definition: spec.definition,
       }));
       const now = this.#host.now();
@@ -256,13 +273,13 @@ export class ChildRuns implements ChildSteps {
         }
       }),
     );
-    // The answers are noted together (one transaction): a parent that dies before resends the
+    // The answers are noted together (one statement): a parent that dies before resends the
     // starts, which join the same children.
-    store.transaction(() => {
-      for (const { row, runId } of answered) {
-        store.children.started(run.runId, step, row.idx, row.key, runId);
-      }
-    });
+    store.children.started(
+      run.runId,
+      step,
+      answered.map(({ row, runId }) => [row.idx, row.key, runId]),
+    );
     for (const { row, runId, address } of answered) {
       runs[row.idx] = { runId, step, target: address };
       this.#host.emit({
@@ -374,19 +391,29 @@ export class ChildRuns implements ChildSteps {
     } catch (error) {
       return this.#refused(null, error);
     }
+    if (read.kind === "settled")
+      return this.#receiveSettlements([read])[0] as TaskChildMessageReply;
     if (read.kind !== "batch") return this.#receiveOne(read);
     const replies: TaskChildMessageReply[] = [];
-    // Settlements are applied synchronously, one after another: a batch of them is one commit.
-    for (const one of read.messages) {
-      replies.push(
-        one.kind === "settled" ? this.#receiveSettled(one) : await this.#receiveOne(one),
-      );
+    const { messages } = read;
+    for (let i = 0; i < messages.length; ) {
+      const m = messages[i] as ChildMessage;
+      if (m.kind !== "settled") {
+        replies.push(await this.#receiveOne(m));
+        i++;
+        continue;
+      }
+      // A run of settlements in a row is applied in one transaction: one commit for all of them.
+      const run: SettledMessage[] = [];
+      for (; i < messages.length && (messages[i] as ChildMessage).kind === "settled"; i++) {
+        run.push(messages[i] as SettledMessage);
+      }
+      replies.push(...this.#receiveSettlements(run));
     }
     return { v: 2, ok: true, replies };
   }
 
-  async #receiveOne(m: ChildMessage): Promise<TaskChildMessageReply> {
-    if (m.kind === "settled") return this.#receiveSettled(m);
+  async #receiveOne(m: StartMessage | CancelMessage): Promise<TaskChildMessageReply> {
     try {
       return m.kind === "start" ? await this.#receiveStart(m) : await this.#receiveCancel(m);
     } catch (error) {
@@ -440,10 +467,17 @@ export class ChildRuns implements ChildSteps {
       }
       return acknowledged({ runId: link.child_run_id });
     }
-    const input = decodeValue(m.input);
+    // The input is stored as it came, once it is codec text within this object's maxValueBytes.
+    if (utf8ByteLength(m.input) > host.maxValueBytes) {
+      throw new TasksError(
+        "tasks/too-large",
+        `The input of child run "${m.step}" is over this object's maxValueBytes (${host.maxValueBytes}); give both objects the same maxValueBytes.`,
+      );
+    }
+    decodeValue(m.input);
     // Synchronous from the lookup above to the accept's transaction: two starts of one key cannot
     // both miss the link.
-    const runId = host.accept(m.definition, input, (childRunId) =>
+    const runId = host.accept(m.definition, m.input, (childRunId) =>
       host.store.links.link(m, childRunId),
     );
     return acknowledged({ runId });
@@ -470,60 +504,81 @@ export class ChildRuns implements ChildSteps {
   }
 
   /**
-   * A child's settlement: checked (the exchange's key and secret for the step it names, the child
-   * it names, a result or error the codec reads within `maxValueBytes`), then applied once (a
-   * duplicate is acknowledged and changes nothing); when it ends the countdown of the step waiting
-   * for it, the parent run becomes due and starts. Synchronous: settlements of a batch share a commit.
+   * Children's settlements, each checked (the exchange's key and secret for the step it names, the
+   * child it names, a result or error the codec reads within `maxValueBytes`), then applied once (a
+   * duplicate is acknowledged and changes nothing), all in one transaction: one commit however many
+   * there are. Each wait is counted down once by the settlements that answer it; a wait that
+   * reaches zero makes its run due, and the run starts once the transaction has committed.
    */
-  #receiveSettled(m: SettledMessage): TaskChildMessageReply {
+  #receiveSettlements(messages: readonly SettledMessage[]): TaskChildMessageReply[] {
     const host = this.#host;
-    const row = host.store.children.get(m.parentRunId, m.step, m.index);
-    // No child at that step (its run was deleted, or never started one): nothing to settle.
-    if (row === undefined) return GONE;
-    // Another exchange's key, a wrong secret, or another child than the one the start named.
-    const proven =
-      row.key === m.key &&
-      provesSecret(row.secret, m.secret) &&
-      (row.child_run_id === null || row.child_run_id === m.childRunId);
-    if (!proven) return this.#refusedSilently(m, forbidden(m.kind));
-    const parent = host.store.runs.getRun(m.parentRunId);
-    if (parent === undefined || TERMINAL_STATES.has(parent.state)) return GONE;
-    const bad = this.#checkContent(m);
-    if (bad !== null) return this.#refusedSilently(m, bad);
     const now = host.now();
-    let applied = false;
-    const woke = host.store.transaction(() => {
-      const settled = host.store.children.settle(
-        m.parentRunId,
-        m.step,
-        m.index,
-        m.childRunId,
-        m.state,
-        m.result,
-        m.error,
-        now,
-      );
-      applied = settled.applied;
-      if (!applied || settled.waitStep === null) return false;
-      const remaining = host.store.children.countDown(m.parentRunId, settled.waitStep);
-      if (remaining === null || remaining > 0) return false;
-      return host.store.runs.wakeForEvent(m.parentRunId, settled.waitStep, now);
+    const parents = new Map<string, RunRow | undefined>();
+    const applied: Array<{ m: SettledMessage; definition: string }> = [];
+    const woke: string[] = [];
+    const replies = host.store.transaction(() => {
+      const countdowns = new Map<string, { runId: string; step: string; by: number }>();
+      const answers = messages.map((m) => {
+        const row = host.store.children.get(m.parentRunId, m.step, m.index);
+        // No child at that step (its run was deleted, or never started one): nothing to settle.
+        if (row === undefined) return GONE;
+        // Another exchange's key, a wrong secret, or another child than the one the start named.
+        const proven =
+          row.key === m.key &&
+          provesSecret(row.secret, m.secret) &&
+          (row.child_run_id === null || row.child_run_id === m.childRunId);
+        if (!proven) return this.#refusedSilently(m, forbidden(m.kind));
+        if (!parents.has(m.parentRunId)) {
+          parents.set(m.parentRunId, host.store.runs.getRun(m.parentRunId));
+        }
+        const parent = parents.get(m.parentRunId);
+        if (parent === undefined || TERMINAL_STATES.has(parent.state)) return GONE;
+        const bad = this.#checkContent(m);
+        if (bad !== null) return this.#refusedSilently(m, bad);
+        const settled = host.store.children.settle(
+          m.parentRunId,
+          m.step,
+          m.index,
+          m.childRunId,
+          m.state,
+          m.result,
+          m.error,
+          now,
+        );
+        if (settled.applied) {
+          applied.push({ m, definition: parent.definition });
+          if (settled.waitStep !== null) {
+            const key = `${m.parentRunId}\n${settled.waitStep}`;
+            const countdown = countdowns.get(key);
+            if (countdown === undefined) {
+              countdowns.set(key, { runId: m.parentRunId, step: settled.waitStep, by: 1 });
+            } else countdown.by++;
+          }
+        }
+        return acknowledged({ applied: settled.applied });
+      });
+      for (const { runId, step, by } of countdowns.values()) {
+        const remaining = host.store.children.countDown(runId, step, by);
+        if (remaining === null || remaining > 0) continue;
+        if (host.store.runs.wakeForEvent(runId, step, now)) woke.push(runId);
+      }
+      return answers;
     });
-    if (applied) {
+    for (const { m, definition } of applied) {
       host.emit({
         type: "task:child:settled",
         runId: m.parentRunId,
-        definition: parent.definition,
+        definition,
         step: m.step,
         childRunId: m.childRunId,
         state: m.state,
       });
     }
-    if (woke) {
+    for (const runId of woke) {
       host.requestWake(now);
-      host.startRun(m.parentRunId, now);
+      host.startRun(runId, now);
     }
-    return acknowledged({ applied });
+    return replies;
   }
 
   /** Null when a settlement's result or error is one this object can store and read back; its refusal otherwise. */
@@ -552,12 +607,14 @@ export class ChildRuns implements ChildSteps {
   // ── Delivering (the alarm's share) ──
 
   /**
-   * Delivers what is owed at once, in this invocation, once the turn that queued it has ended,
-   * without waiting for the alarm (which stays the backstop: every message is leased before it
-   * leaves, so the two never send one twice within its back-off). The message still leaves only
-   * after the settlement that queued it is durable: the output gate holds it until then.
+   * Delivers the messages of `ids`, queued by this instance, at once, once the turn that queued
+   * them has ended, without waiting for the alarm. Each was queued leased for this delivery (its
+   * first back-off written with it), so it leaves without a write of its own, and the alarm, the
+   * backstop, sends it again only if it is still owed when that lease ends. The message leaves
+   * only after the settlement that queued it is durable: the output gate holds it until then.
    */
-  deliverSoon(): void {
+  deliverSoon(ids: readonly string[]): void {
+    for (const id of ids) this.#fresh.add(id);
     if (this.#soon) return;
     this.#soon = true;
     setTimeout(() => {
@@ -575,18 +632,33 @@ export class ChildRuns implements ChildSteps {
   }
 
   /**
-   * Deletes expired links, then delivers the messages that are due, one RPC per receiving object
-   * (a batch when it owes that object several). Each is first rescheduled after its back-off (a
-   * lease written, with its wake, before the message leaves): an object that dies in the middle of
-   * a delivery finds it due again. An acknowledged one is deleted; one older than
+   * Deletes expired links, then delivers the messages that are due and those queued here for
+   * {@link deliverSoon}, one RPC per receiving object (a batch when it owes that object several).
+   * A due one is first rescheduled after its back-off (a lease written, with its wake, before the
+   * message leaves; a fresh one was queued leased): an object that dies in the middle of a
+   * delivery finds it due again. An acknowledged one is deleted; one older than
    * `deliveryTimeoutMs` is dropped.
    */
   async deliverDue(): Promise<void> {
     const host = this.#host;
     const now = host.now();
-    if (host.store.links.sweep(now, SWEEP_PER_ALARM) === SWEEP_PER_ALARM) host.requestWake(now);
+    const expiry = host.store.links.nextExpiry();
+    if (expiry !== null && expiry <= now) {
+      if (host.store.links.sweep(now, SWEEP_PER_ALARM) === SWEEP_PER_ALARM) host.requestWake(now);
+    }
     const due = host.store.outbox.due(now, DELIVERIES_PER_ALARM);
     const byTarget = new Map<string, typeof due>();
+    const add = (row: (typeof due)[number]) => {
+      const list = byTarget.get(row.target);
+      if (list === undefined) byTarget.set(row.target, [row]);
+      else list.push(row);
+    };
+    const fresh = [...this.#fresh];
+    this.#fresh.clear();
+    if (fresh.length > 0) {
+      const leased = new Set(due.map((row) => row.id));
+      for (const row of host.store.outbox.byIds(fresh)) if (!leased.has(row.id)) add(row);
+    }
     for (const row of due) {
       const target = JSON.parse(row.target) as ObjectAddress;
       const message = fromStored(row);
@@ -610,9 +682,7 @@ export class ChildRuns implements ChildSteps {
       const retryAt = now + retryDelayMs(attempts);
       host.store.outbox.retryAt(row.id, attempts, retryAt);
       host.requestWake(retryAt);
-      const list = byTarget.get(row.target);
-      if (list === undefined) byTarget.set(row.target, [row]);
-      else list.push(row);
+      add(row);
     }
     const sends: Promise<void>[] = [];
     for (const [targetText, rows] of byTarget) {
@@ -642,12 +712,13 @@ export class ChildRuns implements ChildSteps {
     } catch {
       return;
     }
+    const acknowledgedIds: string[] = [];
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i] as (typeof rows)[number];
       const message = messages[i] as ChildMessage;
       const reply = replies[i];
       if (reply?.ok === true) {
-        host.store.outbox.delete(row.id);
+        acknowledgedIds.push(row.id);
         host.emit({
           type: "task:child:delivered",
           message: message.kind,
@@ -665,6 +736,7 @@ export class ChildRuns implements ChildSteps {
         });
       }
     }
+    if (acknowledgedIds.length > 0) host.store.outbox.deleteMany(acknowledgedIds);
   }
 }
 

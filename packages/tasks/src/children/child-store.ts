@@ -78,24 +78,28 @@ export class ChildStore {
         runId,
       )
       .one().seq;
-    for (let i = 0; i < intents.length; i++) {
-      const intent = intents[i] as ChildIntent;
-      this.#sql.exec(
-        `INSERT INTO dk_tasks_children
-           (parent_run_id, step, idx, seq, key, secret, target, definition, state, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'starting', ?)
-         ON CONFLICT (parent_run_id, step, idx) DO NOTHING`,
-        runId,
-        step,
-        i,
-        base + i + 1,
-        intent.exchange.key,
-        intent.exchange.secret,
-        JSON.stringify(intent.target),
-        intent.definition,
-        now,
-      );
-    }
+    // One statement for every intent: the rows travel as one JSON array of
+    // [key, secret, target, definition], inserted at positions 0, 1, … in array order.
+    this.#sql.exec(
+      `INSERT INTO dk_tasks_children
+         (parent_run_id, step, idx, seq, key, secret, target, definition, state, created_at)
+       SELECT ?1, ?2, intent.key, ?3 + intent.key + 1, intent.value ->> 0, intent.value ->> 1,
+              intent.value ->> 2, intent.value ->> 3, 'starting', ?4
+       FROM json_each(?5) AS intent WHERE true
+       ON CONFLICT (parent_run_id, step, idx) DO NOTHING`,
+      runId,
+      step,
+      base,
+      now,
+      JSON.stringify(
+        intents.map((intent) => [
+          intent.exchange.key,
+          intent.exchange.secret,
+          JSON.stringify(intent.target),
+          intent.definition,
+        ]),
+      ),
+    );
     return this.ofStep(runId, step);
   }
 
@@ -122,17 +126,22 @@ export class ChildStore {
       .toArray()[0];
   }
 
-  /** Notes the child run a start was answered with (a `starting` child becomes `running`). */
-  started(runId: string, step: string, idx: number, key: string, childRunId: string): void {
+  /**
+   * Notes the child runs starts were answered with (a `starting` child becomes `running`), each
+   * `[idx, key, childRunId]` of step `step`, in one statement.
+   */
+  started(runId: string, step: string, answers: ReadonlyArray<[number, string, string]>): void {
+    if (answers.length === 0) return;
     this.#sql.exec(
       `UPDATE dk_tasks_children
-       SET child_run_id = ?, state = CASE state WHEN 'starting' THEN 'running' ELSE state END
-       WHERE parent_run_id = ? AND step = ? AND idx = ? AND key = ? AND child_run_id IS NULL`,
-      childRunId,
+       SET child_run_id = answer.value ->> 2,
+           state = CASE state WHEN 'starting' THEN 'running' ELSE state END
+       FROM json_each(?3) AS answer
+       WHERE parent_run_id = ?1 AND step = ?2 AND idx = answer.value ->> 0
+         AND dk_tasks_children.key = answer.value ->> 1 AND child_run_id IS NULL`,
       runId,
       step,
-      idx,
-      key,
+      JSON.stringify(answers),
     );
   }
 
@@ -236,12 +245,13 @@ export class ChildStore {
     );
   }
 
-  /** One more child of the wait settled: the children still to settle before it is answered, or null when there is no such wait. */
-  countDown(runId: string, step: string): number | null {
+  /** `by` more children of the wait settled: the children still to settle before it is answered, or null when there is no such wait. */
+  countDown(runId: string, step: string, by = 1): number | null {
     const row = this.#sql
       .exec<{ remaining: number }>(
-        `UPDATE dk_tasks_child_waits SET remaining = remaining - 1 WHERE run_id = ? AND step = ?
+        `UPDATE dk_tasks_child_waits SET remaining = remaining - ? WHERE run_id = ? AND step = ?
          RETURNING remaining`,
+        by,
         runId,
         step,
       )

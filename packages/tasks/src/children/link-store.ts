@@ -41,16 +41,6 @@ export class LinkStore {
       .toArray()[0];
   }
 
-  /** The link of a child run, or undefined for a run no other object started. */
-  ofRun(childRunId: string): LinkRow | undefined {
-    return this.#sql
-      .exec<Row<LinkRow>>(
-        `SELECT ${COLUMNS} FROM dk_tasks_links WHERE child_run_id = ?`,
-        childRunId,
-      )
-      .toArray()[0];
-  }
-
   /** Links child run `childRunId` to the start that created it. */
   link(message: StartMessage, childRunId: string): void {
     this.#sql.exec(
@@ -79,13 +69,19 @@ export class LinkStore {
     );
   }
 
-  /** The child run settled: its link is kept until `expiresAt`, for a start retried late. */
-  settled(childRunId: string, expiresAt: number): void {
-    this.#sql.exec(
-      "UPDATE dk_tasks_links SET expires_at = ? WHERE child_run_id = ? AND expires_at IS NULL",
-      expiresAt,
-      childRunId,
-    );
+  /**
+   * The child run settled: its link is kept until `expiresAt`, for a start retried late. Answers
+   * the link as it was, or undefined when the run has no link or it was already settled.
+   */
+  settled(childRunId: string, expiresAt: number): LinkRow | undefined {
+    return this.#sql
+      .exec<Row<LinkRow>>(
+        `UPDATE dk_tasks_links SET expires_at = ? WHERE child_run_id = ? AND expires_at IS NULL
+         RETURNING ${COLUMNS}`,
+        expiresAt,
+        childRunId,
+      )
+      .toArray()[0];
   }
 
   /** The earliest time a link expires, or null. */

@@ -10,6 +10,11 @@ export interface OutboxRow extends StoredMessage {
   created_at: number;
 }
 
+/** The back-off of a failed delivery (its `attempts`-th): 1 s, doubling, at most 5 minutes. */
+export function retryDelayMs(attempts: number): number {
+  return Math.min(1000 * 2 ** Math.min(attempts - 1, 16), 300_000);
+}
+
 /**
  * The SQL of `dk_tasks_outbox`: messages this object owes other objects, one per id
  * (`settled:<key>`, `cancel:<key>`), each stored as its envelope and its one large field apart
@@ -23,18 +28,34 @@ export class OutboxStore {
     this.#sql = sql;
   }
 
-  /** Queues `message` for `target` as `id`, due at `now` (nothing when that id is queued already). */
+  /**
+   * Queues `message` for `target` as `id` (nothing when that id is queued already), leased for its
+   * first delivery: this instance sends it at once, and it is due again after the first back-off
+   * (`retryDelayMs(1)` from `now`) unless that delivery was acknowledged. The lease is written with
+   * the message, so the delivery that leaves at once writes nothing before it leaves.
+   */
   enqueue(id: string, target: string, message: StoredMessage, now: number): void {
     this.#sql.exec(
       `INSERT INTO dk_tasks_outbox (id, target, envelope, payload, attempts, next_at, created_at)
-       VALUES (?, ?, ?, ?, 0, ?, ?) ON CONFLICT (id) DO NOTHING`,
+       VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT (id) DO NOTHING`,
       id,
       target,
       message.envelope,
       message.payload,
-      now,
+      now + retryDelayMs(1),
       now,
     );
+  }
+
+  /** The messages of `ids` still owed (an acknowledged one is gone). */
+  byIds(ids: readonly string[]): OutboxRow[] {
+    return this.#sql
+      .exec<OutboxRow & Record<string, SqlStorageValue>>(
+        `SELECT id, target, envelope, payload, attempts, next_at, created_at FROM dk_tasks_outbox
+         WHERE id IN (SELECT value FROM json_each(?))`,
+        JSON.stringify(ids),
+      )
+      .toArray();
   }
 
   /** Messages due at `now`, earliest first. */
@@ -70,6 +91,14 @@ export class OutboxStore {
   /** Delivered (acknowledged) or dropped. */
   delete(id: string): void {
     this.#sql.exec("DELETE FROM dk_tasks_outbox WHERE id = ?", id);
+  }
+
+  /** Delivered (acknowledged), several at once. */
+  deleteMany(ids: readonly string[]): void {
+    this.#sql.exec(
+      "DELETE FROM dk_tasks_outbox WHERE id IN (SELECT value FROM json_each(?))",
+      JSON.stringify(ids),
+    );
   }
 
   /** A delivery leaves: tried again at `nextAt` unless it is acknowledged first. */
