@@ -273,12 +273,14 @@ export class ChildRuns implements ChildSteps {
         }
       }),
     );
-    // The answers are noted together (one statement): a parent that dies before resends the
+    // The answers are noted together (one transaction): a parent that dies before resends the
     // starts, which join the same children.
-    store.children.started(
-      run.runId,
-      step,
-      answered.map(({ row, runId }) => [row.idx, row.key, runId]),
+    store.transaction(() =>
+      store.children.started(
+        run.runId,
+        step,
+        answered.map(({ row, runId }) => [row.idx, row.key, runId]),
+      ),
     );
     for (const { row, runId, address } of answered) {
       runs[row.idx] = { runId, step, target: address };

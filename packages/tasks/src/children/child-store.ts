@@ -128,21 +128,22 @@ export class ChildStore {
 
   /**
    * Notes the child runs starts were answered with (a `starting` child becomes `running`), each
-   * `[idx, key, childRunId]` of step `step`, in one statement.
+   * `[idx, key, childRunId]` of step `step`: one keyed update per answer (a join with the answers'
+   * JSON would let SQLite walk the step's rows once per answer). Call it inside a transaction.
    */
   started(runId: string, step: string, answers: ReadonlyArray<[number, string, string]>): void {
-    if (answers.length === 0) return;
-    this.#sql.exec(
-      `UPDATE dk_tasks_children
-       SET child_run_id = answer.value ->> 2,
-           state = CASE state WHEN 'starting' THEN 'running' ELSE state END
-       FROM json_each(?3) AS answer
-       WHERE parent_run_id = ?1 AND step = ?2 AND idx = answer.value ->> 0
-         AND dk_tasks_children.key = answer.value ->> 1 AND child_run_id IS NULL`,
-      runId,
-      step,
-      JSON.stringify(answers),
-    );
+    for (const [idx, key, childRunId] of answers) {
+      this.#sql.exec(
+        `UPDATE dk_tasks_children
+         SET child_run_id = ?, state = CASE state WHEN 'starting' THEN 'running' ELSE state END
+         WHERE parent_run_id = ? AND step = ? AND idx = ? AND key = ? AND child_run_id IS NULL`,
+        childRunId,
+        runId,
+        step,
+        idx,
+        key,
+      );
+    }
   }
 
   /**
