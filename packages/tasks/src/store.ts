@@ -2,7 +2,7 @@ import { AttemptStore } from "./attempt-store";
 import { CallStore } from "./call-store";
 import { ChildStore } from "./children/child-store";
 import { LinkStore } from "./children/link-store";
-import { OutboxStore, retryDelayMs } from "./children/outbox-store";
+import { FIRST_LEASE_MS, OutboxStore } from "./children/outbox-store";
 import { cancelMessage, settledMessage, toStored } from "./children/protocol";
 import { TasksError } from "./errors";
 import { EventBuffer } from "./event-buffer";
@@ -127,7 +127,7 @@ export class TaskStore {
       this.outbox.enqueue(id, child.target, toStored(cancelMessage(child, reason)), now);
       owed.push(id);
     }
-    if (owed.length > 0) this.onOwed(owed, now + retryDelayMs(1));
+    if (owed.length > 0) this.onOwed(owed, now + FIRST_LEASE_MS);
   }
 
   /**

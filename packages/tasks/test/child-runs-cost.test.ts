@@ -31,4 +31,28 @@ describe("child runs: statements per fan-out", () => {
     expect(await shard().statementsLike("^INSERT INTO dk_tasks_outbox")).toBe(6);
     expect(await shard().outbox()).toBe(0);
   });
+
+  it("reschedules a first delivery that failed after 1 s (its 5 s lease was only for leaving at once), and delivers it then", async () => {
+    const { prefix, parent } = world(0);
+    const shard = (): Shard => env.SHARD.getByName(`${prefix}-0`);
+    // The parent restarts before it applies the first settlement it receives: the call fails.
+    await retry(parent, (p) => p.arm("before-apply"));
+    const { runId } = await retry(parent, (p) =>
+      p.start("many@v1", { shards: 1, prefix, objects: 1 }),
+    );
+    let rows: Array<Record<string, unknown>> = [];
+    for (let i = 0; i < 100 && rows.length === 0; i++) {
+      rows = await retry(shard, (s) =>
+        s.rowsOf(
+          "SELECT attempts, next_at - created_at AS wait FROM dk_tasks_outbox WHERE next_at - created_at < 5000",
+        ),
+      );
+      if (rows.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.attempts).toBe(1);
+    expect(rows[0]?.wait as number).toBeGreaterThanOrEqual(1000);
+    const run = await settle(parent, runId, [shard]);
+    expect(run.state).toBe("completed");
+  });
 });

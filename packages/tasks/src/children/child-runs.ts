@@ -7,7 +7,7 @@ import type { TaskStore } from "../store";
 import { decodeValue, encodeValue, errorInfo } from "../values";
 import type { ChildStarter, ChildSteps, TaskChildSpec } from "./child-steps";
 import type { ChildRow } from "./child-store";
-import { retryDelayMs } from "./outbox-store";
+import { FIRST_LEASE_MS, retryDelayMs } from "./outbox-store";
 import {
   acknowledged,
   batchMessage,
@@ -655,11 +655,15 @@ export class ChildRuns implements ChildSteps {
       if (list === undefined) byTarget.set(row.target, [row]);
       else list.push(row);
     };
-    const fresh = [...this.#fresh];
-    this.#fresh.clear();
-    if (fresh.length > 0) {
+    const fresh = new Set<string>();
+    if (this.#fresh.size > 0) {
       const leased = new Set(due.map((row) => row.id));
-      for (const row of host.store.outbox.byIds(fresh)) if (!leased.has(row.id)) add(row);
+      for (const row of host.store.outbox.byIds([...this.#fresh])) {
+        if (leased.has(row.id)) continue;
+        fresh.add(row.id);
+        add(row);
+      }
+      this.#fresh.clear();
     }
     for (const row of due) {
       const target = JSON.parse(row.target) as ObjectAddress;
@@ -689,7 +693,7 @@ export class ChildRuns implements ChildSteps {
     const sends: Promise<void>[] = [];
     for (const [targetText, rows] of byTarget) {
       const target = JSON.parse(targetText) as ObjectAddress;
-      for (const group of batches(rows)) sends.push(this.#send(target, group));
+      for (const group of batches(rows)) sends.push(this.#send(target, group, fresh));
     }
     // A receiver that hangs must not hold the object's alarm: its messages are leased, so they are
     // delivered again after their back-off whatever this wait decides.
@@ -704,21 +708,42 @@ export class ChildRuns implements ChildSteps {
     if (due.length === DELIVERIES_PER_ALARM) host.requestWake(host.now());
   }
 
-  /** Sends `rows` to `target` in one RPC, and deletes each one it acknowledged. */
-  async #send(target: ObjectAddress, rows: ReturnType<TaskStore["outbox"]["due"]>): Promise<void> {
+  /**
+   * Sends `rows` to `target` in one RPC, and deletes each one it acknowledged. A first delivery
+   * (its id in `fresh`) that is not acknowledged is rescheduled after the first back-off: its
+   * lease ({@link FIRST_LEASE_MS}) was only for a delivery that leaves at once.
+   */
+  async #send(
+    target: ObjectAddress,
+    rows: ReturnType<TaskStore["outbox"]["due"]>,
+    fresh: ReadonlySet<string>,
+  ): Promise<void> {
     const host = this.#host;
     const messages = rows.map((row) => fromStored(row));
+    const retrySoon = (unanswered: typeof rows) => {
+      const at = host.now() + retryDelayMs(1);
+      let any = false;
+      for (const row of unanswered) {
+        if (!fresh.has(row.id)) continue;
+        host.store.outbox.retryAt(row.id, 1, at);
+        any = true;
+      }
+      if (any) host.requestWake(at);
+    };
     let replies: Array<TaskChildMessageReply | undefined>;
     try {
       replies = await this.#call(target, messages);
     } catch {
+      retrySoon(rows);
       return;
     }
     const acknowledgedIds: string[] = [];
+    const unanswered: typeof rows = [];
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i] as (typeof rows)[number];
       const message = messages[i] as ChildMessage;
       const reply = replies[i];
+      if (reply?.ok !== true) unanswered.push(row);
       if (reply?.ok === true) {
         acknowledgedIds.push(row.id);
         host.emit({
@@ -739,6 +764,7 @@ export class ChildRuns implements ChildSteps {
       }
     }
     if (acknowledgedIds.length > 0) host.store.outbox.deleteMany(acknowledgedIds);
+    retrySoon(unanswered);
   }
 }
 

@@ -16,6 +16,15 @@ export function retryDelayMs(attempts: number): number {
 }
 
 /**
+ * How long a message is leased for its first delivery, which leaves at once from the instance that
+ * queued it: 5 s, the default claim timeout, so it adds no wake of its own to the one that backs
+ * the attempt that settled the run. A first delivery that fails is rescheduled after
+ * `retryDelayMs(1)`; a message whose instance died before it left is sent again by the next
+ * instance on its first wake, at the latest when this lease ends.
+ */
+export const FIRST_LEASE_MS = 5_000;
+
+/**
  * The SQL of `dk_tasks_outbox`: messages this object owes other objects, one per id
  * (`settled:<key>`, `cancel:<key>`), each stored as its envelope and its one large field apart
  * (see `StoredMessage`), retried by the alarm until the receiver acknowledges it. Each method is
@@ -30,9 +39,9 @@ export class OutboxStore {
 
   /**
    * Queues `message` for `target` as `id` (nothing when that id is queued already), leased for its
-   * first delivery: this instance sends it at once, and it is due again after the first back-off
-   * (`retryDelayMs(1)` from `now`) unless that delivery was acknowledged. The lease is written with
-   * the message, so the delivery that leaves at once writes nothing before it leaves.
+   * first delivery: this instance sends it at once, and it is due again {@link FIRST_LEASE_MS}
+   * after `now` unless that delivery was acknowledged. The lease is written with the message, so
+   * the delivery that leaves at once writes nothing before it leaves.
    */
   enqueue(id: string, target: string, message: StoredMessage, now: number): void {
     this.#sql.exec(
@@ -42,7 +51,7 @@ export class OutboxStore {
       target,
       message.envelope,
       message.payload,
-      now + retryDelayMs(1),
+      now + FIRST_LEASE_MS,
       now,
     );
   }
