@@ -21,6 +21,30 @@ export const TASKS_SCHEMA_VERSION = 8;
  * a new step (and in CURRENT), never here.
  */
 
+/** The columns of `dk_tasks_runs` as v1 made them (later steps add columns after them). */
+const RUNS_COLUMNS_V1 = `      run_id TEXT NOT NULL PRIMARY KEY,
+      definition TEXT NOT NULL,
+      state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled')),
+      input TEXT NOT NULL,
+      metadata TEXT,
+      idempotency_key TEXT,
+      retain INTEGER NOT NULL,
+      attempt INTEGER NOT NULL DEFAULT 0,
+      generation TEXT,
+      next_at INTEGER,
+      wait_reason TEXT CHECK (wait_reason IN ('sleep', 'retry', 'event')),
+      wait_step TEXT,
+      wait_event TEXT,
+      status_message TEXT,
+      result TEXT,
+      error TEXT,
+      cancel_requested INTEGER NOT NULL DEFAULT 0,
+      cancel_reason TEXT,
+      created_at INTEGER NOT NULL,
+      started_at INTEGER,
+      updated_at INTEGER NOT NULL,
+      settled_at INTEGER`;
+
 /** The idempotency keys (v1). */
 const RUNS_BY_KEY = `CREATE UNIQUE INDEX dk_tasks_runs_by_key ON dk_tasks_runs (idempotency_key)
       WHERE idempotency_key IS NOT NULL`;
@@ -166,28 +190,7 @@ export const MIGRATIONS: ReadonlyArray<readonly string[]> = [
   // v1
   [
     `CREATE TABLE dk_tasks_runs (
-      run_id TEXT NOT NULL PRIMARY KEY,
-      definition TEXT NOT NULL,
-      state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled')),
-      input TEXT NOT NULL,
-      metadata TEXT,
-      idempotency_key TEXT,
-      retain INTEGER NOT NULL,
-      attempt INTEGER NOT NULL DEFAULT 0,
-      generation TEXT,
-      next_at INTEGER,
-      wait_reason TEXT CHECK (wait_reason IN ('sleep', 'retry', 'event')),
-      wait_step TEXT,
-      wait_event TEXT,
-      status_message TEXT,
-      result TEXT,
-      error TEXT,
-      cancel_requested INTEGER NOT NULL DEFAULT 0,
-      cancel_reason TEXT,
-      created_at INTEGER NOT NULL,
-      started_at INTEGER,
-      updated_at INTEGER NOT NULL,
-      settled_at INTEGER
+${RUNS_COLUMNS_V1}
     ) WITHOUT ROWID`,
     RUNS_BY_KEY,
     RUNS_BY_WAKE,
@@ -287,28 +290,7 @@ export const MIGRATIONS: ReadonlyArray<readonly string[]> = [
  */
 export const CURRENT: readonly string[] = [
   `CREATE TABLE dk_tasks_runs (
-      run_id TEXT NOT NULL PRIMARY KEY,
-      definition TEXT NOT NULL,
-      state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled')),
-      input TEXT NOT NULL,
-      metadata TEXT,
-      idempotency_key TEXT,
-      retain INTEGER NOT NULL,
-      attempt INTEGER NOT NULL DEFAULT 0,
-      generation TEXT,
-      next_at INTEGER,
-      wait_reason TEXT CHECK (wait_reason IN ('sleep', 'retry', 'event')),
-      wait_step TEXT,
-      wait_event TEXT,
-      status_message TEXT,
-      result TEXT,
-      error TEXT,
-      cancel_requested INTEGER NOT NULL DEFAULT 0,
-      cancel_reason TEXT,
-      created_at INTEGER NOT NULL,
-      started_at INTEGER,
-      updated_at INTEGER NOT NULL,
-      settled_at INTEGER,
+${RUNS_COLUMNS_V1},
       progress INTEGER NOT NULL DEFAULT 0,
       stalls INTEGER NOT NULL DEFAULT 0,
       attempt_started_at INTEGER,
