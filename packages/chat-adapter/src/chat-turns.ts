@@ -104,12 +104,12 @@ export class ChatTurns {
       ["end-on-resume", "keep"],
       "end-on-resume",
     );
-    const maxFlushDelayMs = check.ms(
-      options.maxFlushDelayMs ?? options.flushIdleMs,
-      "maxFlushDelayMs",
-      50,
-      { min: 1 },
-    );
+    if (Object.hasOwn(options, "flushIdleMs")) {
+      throw new ChatArgumentError(
+        "new ChatTurns() option flushIdleMs is now maxFlushDelayMs: rename it (same meaning, in milliseconds).",
+      );
+    }
+    const maxFlushDelayMs = check.ms(options.maxFlushDelayMs, "maxFlushDelayMs", 50, { min: 1 });
     this.#streams = options.streams;
     this.#settledRetentionMs = check.ms(options.settledRetentionMs, "settledRetentionMs", 600_000, {
       min: 1,

@@ -14,10 +14,6 @@ export {
 } from "./chat-ids";
 export { ChatTurn, NOT_STORED_TEXT } from "./chat-turn";
 export { ChatTurns, INTERRUPTED_TEXT } from "./chat-turns";
-export type {
-  StartTurnOptions,
-  UIMessageChunk,
-} from "./deprecated";
 export {
   ChatArgumentError,
   ChatError,

@@ -32,8 +32,6 @@ export interface ChatTurnsOptions {
    * what a restart can lose. Default 50.
    */
   maxFlushDelayMs?: number;
-  /** @deprecated Use {@link ChatTurnsOptions.maxFlushDelayMs}; read as it when that is not given. */
-  flushIdleMs?: number;
   /**
    * Delete a chat's ended turns when its next turn starts, instead of keeping each for
    * `settledRetentionMs`: the chat then holds at most its newest ended turn and the active one on

@@ -78,17 +78,23 @@ describe("loss on restart is bounded by time", () => {
     });
   });
 
-  it("keeps flushIdleMs as a deprecated name of maxFlushDelayMs and refuses a bad bound", async () => {
+  it("refuses flushIdleMs, the old name of maxFlushDelayMs, with the new name, and refuses a bad bound", async () => {
     await inFixture(async (fixture, state) => {
-      const chat = new ChatTurns(anotherInstance(state), {
-        streams: fixture.streams,
-        flushIdleMs: 20,
-      });
-      const turn = chat.startTurn("alias");
-      turn.write({ type: "text-delta", id: "t", delta: "a" });
-      await sleep(120);
-      expect(storedChunks(state, turn.turnId)).toHaveLength(2);
-      turn.finish();
+      let thrown: unknown;
+      try {
+        new ChatTurns(anotherInstance(state), {
+          streams: fixture.streams,
+          flushIdleMs: 20,
+        } as never);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(
+        codeOf(() => {
+          throw thrown;
+        }),
+      ).toBe("chat/invalid-argument");
+      expect(String((thrown as Error).message)).toContain("maxFlushDelayMs");
       for (const bad of [0, -1, 0.5, "50", Number.NaN]) {
         expect(
           codeOf(

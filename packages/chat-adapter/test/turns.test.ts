@@ -183,7 +183,11 @@ describe("turns", () => {
       );
       expect(
         codeOf(
-          () => new ChatTurns(anotherInstance(state), { streams: fixture.streams, flushIdleMs: 0 }),
+          () =>
+            new ChatTurns(anotherInstance(state), {
+              streams: fixture.streams,
+              maxFlushDelayMs: 0,
+            }),
         ),
       ).toBe("chat/invalid-argument");
       expect(codeOf(() => new ChatTurns({} as never, { streams: fixture.streams }))).toBe(

@@ -9,16 +9,6 @@ export {
 } from "./call-key";
 export { utf8ByteLength } from "./codec-format";
 export { decode, type JournalDecodeOptions } from "./decode";
-export type {
-  DecodeOptions,
-  EncodeOptions,
-  ErrorRecord,
-  OutcomeKind,
-  RecordResult,
-  ReplayStep,
-  ReviveMap,
-  RevivingModule,
-} from "./deprecated";
 export { digestArgs, digestText } from "./digest";
 export { DEFAULT_MAX_DEPTH, encode, encodedSize, type JournalEncodeOptions } from "./encode";
 export {

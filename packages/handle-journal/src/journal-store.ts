@@ -418,19 +418,6 @@ export class JournalStore implements JournalPort {
   }
 
   /**
-   * @deprecated Use {@link resolve}, which also resolves `unsafe` markers. Kept as an alias for
-   * one release.
-   */
-  resolveInterrupt(
-    executionId: string,
-    key: string,
-    outcome: JournalOutcomeKind,
-    payload: string | null,
-  ): boolean {
-    return this.resolve(executionId, key, outcome, payload);
-  }
-
-  /**
    * Deletes an execution's whole journal in one transaction; returns how many entries it had.
    * @throws JournalError `journal/invalid-argument` for a malformed execution id.
    */

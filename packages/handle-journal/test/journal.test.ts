@@ -205,20 +205,12 @@ describe("JournalStore", () => {
       const marker = store.resolve("e5", "1", "value", encode("c".repeat(100)));
       const settled = store.resolve("e5", "2", "value", encode("again"));
       const unknown = store.resolve("e5", "3", "value", null);
-      // The deprecated alias still resolves an interrupt.
-      store.record({
-        ...call("e5", "4", "approval", [], null),
-        outcome: "interrupt",
-        payload: null,
-      });
-      const alias = store.resolveInterrupt("e5", "4", "value", encode(true));
-      return { marker, settled, unknown, alias, entries: store.entries("e5") };
+      return { marker, settled, unknown, entries: store.entries("e5") };
     });
-    expect(result).toMatchObject({ marker: true, settled: false, unknown: false, alias: true });
+    expect(result).toMatchObject({ marker: true, settled: false, unknown: false });
     expect(result.entries.map((e) => [e.key, e.seq, e.outcome])).toEqual([
       ["1", 1, "value"],
       ["2", 2, "value"],
-      ["4", 3, "value"],
     ]);
     expect(decode(result.entries[0]?.payload as string)).toBe("c".repeat(100));
     expect(decode(result.entries[1]?.payload as string)).toBe("done");

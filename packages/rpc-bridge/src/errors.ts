@@ -1,6 +1,5 @@
 import { DurableKitError, type ErrorCodeOf } from "@durablekit/compose";
 import { isJournalError, type JournalErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
-import { DEPRECATED_BRIDGE_CODES, type DeprecatedBridgeErrorCode } from "./deprecated";
 
 /**
  * Stable codes of every error this package throws or delivers to program code. A code never
@@ -169,28 +168,9 @@ export class BridgeError extends DurableKitError<BridgeErrorCode> {
   }
 }
 
-/**
- * True when `value` is a {@link BridgeError}, optionally with the given code. A code renamed in
- * 0.x (`bridge/limit-total-bytes`, `bridge/replay-diverged`, …) is still accepted until 1.0 and
- * matches what it became: `bridge/limit-total-bytes` matches a `bridge/too-large` error whose
- * `limit` is `"maxTotalBytes"`.
- */
-export function isBridgeError(
-  value: unknown,
-  code?: BridgeErrorCode | DeprecatedBridgeErrorCode,
-): value is BridgeError {
-  if (!(value instanceof BridgeError)) return false;
-  if (code === undefined) return true;
-  const renamed: { code: BridgeErrorCode; limit?: BridgeByteLimit } | undefined = Object.hasOwn(
-    DEPRECATED_BRIDGE_CODES,
-    code,
-  )
-    ? DEPRECATED_BRIDGE_CODES[code as DeprecatedBridgeErrorCode]
-    : undefined;
-  if (renamed === undefined) return value.code === code;
-  return (
-    value.code === renamed.code && (renamed.limit === undefined || value.limit === renamed.limit)
-  );
+/** True when `value` is a {@link BridgeError}, optionally with the given code. */
+export function isBridgeError(value: unknown, code?: BridgeErrorCode): value is BridgeError {
+  return value instanceof BridgeError && (code === undefined || value.code === code);
 }
 
 /**

@@ -7,16 +7,6 @@ export type {
   BridgeHostFunction,
   BridgeInterruptPolicy,
 } from "./context";
-export type {
-  DeprecatedBridgeErrorCode,
-  ExecuteOptions,
-  Execution,
-  ExecutionError,
-  ExecutionInterrupt,
-  ExecutionRecord,
-  ExecutionState,
-  ResumeOptions,
-} from "./deprecated";
 export { type BridgeDescribeOptions, describeModules } from "./describe";
 export {
   type BridgeByteLimit,

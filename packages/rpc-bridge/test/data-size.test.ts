@@ -86,9 +86,6 @@ describe("data sizes", () => {
     }
     expect(isBridgeError(thrown, LIMIT)).toBe(true);
     expect(thrown).toMatchObject({ path: "args", limit: "maxRequestBytes" });
-    // The code it had before 0.x renamed it still matches, and only for its own limit.
-    expect(isBridgeError(thrown, "bridge/limit-request-bytes")).toBe(true);
-    expect(isBridgeError(thrown, "bridge/limit-total-bytes")).toBe(false);
     // Exactly at the limit is allowed.
     const exact = encodedSize(["x".repeat(100)]);
     expect(sizeOf(["x".repeat(100)], exact)).toBe(exact);

@@ -14,7 +14,8 @@ export const oldLimit: BridgeErrorCode = "bridge/limit-total-bytes";
 export const oldDiverged: BridgeErrorCode = "bridge/replay-diverged";
 // @ts-expect-error another package's prefix
 export const otherPrefix: BridgeErrorCode = "tasks/not-found";
-// The renamed codes stay accepted by the guard until 1.0; a code that never was is not.
+// The guard takes only this package's codes: a name a code had before it was renamed is refused.
+// @ts-expect-error renamed to bridge/too-large (limit maxTotalBytes)
 export const guardedOld = isBridgeError(undefined, "bridge/limit-total-bytes");
 // @ts-expect-error not a code of this package, then or now
 export const guardedUnknown = isBridgeError(undefined, "bridge/exploded");

@@ -1,9 +1,3 @@
-export type {
-  BoundedBody,
-  ForkExport,
-  ForkExportRequest,
-  OffsetRequest,
-} from "./deprecated";
 export {
   isSseError,
   SseArgumentError,

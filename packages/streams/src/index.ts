@@ -14,7 +14,7 @@ export {
   StreamsSchemaError,
   WriterSeqRegressionError,
 } from "./errors";
-export { SCHEMA_VERSION, STREAMS_SCHEMA_VERSION } from "./schema";
+export { STREAMS_SCHEMA_VERSION } from "./schema";
 export { Streams } from "./streams";
 export type {
   StreamAppendOptions,

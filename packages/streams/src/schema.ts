@@ -127,9 +127,6 @@ const STEPS = [V1, V2, V3] as const;
 /** The schema version these sources write. Add a step (never edit one) for any table change. */
 export const STREAMS_SCHEMA_VERSION = STEPS.length;
 
-/** @deprecated Renamed {@link STREAMS_SCHEMA_VERSION} (names carry the package's noun). */
-export const SCHEMA_VERSION = STREAMS_SCHEMA_VERSION;
-
 /**
  * Creates or checks the tables (through `migrateSchema` of `@durablekit/compose`, table noun
  * `streams`). Forward-only: an older version is migrated in one transaction; a newer one is

@@ -2,10 +2,10 @@ import {
   isCallKey,
   type JournalEntry,
   JournalError,
+  type JournalOutcomeKind,
   type JournalRecord,
+  type JournalRecordResult,
   OUTCOME_KINDS,
-  type OutcomeKind,
-  type RecordResult,
   utf8ByteLength,
 } from "@durablekit/handle-journal";
 import { checkName } from "./arguments";
@@ -48,7 +48,7 @@ function checkKey(key: unknown): asserts key is string {
   }
 }
 
-function checkOutcome(outcome: unknown): asserts outcome is OutcomeKind {
+function checkOutcome(outcome: unknown): asserts outcome is JournalOutcomeKind {
   if (typeof outcome !== "string" || !OUTCOMES.has(outcome)) {
     throw invalid(
       `${String(outcome)} is not a journal outcome: use one of ${OUTCOME_KINDS.join(", ")}.`,
@@ -73,7 +73,7 @@ export function toEntry(row: CallRow): JournalEntry {
     module: row.module,
     method: row.method,
     argsDigest: row.argsDigest,
-    outcome: row.outcome as OutcomeKind,
+    outcome: row.outcome as JournalOutcomeKind,
     payload: row.payload,
     seq: row.seq,
     recordedAt: row.at,
@@ -131,7 +131,7 @@ export class StepJournal implements TaskStepJournal {
 
   // ── Writing ──
 
-  record(entry: JournalRecord): RecordResult {
+  record(entry: JournalRecord): JournalRecordResult {
     this.#checkRecord(entry);
     const { executionId, key, outcome, payload } = entry;
     this.#checkOpen();
@@ -169,7 +169,7 @@ export class StepJournal implements TaskStepJournal {
   resolve(
     executionId: string,
     key: string,
-    outcome: OutcomeKind,
+    outcome: JournalOutcomeKind,
     payload: string | null,
     recordedAt?: number,
   ): boolean {

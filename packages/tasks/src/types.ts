@@ -1,9 +1,9 @@
 import type {
   JournalEntry,
+  JournalOutcomeKind,
   JournalPort,
   JournalRecord,
-  OutcomeKind,
-  RecordResult,
+  JournalRecordResult,
 } from "@durablekit/handle-journal";
 import type { TaskChildSpec } from "./children/child-steps";
 import type {
@@ -80,7 +80,7 @@ export interface TaskStepJournal extends JournalPort {
    *   over `maxValueBytes`, `tasks/conflict` when the journal holds another execution,
    *   `tasks/closed` when the attempt has ended (or another attempt holds the run).
    */
-  record(entry: JournalRecord): RecordResult;
+  record(entry: JournalRecord): JournalRecordResult;
   /**
    * Replaces a pending entry (outcome `interrupt` or `unsafe`), e.g. with the value a resume
    * supplied, keeping its `seq`; `recordedAt` (default the engine's clock) becomes its time. One row
@@ -91,7 +91,7 @@ export interface TaskStepJournal extends JournalPort {
   resolve(
     executionId: string,
     key: string,
-    outcome: OutcomeKind,
+    outcome: JournalOutcomeKind,
     payload: string | null,
     recordedAt?: number,
   ): boolean;

@@ -1,9 +1,9 @@
 import {
   CodecError,
   decode,
-  type ErrorRecord,
   encode,
   fromErrorRecord,
+  type JournalErrorRecord,
   toErrorRecord,
 } from "@durablekit/handle-journal";
 import { TasksError, type TasksErrorCode } from "./errors";
@@ -54,13 +54,13 @@ export function errorText(thrown: unknown): string {
 /** Rebuilds the error of an error record's text: the same name, message, code and properties. */
 export function rebuildError(text: string | null): Error {
   if (text === null) return new Error("Step failed");
-  return fromErrorRecord(JSON.parse(text) as ErrorRecord);
+  return fromErrorRecord(JSON.parse(text) as JournalErrorRecord);
 }
 
 /** Name, message and code of an error record's text. */
 export function errorInfo(text: string | null): TaskErrorInfo {
   if (text === null) return { name: "Error", message: "Task run failed" };
-  const { $error } = JSON.parse(text) as ErrorRecord;
+  const { $error } = JSON.parse(text) as JournalErrorRecord;
   const info: TaskErrorInfo = { name: $error.name, message: $error.message };
   if (typeof $error.code === "string") info.code = $error.code;
   return info;

@@ -3,8 +3,8 @@ import { env } from "cloudflare:workers";
 import {
   encode,
   isJournalError,
+  type JournalOutcomeKind,
   type JournalRecord,
-  type OutcomeKind,
   Replayer,
 } from "@durablekit/handle-journal";
 import { BAD_NAMES, thrownCodeSync } from "@durablekit/test-kit";
@@ -26,7 +26,7 @@ const EXECUTION = "exec-1";
 /** A recorded call of the execution `exec-1` (or `executionId`) at `key`. */
 function call(
   key: string,
-  outcome: OutcomeKind = "value",
+  outcome: JournalOutcomeKind = "value",
   payload: string | null = encode(`result ${key}`),
   executionId = EXECUTION,
 ): JournalRecord {
@@ -346,8 +346,10 @@ describe("step journals (step.journal)", () => {
               codeOf(() => journal.resolve(EXECUTION, key as string, "value", null)),
             ]),
             outcome: ["done", "", null, 1].flatMap((outcome) => [
-              codeOf(() => journal.record({ ...call("1"), outcome: outcome as OutcomeKind })),
-              codeOf(() => journal.resolve(EXECUTION, "1", outcome as OutcomeKind, null)),
+              codeOf(() =>
+                journal.record({ ...call("1"), outcome: outcome as JournalOutcomeKind }),
+              ),
+              codeOf(() => journal.resolve(EXECUTION, "1", outcome as JournalOutcomeKind, null)),
             ]),
             payload: [42, {}, undefined].flatMap((payload) => [
               codeOf(() => journal.record({ ...call("1"), payload: payload as string })),
