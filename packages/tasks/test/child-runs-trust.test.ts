@@ -309,6 +309,32 @@ describe("child runs: no orphans, no give-ups a deploy would fix", { timeout: 30
 });
 
 describe("child runs: content and size", { timeout: 30_000 }, () => {
+  it("refuses a start whose input is not codec text or is over maxValueBytes, storing nothing, and accepts the same exchange sent well-formed", async () => {
+    const shardName = `input-${crypto.randomUUID()}`;
+    const shard = (): Shard => env.SHARD.getByName(shardName);
+    const sink = env.PARENT.idFromName(`sink-${crypto.randomUUID()}`).toString();
+    const start = startOf(sink, "work@v1", { i: 3 });
+    for (const [input, code] of [
+      ["{not codec", "tasks/invalid-argument"],
+      ['{"$nope":1}', "tasks/invalid-argument"],
+      [encode("x".repeat(1024 * 1024 + 1)), "tasks/too-large"],
+    ] as const) {
+      expect(await shard().deliver({ ...start, input })).toMatchObject({ ok: false, code });
+    }
+    expect(await shard().rowsOf("SELECT run_id FROM dk_tasks_runs")).toEqual([]);
+    expect(await shard().rowsOf("SELECT key FROM dk_tasks_links")).toEqual([]);
+    const accepted = (await shard().deliver(start)) as { ok: boolean; runId: string };
+    expect(accepted).toMatchObject({ ok: true });
+    await until(
+      () => shard().get(accepted.runId),
+      (run) => (run as Snapshot | null)?.state === "completed",
+      "the child did not complete",
+    );
+    expect((await shard().get(accepted.runId)) as Snapshot).toMatchObject({
+      result: { i: 3, doubled: 6 },
+    });
+  });
+
   it("refuses a settlement whose result or error cannot be read, and applies the real one after", async () => {
     const { parent, children, runId } = await waitingFan(1);
     const own = await parent().exchangeOf(runId, "start 0");
