@@ -330,7 +330,7 @@ describe("child runs: content and size", { timeout: 30_000 }, () => {
       (run) => (run as Snapshot | null)?.state === "completed",
       "the child did not complete",
     );
-    expect((await shard().get(accepted.runId)) as Snapshot).toMatchObject({
+    expect((await shard().get(accepted.runId)) as Snapshot | null).toMatchObject({
       result: { i: 3, doubled: 6 },
     });
   });
