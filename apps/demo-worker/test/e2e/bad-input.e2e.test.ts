@@ -1,10 +1,6 @@
-import { fileURLToPath } from "node:url";
-import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, inject, it } from "vitest";
 import { poll } from "./poll.ts";
 import { expectCoded, postJson, rawRequest, sendLargeBody, workerdRss } from "./requests.ts";
-
-const demoDir = fileURLToPath(new URL("../..", import.meta.url));
 
 /** `depth` nested arrays around a 1. */
 function nested(depth: number): string {
@@ -12,17 +8,11 @@ function nested(depth: number): string {
 }
 
 describe("the demo's HTTP surface refuses bad input under wrangler dev", () => {
-  let dev: WranglerDev;
-  beforeAll(async () => {
-    dev = await startWranglerDev({ cwd: demoDir, vars: { DEMO_DEBUG: "on" } });
-  });
+  const dev = inject("sharedDemo");
   afterEach(async () => {
     // Every refusal leaves the server healthy.
     const health = await fetch(`${dev.url}/health`);
     expect(health.status).toBe(200);
-  });
-  afterAll(async () => {
-    await dev?.dispose();
   });
 
   const get = (path: string, init?: RequestInit) => fetch(`${dev.url}${path}`, init);

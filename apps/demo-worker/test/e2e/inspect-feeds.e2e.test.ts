@@ -1,9 +1,5 @@
-import { fileURLToPath } from "node:url";
-import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
 import { type Browser, chromium, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-const demoDir = fileURLToPath(new URL("../..", import.meta.url));
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 
 /** The Debian package's Chromium (installed by `.ci/run` when missing); never a downloaded browser. */
 const CHROMIUM = "/usr/bin/chromium";
@@ -27,10 +23,9 @@ function watch(page: Page) {
 }
 
 describe("the inspector's feeds and page under wrangler dev, in headless Chromium", () => {
-  let dev: WranglerDev;
+  const dev = inject("sharedDemo");
   let browser: Browser;
   beforeAll(async () => {
-    dev = await startWranglerDev({ cwd: demoDir, vars: { DEMO_DEBUG: "on" } });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ["--headless", "--no-sandbox"],
@@ -38,7 +33,6 @@ describe("the inspector's feeds and page under wrangler dev, in headless Chromiu
   });
   afterAll(async () => {
     await browser?.close();
-    await dev?.dispose();
   });
 
   const feeds = async (): Promise<Feeds> =>

@@ -1,20 +1,17 @@
 import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { startWranglerDev, type WranglerDev } from "@durablekit/wrangler-harness";
 import { type Browser, chromium } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 
-const demoDir = fileURLToPath(new URL("../..", import.meta.url));
 const screenshots = fileURLToPath(new URL("./__screenshots__/", import.meta.url));
 
 /** The Debian package's Chromium (installed by `.ci/run` when missing); never a downloaded browser. */
 const CHROMIUM = "/usr/bin/chromium";
 
 describe("the inspector's page in headless Chromium under wrangler dev", () => {
-  let dev: WranglerDev;
+  const dev = inject("sharedDemo");
   let browser: Browser;
   beforeAll(async () => {
-    dev = await startWranglerDev({ cwd: demoDir, vars: { DEMO_DEBUG: "on" } });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ["--headless", "--no-sandbox"],
@@ -22,7 +19,6 @@ describe("the inspector's page in headless Chromium under wrangler dev", () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await dev?.dispose();
   });
 
   it("lists a started run, opens it, and draws its steps as bars that grow while it runs", async () => {

@@ -1,11 +1,11 @@
 import { execFileSync } from "node:child_process";
 import { request as httpRequest } from "node:http";
-import type { WranglerDev } from "@durablekit/wrangler-harness";
 import { expect } from "vitest";
+import type { SharedDemo } from "./shared-dev.setup.ts";
 
 /** POSTs `body` (JSON-encoded unless it is a string) as `application/json`, with extra headers. */
 export function postJson(
-  dev: WranglerDev,
+  dev: SharedDemo,
   path: string,
   body: unknown,
   headers: Record<string, string> = {},
@@ -27,7 +27,7 @@ export async function expectCoded(response: Response, status: number, code: stri
 
 /** Sends a raw HTTP/1.1 request with any headers (fetch will not set `Host`); resolves status and body. */
 export function rawRequest(
-  dev: WranglerDev,
+  dev: SharedDemo,
   options: { method: string; path: string; headers: Record<string, string>; body?: string },
 ): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -54,7 +54,7 @@ export function rawRequest(
 }
 
 /** Resident memory (bytes) of the workerd processes in wrangler's process group. */
-export function workerdRss(dev: WranglerDev): number {
+export function workerdRss(dev: SharedDemo): number {
   const table = execFileSync("ps", ["-eo", "pgid=,rss=,comm="], { encoding: "utf8" });
   let kib = 0;
   for (const line of table.split("\n")) {
@@ -70,7 +70,7 @@ export function workerdRss(dev: WranglerDev): number {
  * status and body text, or status 0 when the connection broke before an answer.
  */
 export function sendLargeBody(
-  dev: WranglerDev,
+  dev: SharedDemo,
   options: {
     method: string;
     path: string;

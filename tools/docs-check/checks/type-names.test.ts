@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 
 // docs/composing.md, "Names of types": every exported type alias and interface carries its
 // package's noun. Read from each package's `src/index.ts` with the TypeScript compiler, so a new
-// export without the noun fails here; a name kept for compatibility is marked `@deprecated`.
+// export without the noun fails here; no old name is kept (no-deprecated.test.ts).
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const ts = createRequire(`${root}package.json`)("typescript") as typeof import("typescript");
 
@@ -37,7 +37,7 @@ interface Offender {
   kind: string;
 }
 
-/** Exported type aliases and interfaces of a module whose names lack `nouns` and are not deprecated. */
+/** Exported type aliases and interfaces of a module whose names lack `nouns`. */
 function offenders(entry: string, nouns: readonly string[]): Offender[] {
   const program = ts.createProgram([entry], {
     target: ts.ScriptTarget.ES2022,
@@ -66,10 +66,6 @@ function offenders(entry: string, nouns: readonly string[]): Offender[] {
     if (kind === null) continue;
     const name = exported.name;
     if (nouns.some((noun) => name.startsWith(noun))) continue;
-    const deprecated = ts
-      .getJSDocTags(declaration)
-      .some((tag) => tag.tagName.text === "deprecated");
-    if (deprecated) continue;
     found.push({ name, kind });
   }
   return found;
@@ -82,11 +78,12 @@ describe("exported type names", () => {
     });
   }
 
-  it("finds a type or interface without the noun, and lets a deprecated alias pass", () => {
+  it("finds a type or interface without the noun, a deprecated alias included", () => {
     const entry = fileURLToPath(new URL("./fixtures/type-names.ts", import.meta.url));
     expect(offenders(entry, ["Demo"])).toEqual([
       { name: "Options", kind: "interface" },
       { name: "State", kind: "type" },
+      { name: "OldOptions", kind: "type" },
     ]);
   });
 });
