@@ -1,5 +1,5 @@
 // Bundles the isolate runtime (src/isolate/runtime.ts) and runner (src/isolate/runner.ts) into the
-// module texts the Worker Loader isolate gets, written to src/isolate-bundle.generated.ts. Run by
+// module texts the Worker Loader isolate gets, written to src/host/isolate-bundle.generated.ts. Run by
 // the package's build, typecheck and test scripts before their main command; with `--check` it
 // writes nothing and exits 1 when the committed file differs (what CI runs first).
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -12,7 +12,7 @@ const require = createRequire(import.meta.url);
 const { build } = createRequire(require.resolve("tsup"))("esbuild");
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const outFile = join(root, "src/isolate-bundle.generated.ts");
+const outFile = join(root, "src/host/isolate-bundle.generated.ts");
 
 /** The runner imports the runtime as the isolate's separate `__dk_runtime.js` module. */
 const runtimeAsModule = {
@@ -56,7 +56,7 @@ if (process.argv.includes("--check")) {
   // CI runs this before anything regenerates the file: a stale committed copy fails the run.
   if (current !== text) {
     console.error(
-      "src/isolate-bundle.generated.ts is stale: it is not what src/isolate/ bundles to today. Run `node scripts/build-isolate.mjs` in packages/rpc-bridge and commit the file.",
+      "src/host/isolate-bundle.generated.ts is stale: it is not what src/isolate/ bundles to today. Run `node scripts/build-isolate.mjs` in packages/rpc-bridge and commit the file.",
     );
     process.exit(1);
   }

@@ -243,7 +243,7 @@ export function handledRejection(error: unknown): Promise<never> {
   return promise;
 }
 
-export { safeErrorRecord } from "./safe-error-record";
+export { safeErrorRecord } from "./shared/safe-error-record";
 
 /** Characters an over-limit error record keeps of its message (and of its name and code). */
 const KEPT_CHARS = 256;

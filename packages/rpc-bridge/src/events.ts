@@ -1,4 +1,4 @@
-import type { BridgeExecutionState } from "./execution";
+import type { BridgeExecutionState } from "./executor/execution";
 
 /** How a bridge call ended: it ran (`ok` or `error`) or was refused before running (`refused`). */
 export type BridgeCallOutcome = "ok" | "error" | "refused";

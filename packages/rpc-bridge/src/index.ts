@@ -1,13 +1,10 @@
 export { unsafeToRepeat } from "@durablekit/handle-journal";
-
-export { type BridgeCallRecord, describeCalls } from "./call-records";
 export type {
   BridgeAccess,
   BridgeCallContext,
   BridgeHostFunction,
   BridgeInterruptPolicy,
 } from "./context";
-export { type BridgeDescribeOptions, describeModules } from "./describe";
 export {
   type BridgeByteLimit,
   BridgeError,
@@ -29,17 +26,17 @@ export type {
   BridgeExecutionRecord,
   BridgeExecutionState,
   BridgeListOptions,
-} from "./execution";
-export { Executor } from "./executor";
+} from "./executor/execution";
+export { Executor } from "./executor/executor";
 export {
   type BridgeExecuteOptions,
   type BridgeLoader,
   type BridgeResumeOptions,
   DEFAULT_COMPATIBILITY_DATE,
   type ExecutorOptions,
-} from "./executor-options";
-export type { BridgeReplayFingerprint } from "./fingerprint";
+} from "./executor/executor-options";
 export { type BridgeLimits, DEFAULT_LIMITS } from "./limits";
+export { type BridgeDescribeOptions, describeModules } from "./modules/describe";
 export {
   type BridgeClassDescription,
   type BridgeHostModule,
@@ -50,7 +47,9 @@ export {
   hostModule,
   privateModule,
   sourceModule,
-} from "./modules";
-export { isReadOnly, readOnly, readOnlyMethods } from "./read-only";
-export type { BridgeRecording, BridgeReplayRecordingOptions } from "./recording";
-export { WIRE_VERSION } from "./wire";
+} from "./modules/modules";
+export { isReadOnly, readOnly, readOnlyMethods } from "./modules/read-only";
+export { type BridgeCallRecord, describeCalls } from "./replay/call-records";
+export type { BridgeReplayFingerprint } from "./replay/fingerprint";
+export type { BridgeRecording, BridgeReplayRecordingOptions } from "./replay/recording";
+export { WIRE_VERSION } from "./shared/wire";

@@ -1,10 +1,10 @@
 import { decode, JournalStore } from "@durablekit/handle-journal";
 import { describe, expect, it } from "vitest";
-import { CallBatches } from "../src/call-batches";
+import { CallBatches } from "../src/host/call-batches";
 import { DEFAULT_LIMITS } from "../src/limits";
-import { ModuleRegistry } from "../src/module-registry";
-import { Run } from "../src/run";
-import { type Answer, MAX_BATCH_CALLS, TAG } from "../src/wire";
+import { ModuleRegistry } from "../src/modules/module-registry";
+import { Run } from "../src/run/run";
+import { type Answer, MAX_BATCH_CALLS, TAG } from "../src/shared/wire";
 import { freshReplay, inReplay, storedCounters } from "./helpers";
 
 const FAN_OUT = `

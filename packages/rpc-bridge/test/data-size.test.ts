@@ -1,7 +1,7 @@
 import { encodedSize } from "@durablekit/handle-journal";
 import { describe, expect, it } from "vitest";
-import { dataSize } from "../src/data-size";
 import { isBridgeError } from "../src/errors";
+import { dataSize } from "../src/values/data-size";
 
 const LIMIT = "bridge/too-large";
 

@@ -2,7 +2,7 @@ import { thrownCodeSync } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
 import { type BridgeError, isBridgeError } from "../src/errors";
 import { SeededRandom } from "../src/isolate/seeded-random";
-import { buildSchedule } from "../src/replay-schedule";
+import { buildSchedule } from "../src/replay/replay-schedule";
 import { evaluate, FakeBridge, returned } from "./fixtures/deterministic-bridge";
 
 const SEED_A = "a".repeat(64);

@@ -1,8 +1,8 @@
 import { RpcTarget } from "cloudflare:workers";
 import { decode, encode, handle } from "@durablekit/handle-journal";
 import { describe, expect, it } from "vitest";
-import { HandleTable } from "../src/handle-table";
-import type { HostModuleEntry } from "../src/module-registry";
+import type { HostModuleEntry } from "../src/modules/module-registry";
+import { HandleTable } from "../src/run/handle-table";
 import { minifiedRun } from "./fixtures/modules";
 import { freshFixture, run } from "./helpers";
 

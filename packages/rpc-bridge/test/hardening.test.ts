@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { BridgeError, describeModules, hostModule, readOnly } from "../src/index";
 import { DEFAULT_LIMITS } from "../src/limits";
-import { ModuleRegistry } from "../src/module-registry";
-import { Run } from "../src/run";
-import { TAG } from "../src/wire";
+import { ModuleRegistry } from "../src/modules/module-registry";
+import { Run } from "../src/run/run";
+import { TAG } from "../src/shared/wire";
 import { Counters, probeModule } from "./fixtures/modules";
 import { countersOf, freshFixture, inFixture, run } from "./helpers";
 

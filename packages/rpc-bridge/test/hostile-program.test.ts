@@ -1,6 +1,6 @@
 import { JournalStore } from "@durablekit/handle-journal";
 import { describe, expect, it } from "vitest";
-import { JOURNAL_CALL_OVERHEAD } from "../src/replay-calls";
+import { JOURNAL_CALL_OVERHEAD } from "../src/replay/replay-calls";
 import { freshReplay, inReplay, storedCounters } from "./helpers";
 
 /**

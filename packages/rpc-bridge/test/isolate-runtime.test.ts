@@ -22,7 +22,7 @@ import {
   TAG,
   tagged,
   WIRE_VERSION,
-} from "../src/wire";
+} from "../src/shared/wire";
 
 /** A host endpoint that records what the isolate sends and answers with `answer`. */
 class RecordingHost implements BridgeStub {

@@ -1,4 +1,4 @@
-import type { TaskWaitReason } from "./rows";
+import type { TaskWaitReason } from "./store/rows";
 
 /** What a failed run or a failed attempt reports: the error's name, message and code. */
 export interface TaskErrorInfo {

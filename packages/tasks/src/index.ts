@@ -28,22 +28,22 @@ export {
   type TasksErrorOptions,
 } from "./errors";
 export type { TaskChildAddress, TaskErrorInfo, TaskEvent, TaskEventType } from "./events";
-export type { TaskBackoff, TaskRetryOptions, TaskStepOptions } from "./policy";
 export {
   replayRecordedRun,
   type TaskRecordedRun,
   type TaskReplayOptions,
   type TaskReplayOutcome,
   type TaskReplayResult,
-} from "./recorded-replay";
+} from "./history";
+export type { TaskBackoff, TaskRetryOptions, TaskStepOptions } from "./policy";
 export type {
   TaskInterruptedStep,
   TaskRunState,
   TaskStepKind,
   TaskStepState,
   TaskWaitReason,
-} from "./rows";
-export { TASKS_SCHEMA_VERSION } from "./schema";
+} from "./store/rows";
+export { TASKS_SCHEMA_VERSION } from "./store/schema";
 export { Tasks } from "./tasks";
 export {
   isTruncatedValue,

@@ -1,6 +1,6 @@
-import type { AttemptRow } from "./attempt-store";
-import { type RunRow, type StepRow, VERSION_MARKER_PREFIX } from "./rows";
-import type { BoundedRunRead } from "./run-store";
+import type { AttemptRow } from "./store/attempt-store";
+import { type RunRow, type StepRow, VERSION_MARKER_PREFIX } from "./store/rows";
+import type { BoundedRunRead } from "./store/run-store";
 import type { TaskTruncatedValue } from "./truncated";
 import type { TaskAttemptSnapshot, TaskRunSnapshot, TaskStepSnapshot } from "./types";
 import { decodeValue, errorInfo } from "./values";

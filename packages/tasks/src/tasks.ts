@@ -1,17 +1,17 @@
 import { type AlarmPart, claimPart } from "@durablekit/compose";
 import { check, checkName, checkOptions } from "./arguments";
+import { Runner } from "./attempt/runner";
 import { ChildRuns } from "./children/child-runs";
 import { refusal, type TaskChildReply } from "./children/protocol";
 import { DEFAULT_DELIVERY_TIMEOUT_MS, type TaskChildSnapshot } from "./children/types";
 import { TasksError } from "./errors";
 import { DEFAULT_STEP_POLICY, resolvePolicy } from "./policy";
-import { type RunRow, TERMINAL_STATES } from "./rows";
-import { RUN_STATES } from "./run-store";
-import { Runner } from "./runner";
-import { migrate } from "./schema";
 import { toAttemptSnapshots, toRunSnapshot, toStepSnapshots } from "./snapshot";
-import { toEntry } from "./step-journal";
-import { TaskStore } from "./store";
+import { toEntry } from "./steps/step-journal";
+import { type RunRow, TERMINAL_STATES } from "./store/rows";
+import { RUN_STATES } from "./store/run-store";
+import { migrate } from "./store/schema";
+import { TaskStore } from "./store/store";
 import type {
   TaskAttemptSnapshot,
   TaskDefinitions,

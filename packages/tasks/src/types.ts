@@ -20,7 +20,7 @@ import type {
   TaskStepKind,
   TaskStepState,
   TaskWaitReason,
-} from "./rows";
+} from "./store/rows";
 
 /** What a `step.do` callback receives for one attempt. */
 export interface TaskStepAttemptContext {

@@ -2,7 +2,7 @@ import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { isTasksError, Tasks } from "../src/index";
-import { RECOVER_ORPHANS } from "../src/run-store";
+import { RECOVER_ORPHANS } from "../src/store/run-store";
 import { sleep } from "./helpers";
 
 type Stub = DurableObjectStub<import("./fixtures/recovery-objects").DefaultsObject>;

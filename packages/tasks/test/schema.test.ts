@@ -2,7 +2,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { migrateSchema } from "@durablekit/compose";
 import { countingState, schemaShape } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
-import { CURRENT, MIGRATIONS, migrate, TASKS_SCHEMA_VERSION } from "../src/schema";
+import { CURRENT, MIGRATIONS, migrate, TASKS_SCHEMA_VERSION } from "../src/store/schema";
 
 /** Drops every dk_tasks_* table (their indexes go with them). */
 function dropAll(sql: SqlStorage): void {

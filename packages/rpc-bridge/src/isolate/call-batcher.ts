@@ -1,5 +1,11 @@
 import type { JournalErrorRecord } from "@durablekit/handle-journal";
-import { ArrayIsArray, ArrayPrototypePush, SafeError, SafePromise, thenOf } from "../primordials";
+import {
+  ArrayIsArray,
+  ArrayPrototypePush,
+  SafeError,
+  SafePromise,
+  thenOf,
+} from "../shared/primordials";
 import {
   type Answer,
   type AnsweredCalls,
@@ -9,7 +15,7 @@ import {
   type EventWindow,
   MAX_BATCH_CALLS,
   MAX_BATCH_WEIGHT,
-} from "../wire";
+} from "../shared/wire";
 
 /** The host's endpoint, as the isolate sees it (a Workers RPC stub of `BridgeEndpoint`). */
 export interface BridgeStub {

@@ -9,8 +9,8 @@ import {
   SafeMap,
   SafePromise,
   thenOf,
-} from "../primordials";
-import { type Answer, type EventWindow, envelopeOf, TAG } from "../wire";
+} from "../shared/primordials";
+import { type Answer, type EventWindow, envelopeOf, TAG } from "../shared/wire";
 import type { VirtualClock } from "./virtual-clock";
 
 /**

@@ -1,5 +1,5 @@
 import type { JournalErrorRecord } from "@durablekit/handle-journal";
-import type { ReplayOptions } from "../wire";
+import type { ReplayOptions } from "../shared/wire";
 import { DeliveryOrder, type RealTimers } from "./delivery-order";
 import { SeededRandom } from "./seeded-random";
 import { VirtualClock } from "./virtual-clock";

@@ -7,8 +7,8 @@ import {
   SafeMap,
   SafePromise,
   thenOf,
-} from "../primordials";
-import type { EvaluateOptions, Outcome, ReplayOptions } from "../wire";
+} from "../shared/primordials";
+import type { EvaluateOptions, Outcome, ReplayOptions } from "../shared/wire";
 import {
   attach,
   type BridgeStub,

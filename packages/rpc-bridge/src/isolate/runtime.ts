@@ -31,8 +31,8 @@ import {
   SymbolDispose,
   SymbolToStringTag,
   thenOf,
-} from "../primordials";
-import { safeErrorRecord } from "../safe-error-record";
+} from "../shared/primordials";
+import { safeErrorRecord } from "../shared/safe-error-record";
 import {
   type Answer,
   type AnsweredCalls,
@@ -52,7 +52,7 @@ import {
   type TargetDescriptor,
   tagged,
   tagOf,
-} from "../wire";
+} from "../shared/wire";
 import { type BridgeStub, CallBatcher } from "./call-batcher";
 import type { DeliveryOrder, RealTimers } from "./delivery-order";
 import { DeterministicIsolate } from "./deterministic-isolate";

@@ -1,4 +1,4 @@
-import { ArrayIsArray, MathRound, ReflectApply, ReflectConstruct } from "../primordials";
+import { ArrayIsArray, MathRound, ReflectApply, ReflectConstruct } from "../shared/primordials";
 import { replaceProperty } from "./replace-property";
 
 /**

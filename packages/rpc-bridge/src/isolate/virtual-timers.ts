@@ -5,7 +5,7 @@ import {
   SafeNumber,
   SafePromise,
   SafeWeakMap,
-} from "../primordials";
+} from "../shared/primordials";
 import type { Delivery, DeliveryOrder, RealTimers, TimerPort } from "./delivery-order";
 import { replaceProperty } from "./replace-property";
 import type { VirtualClock } from "./virtual-clock";

@@ -1,5 +1,5 @@
 import { fromErrorRecord } from "@durablekit/handle-journal";
-import { promiseRejected, ReflectApply, SafeMap, SafeSet } from "../primordials";
+import { promiseRejected, ReflectApply, SafeMap, SafeSet } from "../shared/primordials";
 import { replaceProperty } from "./replace-property";
 
 type SubtleMethod = (...args: unknown[]) => Promise<unknown>;

@@ -1,13 +1,13 @@
 import { isErrorRecord, utf8ByteLength } from "@durablekit/handle-journal";
 import { isTasksError, NonRetryableError, TasksError } from "../errors";
 import type { TaskEvent } from "../events";
-import type { RunRow } from "../rows";
-import { TERMINAL_STATES } from "../rows";
-import type { TaskStore } from "../store";
+import type { ChildRow } from "../store/child-store";
+import { FIRST_LEASE_MS, retryDelayMs } from "../store/outbox-store";
+import type { RunRow } from "../store/rows";
+import { TERMINAL_STATES } from "../store/rows";
+import type { TaskStore } from "../store/store";
 import { decodeValue, encodeValue, errorInfo } from "../values";
 import type { ChildStarter, ChildSteps, TaskChildSpec } from "./child-steps";
-import type { ChildRow } from "./child-store";
-import { FIRST_LEASE_MS, retryDelayMs } from "./outbox-store";
 import {
   acknowledged,
   batchMessage,

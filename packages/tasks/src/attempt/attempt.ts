@@ -1,0 +1,529 @@
+import { checkName } from "../arguments";
+import type { ChildSteps } from "../children/child-steps";
+import { DuplicateStepError, isNonRetryable, TasksError } from "../errors";
+import type { TaskEvent } from "../events";
+import { retryDelay, type StepPolicy } from "../policy";
+import type { Journal, JournalRow } from "../steps/journal";
+import { JournalWriter, stepRow } from "../steps/journal-writer";
+import type { StepEngine } from "../steps/step-engine";
+import { StepJournal } from "../steps/step-journal";
+import { stepMismatch } from "../steps/step-match";
+import type { EventRow, StepRow, TaskStepKind, TaskWaitReason } from "../store/rows";
+import type { Settlement } from "../store/run-store";
+import { FenceLost, type TaskStore } from "../store/store";
+import { encodeValue, errorInfo, errorText, rebuildError } from "../values";
+import { isPlatformFailure, isPlatformReset } from "./platform";
+import { AttemptEnded, isAttemptEnded } from "./signals";
+import { type Flight, Watchdog } from "./watchdog";
+
+/** What an attempt needs from the engine that owns it. */
+export interface AttemptDeps {
+  store: TaskStore;
+  defaults: StepPolicy;
+  maxValueBytes: number;
+  maxSteps: number;
+  /** False when nobody listens to events: the per-step events are then not even built. */
+  listening: boolean;
+  now: () => number;
+  emit(event: TaskEvent): void;
+  requestWake(at: number): void;
+  /** Called once when the attempt ends, whichever way. */
+  release(attempt: Attempt): void;
+  onFailed(error: Error, runId: string, definition: string): void;
+  /** Runs in other objects (the `children` option), or null. */
+  children: () => ChildSteps | null;
+}
+
+/** The identity of one claimed attempt. */
+export interface AttemptInit {
+  runId: string;
+  definition: string;
+  generation: string;
+  number: number;
+  retain: boolean;
+  journal: Journal;
+  /** Attempt 1 starts live; a replay goes live at its frontier (see {@link Attempt.goLive}). */
+  startsLive: boolean;
+}
+
+/**
+ * One claimed execution of a run's handler: its state (open, fatal, cancel requested, ended), the
+ * bookkeeping of its step boundaries, and every way it stops going forward — a failed step becomes
+ * a retry park or a journaled failure, a wait parks the run, the handler's end settles it. It is
+ * the {@link StepEngine} its steps drive.
+ *
+ * Every write is fenced on the attempt's generation and is one transaction: once another attempt
+ * holds the run, this one ends as `superseded` without writing anything more. Journal writes go
+ * through its {@link JournalWriter}.
+ */
+export class Attempt implements StepEngine {
+  // ── Identity and state ──
+  readonly runId: string;
+  readonly definition: string;
+  readonly generation: string;
+  readonly number: number;
+  readonly journal: Journal;
+  readonly #deps: AttemptDeps;
+  /** Whether the records of the run are kept when it completes. */
+  readonly #retain: boolean;
+  /** Times out in-flight steps; cancel and the end of the attempt fail them through it. */
+  readonly #watchdog: Watchdog;
+  /** The attempt's chained, fenced journal writes. */
+  readonly #writer: JournalWriter;
+  /** False while replaying journaled ground: `status()` stays silent until the frontier. */
+  #live: boolean;
+  /** Set once; every later step call throws it again, so swallowing it cannot make the attempt write. */
+  #ended: AttemptEnded | null = null;
+  /** Set once; the run fails with it whatever the handler does next (a duplicate, a divergence, the step limit). */
+  #fatal: Error | null = null;
+  #cancel: { reason: string | null } | null = null;
+  /** Step names entered by this attempt: a name entered twice is a duplicate. */
+  readonly #used = new Set<string>();
+  /** How many of the entered names have a journal row: fewer than the journal's size is a replay. */
+  #enteredJournaled = 0;
+  #newSteps = 0;
+  /** The errors of steps that failed for good: rethrown by the handler, they fail the run. */
+  readonly #stepFailures = new WeakSet<object>();
+  #lastStatus: string | undefined;
+  /** The step journals this attempt took, by name: one object per name, so one view of its rows. */
+  readonly #stepJournals = new Map<string, StepJournal>();
+
+  constructor(deps: AttemptDeps, init: AttemptInit) {
+    this.#deps = deps;
+    this.runId = init.runId;
+    this.definition = init.definition;
+    this.generation = init.generation;
+    this.number = init.number;
+    this.journal = init.journal;
+    this.#retain = init.retain;
+    this.#live = init.startsLive;
+    this.#watchdog = new Watchdog(deps.now);
+    this.#writer = new JournalWriter(
+      deps.store,
+      init.runId,
+      init.generation,
+      () => this.end("superseded"),
+      (name) => init.journal.has(name),
+    );
+  }
+
+  get defaults(): StepPolicy {
+    return this.#deps.defaults;
+  }
+
+  get listening(): boolean {
+    return this.#deps.listening;
+  }
+
+  get ended(): AttemptEnded | null {
+    return this.#ended;
+  }
+
+  get cancelRequested(): boolean {
+    return this.#cancel !== null;
+  }
+
+  now(): number {
+    return this.#deps.now();
+  }
+
+  emit(event: TaskEvent): void {
+    this.#deps.emit(event);
+  }
+
+  // ── Step boundaries ──
+
+  goLive(): void {
+    this.#live = true;
+  }
+
+  enter(name: string, internal = false): void {
+    if (this.#ended) throw this.#ended;
+    if (this.#fatal) throw this.#fatal;
+    if (!internal) checkName(name, "A step name");
+    if (this.#used.has(name)) this.#failFatal(new DuplicateStepError(name));
+    this.#used.add(name);
+    if (this.journal.has(name)) this.#enteredJournaled++;
+    // A cancel requested while the handler ran between steps settles the run at this boundary.
+    if (this.#cancel) throw this.settleCancelled();
+  }
+
+  replaying(): boolean {
+    return this.#enteredJournaled < this.journal.size;
+  }
+
+  expect(row: JournalRow, kind: TaskStepKind, eventType?: string): void {
+    const mismatch = stepMismatch(row, kind, eventType);
+    if (mismatch !== null) this.#failFatal(mismatch);
+  }
+
+  countNewStep(): void {
+    const limit = this.#deps.maxSteps;
+    if (this.journal.size + this.#newSteps >= limit) {
+      this.#failFatal(
+        new TasksError(
+          "tasks/step-limit",
+          `Run "${this.runId}" reached ${limit} steps; split the work across several runs or raise maxStepsPerRun.`,
+        ),
+      );
+    }
+    this.#newSteps++;
+  }
+
+  #failFatal(error: Error): never {
+    this.#fatal = error;
+    throw error;
+  }
+
+  // ── Steps in flight ──
+
+  markInFlight(name: string, seq: number, attempt: number): boolean {
+    return this.#writer.markStarted(name, seq, attempt, this.#deps.now());
+  }
+
+  track(flight: Flight): void {
+    this.#watchdog.track(flight);
+  }
+
+  untrack(flight: Flight): void {
+    this.#watchdog.untrack(flight);
+  }
+
+  encode(value: unknown, path: string): string {
+    return encodeValue(value, this.#deps.maxValueBytes, path);
+  }
+
+  record(row: StepRow, extra?: () => void): boolean {
+    // Written now, synchronously, before the step's promise resolves (see JournalWriter).
+    return this.#writer.write(row, extra);
+  }
+
+  stepFailed(
+    name: string,
+    seq: number,
+    attempt: number,
+    policy: StepPolicy,
+    thrown: unknown,
+  ): Error | AttemptEnded {
+    if (isAttemptEnded(thrown)) return thrown;
+    if (this.#ended) return this.#ended;
+    if (this.#cancel) return this.settleCancelled();
+    if (isPlatformReset(thrown)) return this.abandon();
+    // A result the codec refuses fails the same way on every attempt: it is never retried.
+    const unstorable =
+      thrown instanceof TasksError &&
+      (thrown.code === "tasks/unserializable" ||
+        thrown.code === "tasks/too-large" ||
+        thrown.code === "tasks/too-deep");
+    const record = errorText(thrown);
+    if (!isNonRetryable(thrown) && !unstorable && attempt < policy.limit) {
+      const retryAt = this.#deps.now() + retryDelay(policy, attempt);
+      this.emit({
+        type: "task:step:retry",
+        runId: this.runId,
+        definition: this.definition,
+        step: name,
+        attempt,
+        retryAt,
+        error: errorInfo(record),
+      });
+      return this.#park(
+        "retry",
+        retryAt,
+        stepRow(name, seq, "do", this.#deps.now(), {
+          state: "waiting",
+          attempt,
+          value: record,
+          wake_at: retryAt,
+        }),
+      );
+    }
+    // Whatever its properties (`retryable` included), an error thrown by a step callback is the
+    // step's failure: it counted toward the step's retries above, and now fails the step.
+    const failed = stepRow(name, seq, "do", this.#deps.now(), {
+      state: "failed",
+      attempt,
+      value: record,
+    });
+    if (!this.#writer.write(failed)) return this.end("superseded");
+    return this.journaledFailure(record);
+  }
+
+  journaledFailure(record: string | null): Error {
+    const error = rebuildError(record);
+    this.#stepFailures.add(error);
+    return error;
+  }
+
+  failStep(
+    name: string,
+    seq: number,
+    kind: TaskStepKind,
+    error: Error,
+    eventType: string | null,
+  ): Error {
+    const record = errorText(error);
+    const row = stepRow(name, seq, kind, this.#deps.now(), {
+      state: "failed",
+      value: record,
+      event_type: eventType,
+    });
+    if (!this.#writer.write(row)) throw this.end("superseded");
+    return this.journaledFailure(record);
+  }
+
+  // ── Event waits ──
+
+  peekEvent(type: string): EventRow | undefined {
+    return this.#deps.store.events.peekEvent(this.runId, type);
+  }
+
+  consumeEvent(
+    name: string,
+    seq: number,
+    eventType: string,
+    eventSeq: number,
+    payload: string,
+  ): void {
+    const row = stepRow(name, seq, "event", this.#deps.now(), {
+      value: payload,
+      event_type: eventType,
+    });
+    // The step row and the deletion of the buffered event are one transaction: consumed exactly once.
+    const written = this.#writer.write(row, () =>
+      this.#deps.store.events.deleteEvent(this.runId, eventSeq),
+    );
+    if (!written) throw this.end("superseded");
+  }
+
+  // ── Parks ──
+
+  parkAgain(
+    reason: TaskWaitReason,
+    wakeAt: number | null,
+    step: string,
+    waitEvent?: string,
+    extra?: () => void,
+  ): AttemptEnded {
+    // An event wait names its step on the run row (deliveries match it); the others only here.
+    const waitStep = waitEvent === undefined ? null : step;
+    return this.#park(reason, wakeAt, null, waitStep, waitEvent ?? null, step, extra);
+  }
+
+  parkNew(
+    reason: TaskWaitReason,
+    wakeAt: number | null,
+    row: StepRow,
+    waitEvent?: string,
+    extra?: () => void,
+  ): AttemptEnded {
+    return this.#park(
+      reason,
+      wakeAt,
+      row,
+      waitEvent === undefined ? null : row.name,
+      waitEvent ?? null,
+      row.name,
+      extra,
+    );
+  }
+
+  /**
+   * Parks the run: the run row and the step row that waits (if new) are one transaction.
+   * Returns the end signal the step call throws.
+   */
+  #park(
+    reason: TaskWaitReason,
+    wakeAt: number | null,
+    row: StepRow | null,
+    waitStep: string | null = null,
+    waitEvent: string | null = null,
+    step: string | null = row?.name ?? waitStep,
+    extra?: () => void,
+  ): AttemptEnded {
+    if (this.#ended) return this.#ended;
+    // A pending cancel wins over the park (and the park's SQL refuses it too).
+    if (this.#cancel) return this.settleCancelled();
+    const { store, now } = this.#deps;
+    try {
+      store.transaction(() => {
+        const at = now();
+        if (
+          !store.runs.park(this.runId, this.generation, reason, wakeAt, waitStep, waitEvent, at)
+        ) {
+          throw new FenceLost(this.runId);
+        }
+        if (row) store.steps.writeStep(this.runId, row);
+        extra?.();
+        // The attempt ends here: at the step it parked at, with a retried step's error.
+        const error = reason === "retry" ? (row?.value ?? null) : null;
+        store.attempts.parked(this.runId, reason, step, error, at);
+      });
+    } catch (error) {
+      if (error instanceof FenceLost) return this.end("superseded");
+      throw error;
+    }
+    this.emit({
+      type: "task:waiting",
+      runId: this.runId,
+      definition: this.definition,
+      reason,
+      wakeAt,
+      ...(waitEvent === null ? {} : { eventType: waitEvent }),
+    });
+    if (wakeAt !== null) this.#deps.requestWake(wakeAt);
+    return this.end("parked");
+  }
+
+  // ── Step journals ──
+
+  stepJournal(name: string): StepJournal {
+    if (this.#ended) throw this.#ended;
+    checkName(name, "A step journal name");
+    let journal = this.#stepJournals.get(name);
+    if (journal === undefined) {
+      const { store, maxValueBytes } = this.#deps;
+      journal = new StepJournal(this, store.calls, maxValueBytes, name, this.journal.calls(name));
+      this.#stepJournals.set(name, journal);
+    }
+    return journal;
+  }
+
+  // ── Progress ──
+
+  children(): ChildSteps | null {
+    return this.#deps.children();
+  }
+
+  writeStatus(message: string): void {
+    if (!this.#live || this.#ended || message === this.#lastStatus) return;
+    const { store, now } = this.#deps;
+    if (store.runs.writeStatus(this.runId, this.generation, message, now())) {
+      this.#lastStatus = message;
+    }
+  }
+
+  // ── Settling the run ──
+
+  /** Settles the run as completed with the handler's result. */
+  settleCompleted(value: unknown): void {
+    if (this.#ended) return;
+    if (this.#fatal || this.#cancel) {
+      this.settleThrown(this.#fatal);
+      return;
+    }
+    let result: string;
+    try {
+      result = this.encode(value, "result");
+    } catch (error) {
+      this.#settleFailed(error);
+      return;
+    }
+    let settled: boolean;
+    if (this.#retain) {
+      settled = this.#settleHeld({ state: "completed", result });
+    } else {
+      const { store, now } = this.#deps;
+      // A run that is not retained keeps no journal.
+      settled = store.transaction(() =>
+        store.deleteSettledByAttempt(this.runId, this.generation, result, now()),
+      );
+    }
+    if (!settled) {
+      this.end("superseded");
+      return;
+    }
+    const ref = { runId: this.runId, definition: this.definition };
+    this.emit({ type: "task:completed", ...ref });
+    if (!this.#retain) this.emit({ type: "task:deleted", ...ref });
+    this.end("settled");
+  }
+
+  /** Settles the run from whatever the handler threw. */
+  settleThrown(thrown: unknown): void {
+    if (this.#ended) return;
+    if (isAttemptEnded(thrown)) {
+      this.end(thrown.how);
+      return;
+    }
+    // A fatal error fails the run even when the handler caught it and threw something else.
+    if (this.#fatal) {
+      this.#settleFailed(this.#fatal);
+      return;
+    }
+    if (this.#cancel) {
+      this.settleCancelled();
+      return;
+    }
+    // A platform failure of the handler's own code (not a step's journaled failure rethrown).
+    if (isPlatformFailure(thrown) && !this.#stepFailures.has(thrown as object)) {
+      this.abandon();
+      return;
+    }
+    this.#settleFailed(thrown);
+  }
+
+  /** Settles the run as cancelled (a requested cancel reached a boundary). */
+  settleCancelled(): AttemptEnded {
+    if (this.#ended) return this.#ended;
+    const reason = this.#cancel?.reason ?? null;
+    if (!this.#settleHeld({ state: "cancelled", cancelReason: reason })) {
+      return this.end("superseded");
+    }
+    this.emit({ type: "task:cancelled", runId: this.runId, definition: this.definition, reason });
+    return this.end("cancelled");
+  }
+
+  /** Settles the run as failed; `onError` sees the error. */
+  #settleFailed(thrown: unknown): void {
+    if (this.#ended) return;
+    const record = errorText(thrown);
+    if (!this.#settleHeld({ state: "failed", error: record })) {
+      this.end("superseded");
+      return;
+    }
+    this.emit({
+      type: "task:failed",
+      runId: this.runId,
+      definition: this.definition,
+      error: errorInfo(record),
+    });
+    this.end("settled");
+    const error = thrown instanceof Error ? thrown : rebuildError(record);
+    this.#deps.onFailed(error, this.runId, this.definition);
+  }
+
+  /** Settles the run the attempt holds. False when another attempt holds the run (nothing was written). */
+  #settleHeld(settlement: Settlement): boolean {
+    const { store, now } = this.#deps;
+    return store.settle(this.runId, this.generation, settlement, now());
+  }
+
+  // ── Cancel and the end ──
+
+  /** Asks the attempt to stop: the in-flight step is aborted and the run settles at its next boundary. */
+  requestCancel(reason: string | null): void {
+    this.#cancel = { reason };
+    this.#watchdog.failAll(
+      new DOMException(
+        `Run "${this.runId}" was cancelled${reason === null ? "" : `: ${reason}`}.`,
+        "AbortError",
+      ),
+    );
+  }
+
+  /** Gives the run up without writing: its claim deadline replays it on a healthy isolate. */
+  abandon(): AttemptEnded {
+    return this.#ended ?? this.end("abandoned");
+  }
+
+  /** Ends the attempt once (later calls return the first end): releases it and aborts its steps. */
+  end(how: AttemptEnded["how"]): AttemptEnded {
+    if (this.#ended) return this.#ended;
+    this.#ended = new AttemptEnded(how);
+    this.#deps.release(this);
+    this.#watchdog.stop();
+    this.#watchdog.failAll(new DOMException(`The attempt ended (${how}).`, "AbortError"));
+    return this.#ended;
+  }
+}

@@ -1,0 +1,337 @@
+import { migrateSchema } from "@durablekit/compose";
+import { TasksError } from "../errors";
+
+/**
+ * The tables this package owns, and their forward-only migrations. Every table is prefixed
+ * `dk_tasks_`; `dk_tasks_meta (name, value)` holds the schema version row (`schema_version`), as
+ * every durablekit package does (docs/composing.md, "Schema").
+ *
+ * Row-write costs are part of the design (see DESIGN.md): the step journal, the call journals and
+ * the event buffer are WITHOUT ROWID tables keyed by their natural key and carry no secondary index, so inserting
+ * or updating one journal row writes exactly one b-tree row. The run table's indexes are only
+ * touched when a run is accepted, claimed, parked or settled — never per step.
+ */
+
+/** The schema version this code reads and writes (the number of migration steps). */
+export const TASKS_SCHEMA_VERSION = 8;
+
+/*
+ * Statements shared by the migration that first made a table and by {@link CURRENT}, which makes
+ * the current schema on a new object. A migration never changes once released: change a table in
+ * a new step (and in CURRENT), never here.
+ */
+
+/** The columns of `dk_tasks_runs` as v1 made them (later steps add columns after them). */
+const RUNS_COLUMNS_V1 = `      run_id TEXT NOT NULL PRIMARY KEY,
+      definition TEXT NOT NULL,
+      state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled')),
+      input TEXT NOT NULL,
+      metadata TEXT,
+      idempotency_key TEXT,
+      retain INTEGER NOT NULL,
+      attempt INTEGER NOT NULL DEFAULT 0,
+      generation TEXT,
+      next_at INTEGER,
+      wait_reason TEXT CHECK (wait_reason IN ('sleep', 'retry', 'event')),
+      wait_step TEXT,
+      wait_event TEXT,
+      status_message TEXT,
+      result TEXT,
+      error TEXT,
+      cancel_requested INTEGER NOT NULL DEFAULT 0,
+      cancel_reason TEXT,
+      created_at INTEGER NOT NULL,
+      started_at INTEGER,
+      updated_at INTEGER NOT NULL,
+      settled_at INTEGER`;
+
+/** The idempotency keys (v1). */
+const RUNS_BY_KEY = `CREATE UNIQUE INDEX dk_tasks_runs_by_key ON dk_tasks_runs (idempotency_key)
+      WHERE idempotency_key IS NOT NULL`;
+
+/** Runs by their next wake (v1). */
+const RUNS_BY_WAKE = `CREATE INDEX dk_tasks_runs_by_wake ON dk_tasks_runs (next_at) WHERE next_at IS NOT NULL`;
+
+/** Runs by creation (v1). */
+const RUNS_BY_CREATED = `CREATE INDEX dk_tasks_runs_by_created ON dk_tasks_runs (created_at, run_id)`;
+
+/** The running runs (v7). */
+const RUNS_RUNNING =
+  "CREATE INDEX dk_tasks_runs_running ON dk_tasks_runs (run_id) WHERE state = 'running'";
+
+/** Runs by state (v8). */
+const RUNS_BY_STATE =
+  "CREATE INDEX dk_tasks_runs_by_state ON dk_tasks_runs (state, created_at, run_id)";
+
+/** Runs by definition and state (v8). */
+const RUNS_BY_DEFINITION =
+  "CREATE INDEX dk_tasks_runs_by_definition ON dk_tasks_runs (definition, state, created_at, run_id)";
+
+/** Owed messages by when they are due (v5, remade in v6). */
+const OUTBOX_NEXT = "CREATE INDEX dk_tasks_outbox_next ON dk_tasks_outbox (next_at)";
+
+/** The step journal (v1). */
+const STEPS_TABLE = `CREATE TABLE dk_tasks_steps (
+      run_id TEXT NOT NULL,
+      name TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      kind TEXT NOT NULL CHECK (kind IN ('do', 'sleep', 'event')),
+      state TEXT NOT NULL CHECK (state IN ('running', 'waiting', 'completed', 'failed')),
+      attempt INTEGER NOT NULL,
+      value TEXT,
+      wake_at INTEGER,
+      event_type TEXT,
+      next_step TEXT,
+      at INTEGER NOT NULL,
+      PRIMARY KEY (run_id, name)
+    ) WITHOUT ROWID`;
+
+/** The events buffered for runs waiting on them (v1). */
+const EVENTS_TABLE = `CREATE TABLE dk_tasks_events (
+      run_id TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      type TEXT NOT NULL,
+      payload TEXT NOT NULL,
+      at INTEGER NOT NULL,
+      PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID`;
+
+/** The call journals of programs run inside a task (v3). */
+const CALLS_TABLE = `CREATE TABLE dk_tasks_calls (
+      run_id TEXT NOT NULL,
+      journal TEXT NOT NULL,
+      call_key TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      execution_id TEXT NOT NULL,
+      module TEXT NOT NULL,
+      method TEXT NOT NULL,
+      args_digest TEXT NOT NULL,
+      outcome TEXT NOT NULL,
+      payload TEXT,
+      at INTEGER NOT NULL,
+      PRIMARY KEY (run_id, journal, call_key)
+    ) WITHOUT ROWID`;
+
+/** The attempts of each run (v4). */
+const ATTEMPTS_TABLE = `CREATE TABLE dk_tasks_attempts (
+      run_id TEXT NOT NULL,
+      attempt INTEGER NOT NULL,
+      started_at INTEGER NOT NULL,
+      ended_at INTEGER,
+      outcome TEXT,
+      step TEXT,
+      error TEXT,
+      PRIMARY KEY (run_id, attempt)
+    ) WITHOUT ROWID`;
+
+/** The waits of `awaitChildren` (v5). */
+const CHILD_WAITS_TABLE = `CREATE TABLE dk_tasks_child_waits (
+      run_id TEXT NOT NULL,
+      step TEXT NOT NULL,
+      children TEXT NOT NULL,
+      remaining INTEGER NOT NULL,
+      PRIMARY KEY (run_id, step)
+    ) WITHOUT ROWID`;
+
+/** The parent's view of each child run it started (v6). */
+const CHILDREN_TABLE = `CREATE TABLE dk_tasks_children (
+      parent_run_id TEXT NOT NULL,
+      step TEXT NOT NULL,
+      idx INTEGER NOT NULL,
+      seq INTEGER NOT NULL,
+      key TEXT NOT NULL,
+      secret TEXT NOT NULL,
+      target TEXT NOT NULL,
+      definition TEXT NOT NULL,
+      child_run_id TEXT,
+      state TEXT NOT NULL CHECK (state IN ('starting', 'running', 'completed', 'failed', 'cancelled')),
+      result TEXT,
+      error TEXT,
+      settled_at INTEGER,
+      wait_step TEXT,
+      created_at INTEGER NOT NULL,
+      PRIMARY KEY (parent_run_id, step, idx)
+    ) WITHOUT ROWID`;
+
+/** A child's side of each exchange (v6). */
+const LINKS_TABLE = `CREATE TABLE dk_tasks_links (
+      key TEXT NOT NULL PRIMARY KEY,
+      secret TEXT NOT NULL,
+      parent TEXT,
+      parent_run_id TEXT,
+      step TEXT,
+      idx INTEGER,
+      definition TEXT,
+      child_run_id TEXT,
+      expires_at INTEGER
+    ) WITHOUT ROWID`;
+
+/** The messages owed to other objects (v6). */
+const OUTBOX_TABLE = `CREATE TABLE dk_tasks_outbox (
+      id TEXT NOT NULL PRIMARY KEY,
+      target TEXT NOT NULL,
+      envelope TEXT NOT NULL,
+      payload TEXT,
+      attempts INTEGER NOT NULL,
+      next_at INTEGER NOT NULL,
+      created_at INTEGER NOT NULL
+    ) WITHOUT ROWID`;
+
+/** The link of a child run (v6). */
+const LINKS_BY_RUN = `CREATE UNIQUE INDEX dk_tasks_links_by_run ON dk_tasks_links (child_run_id)
+      WHERE child_run_id IS NOT NULL`;
+
+/** Links kept after their run settled, by expiry (v6). */
+const LINKS_BY_EXPIRY = `CREATE INDEX dk_tasks_links_by_expiry ON dk_tasks_links (expires_at)
+      WHERE expires_at IS NOT NULL`;
+
+/** `MIGRATIONS[n]` brings the tables from version n to n + 1. */
+export const MIGRATIONS: ReadonlyArray<readonly string[]> = [
+  // v1
+  [
+    `CREATE TABLE dk_tasks_runs (
+${RUNS_COLUMNS_V1}
+    ) WITHOUT ROWID`,
+    RUNS_BY_KEY,
+    RUNS_BY_WAKE,
+    RUNS_BY_CREATED,
+    STEPS_TABLE,
+    EVENTS_TABLE,
+  ],
+  // v2: the breaker for attempts that die without progress. `progress` is how many journal rows
+  // were settled when the run was last claimed; `stalls` how many attempts in a row ended (died or
+  // were abandoned) without settling one more.
+  [
+    "ALTER TABLE dk_tasks_runs ADD COLUMN progress INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE dk_tasks_runs ADD COLUMN stalls INTEGER NOT NULL DEFAULT 0",
+  ],
+  // v3: step journals (`step.journal(name)`), the call journals of programs run inside a task. One
+  // row per recorded call, keyed by run, journal name and call key; like the step journal, WITHOUT
+  // ROWID with no secondary index, so recording a call writes exactly one b-tree row.
+  [CALLS_TABLE],
+  // v4: the attempts of each run, for its timeline (`attempts()`). The run row keeps when its
+  // current attempt was claimed (written by the claim's own update); an attempt that ends without
+  // settling the run (it parked, or the object died under it) leaves one row here, in the
+  // transaction of the write that ends it. An attempt that settles the run is read from the run
+  // row: a run that completes in one attempt writes no attempt row.
+  [
+    "ALTER TABLE dk_tasks_runs ADD COLUMN attempt_started_at INTEGER",
+    // The W3C trace context a run was started under (`run(…, { trace })`), for tracing its attempts.
+    "ALTER TABLE dk_tasks_runs ADD COLUMN trace TEXT",
+    ATTEMPTS_TABLE,
+  ],
+  // v5: runs in other objects (child runs, see DESIGN.md "Child runs"). The parent's view of each
+  // child it started (written at the start, settled once by the child's notification), the waits
+  // of `awaitChildren` (a countdown, so a notification costs O(1)), the child's link to its parent,
+  // and the outbox of messages owed to other objects, retried by the alarm until acknowledged.
+  [
+    `CREATE TABLE dk_tasks_children (
+      parent_run_id TEXT NOT NULL,
+      child_run_id TEXT NOT NULL,
+      step TEXT NOT NULL,
+      target TEXT NOT NULL,
+      state TEXT NOT NULL CHECK (state IN ('running', 'completed', 'failed', 'cancelled')),
+      result TEXT,
+      error TEXT,
+      settled_at INTEGER,
+      wait_step TEXT,
+      PRIMARY KEY (parent_run_id, child_run_id)
+    ) WITHOUT ROWID`,
+    CHILD_WAITS_TABLE,
+    `CREATE TABLE dk_tasks_parents (
+      child_run_id TEXT NOT NULL PRIMARY KEY,
+      parent TEXT NOT NULL,
+      parent_run_id TEXT NOT NULL,
+      key TEXT NOT NULL
+    ) WITHOUT ROWID`,
+    `CREATE TABLE dk_tasks_outbox (
+      id TEXT NOT NULL PRIMARY KEY,
+      target TEXT NOT NULL,
+      message TEXT NOT NULL,
+      attempts INTEGER NOT NULL,
+      next_at INTEGER NOT NULL,
+      created_at INTEGER NOT NULL
+    ) WITHOUT ROWID`,
+    "CREATE INDEX dk_tasks_outbox_next ON dk_tasks_outbox (next_at)",
+  ],
+  // v6: child runs whose every message proves its exchange (message version 2). A parent records
+  // its intent (the child's step, a random key and secret, the target) before the start leaves;
+  // the child keeps its side of the exchange by key in `dk_tasks_links`, after it settles too (a
+  // tombstone until `expires_at`); the outbox stores a settlement's result text apart from its
+  // envelope (one escaping, so a result of maxValueBytes fits a row). Version-1 exchanges carry no
+  // secret and cannot be proven: their tables are replaced, not carried over.
+  [
+    "DROP TABLE dk_tasks_children",
+    "DROP TABLE dk_tasks_parents",
+    "DROP TABLE dk_tasks_outbox",
+    "DELETE FROM dk_tasks_child_waits",
+    CHILDREN_TABLE,
+    LINKS_TABLE,
+    LINKS_BY_RUN,
+    LINKS_BY_EXPIRY,
+    OUTBOX_TABLE,
+    OUTBOX_NEXT,
+  ],
+  // v7: the runs a new instance of the object recovers on its first wake (their attempts died with
+  // the instance before it): a partial index holding only running runs, keyed by id so that a
+  // claim's refresh (a new deadline) does not touch it.
+  [RUNS_RUNNING],
+  // v8: reads that touch only what they answer (an inspector's filters and counts). A list by
+  // state walks its state's range of `by_state` newest first; a list by definition walks one range
+  // of `by_definition` per state; a count by state reads only index entries. Both change only
+  // when a run is accepted, claimed, parked or settled (its state), never per step.
+  [RUNS_BY_STATE, RUNS_BY_DEFINITION],
+];
+
+/**
+ * The current schema (version {@link TASKS_SCHEMA_VERSION}) made at once on a new object, in place
+ * of every step: the same tables, columns, constraints and indexes (`test/schema.test.ts` compares
+ * the two), without tables built, altered and dropped again.
+ */
+export const CURRENT: readonly string[] = [
+  `CREATE TABLE dk_tasks_runs (
+${RUNS_COLUMNS_V1},
+      progress INTEGER NOT NULL DEFAULT 0,
+      stalls INTEGER NOT NULL DEFAULT 0,
+      attempt_started_at INTEGER,
+      trace TEXT
+    ) WITHOUT ROWID`,
+  RUNS_BY_KEY,
+  RUNS_BY_WAKE,
+  RUNS_BY_CREATED,
+  RUNS_RUNNING,
+  RUNS_BY_STATE,
+  RUNS_BY_DEFINITION,
+  STEPS_TABLE,
+  EVENTS_TABLE,
+  CALLS_TABLE,
+  ATTEMPTS_TABLE,
+  CHILD_WAITS_TABLE,
+  CHILDREN_TABLE,
+  LINKS_TABLE,
+  LINKS_BY_RUN,
+  LINKS_BY_EXPIRY,
+  OUTBOX_TABLE,
+  OUTBOX_NEXT,
+];
+
+/**
+ * Brings the tables to {@link TASKS_SCHEMA_VERSION} through the one migration convention of
+ * durablekit (`migrateSchema`): each missing step and the version row of
+ * `dk_tasks_meta (name, value)` are applied in one transaction, so a half-migrated schema is never
+ * visible.
+ *
+ * @throws TasksError `tasks/schema-too-new` when the tables were written by a newer version of this package.
+ */
+export function migrate(storage: DurableObjectStorage): void {
+  migrateSchema(storage, {
+    table: "tasks",
+    steps: MIGRATIONS,
+    current: CURRENT,
+    tooNew: (found, supported) =>
+      new TasksError(
+        "tasks/schema-too-new",
+        `The dk_tasks_* tables are at schema version ${found}, newer than this @durablekit/tasks (${supported}). Deploy the newer package version; downgrades are not supported.`,
+      ),
+  });
+}
