@@ -1,4 +1,4 @@
-import { migrateSchema } from "@durablekit/compose";
+import { migrateSchema, schemaTooNewMessage } from "@durablekit/compose";
 import { ChatError } from "./errors";
 
 /**
@@ -49,7 +49,7 @@ export function migrateChatHistorySchema(storage: DurableObjectStorage): void {
     tooNew: (found, supported) =>
       new ChatError(
         "chat/schema-too-new",
-        `The dk_chat_* tables are at schema version ${found}, newer than the ${supported} this version of @durablekit/chat-adapter understands. Deploy the newer version.`,
+        schemaTooNewMessage("chat", found, supported, "@durablekit/chat-adapter"),
       ),
   });
 }

@@ -21,5 +21,10 @@ export {
   type OptionRange,
 } from "./options";
 export { type AlarmPart, isAlarmPart } from "./part";
-export { migrateSchema, type SchemaOptions, type SchemaStep } from "./schema";
+export {
+  migrateSchema,
+  type SchemaOptions,
+  type SchemaStep,
+  schemaTooNewMessage,
+} from "./schema";
 export { requestWake } from "./wake";

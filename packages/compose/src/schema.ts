@@ -21,6 +21,24 @@ export interface SchemaOptions {
 }
 
 /**
+ * What every package says of tables a newer version of it wrote (its `<package>/schema-too-new`
+ * error's message): the tables, both versions, and the fix.
+ *
+ * @param table the package's table noun (`dk_<table>_*`).
+ * @param packageName the package, e.g. `@durablekit/streams`; without it the message says "this package version".
+ */
+export function schemaTooNewMessage(
+  table: string,
+  found: number,
+  supported: number,
+  packageName?: string,
+): string {
+  const reader =
+    packageName === undefined ? "this package version" : `this version of ${packageName}`;
+  return `The dk_${table}_* tables are at schema version ${found}, newer than the ${supported} ${reader} understands. Deploy the newer package version.`;
+}
+
+/**
  * The one schema-migration convention of durablekit. Each package keeps a version row
  * (`name = 'schema_version'`, an integer) in `dk_<table>_meta (name TEXT PRIMARY KEY, value INTEGER)`.
  * On construction it runs the missing steps (on a new object, the `current` statements when
@@ -47,7 +65,7 @@ export function migrateSchema(storage: DurableObjectStorage, options: SchemaOpti
       options.tooNew?.(found, supported) ??
       new ComposeError(
         "compose/schema-too-new",
-        `The dk_${options.table}_* tables are at schema version ${found}, newer than the ${supported} this package version understands. Deploy the newer package version.`,
+        schemaTooNewMessage(options.table, found, supported),
       )
     );
   }

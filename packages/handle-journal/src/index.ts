@@ -38,6 +38,7 @@ export {
   isHandleRecord,
   parseHandleKind,
 } from "./handle";
+export { createJournalArgumentChecks, type JournalArgumentChecks } from "./journal-checks";
 export {
   type JournalCall,
   type JournalEntry,

@@ -6,16 +6,10 @@
  * - `interrupt`: it suspended the run; `payload` is the encoded reason (or null).
  * - `unsafe`: it used a value marked unsafeToRepeat; a replay that reaches it fails the run.
  */
-export type JournalOutcomeKind = "value" | "error" | "handle" | "interrupt" | "unsafe";
+export type JournalOutcomeKind = (typeof OUTCOME_KINDS)[number];
 
-/** The outcome kinds, in the order they are documented. */
-export const OUTCOME_KINDS: readonly JournalOutcomeKind[] = [
-  "value",
-  "error",
-  "handle",
-  "interrupt",
-  "unsafe",
-];
+/** The outcome kinds, in the order they are documented: the one list {@link JournalOutcomeKind} is read from. */
+export const OUTCOME_KINDS = ["value", "error", "handle", "interrupt", "unsafe"] as const;
 
 /** Which call a journal entry is: its key and what it called. */
 export interface JournalCall {

@@ -4,14 +4,9 @@ import {
   isWellFormedName,
   migrateSchema,
 } from "@durablekit/compose";
-import { isCallKey } from "./call-key";
 import { JournalError } from "./errors";
-import {
-  type JournalEntry,
-  type JournalOutcomeKind,
-  type JournalRecord,
-  OUTCOME_KINDS,
-} from "./journal-entry";
+import { createJournalArgumentChecks, type JournalArgumentChecks } from "./journal-checks";
+import type { JournalEntry, JournalOutcomeKind, JournalRecord } from "./journal-entry";
 import type { JournalPort, JournalRecorded } from "./journal-port";
 import { collectEntries, type EntryRow, SELECT_ENTRIES } from "./journal-rows";
 import { splitText } from "./split-text";
@@ -60,8 +55,6 @@ export interface JournalRecordResult extends JournalRecorded {
   /** SQLite rows written: 1, plus one per chunk. */
   rowsWritten: number;
 }
-
-const OUTCOMES: ReadonlySet<string> = new Set(OUTCOME_KINDS);
 
 /** Migration steps of the `dk_journal_*` tables; the version is their count (see DESIGN.md, "Storage"). */
 const SCHEMA_STEPS = [
@@ -126,33 +119,8 @@ function checkExecutionId(executionId: unknown): asserts executionId is string {
   }
 }
 
-function checkKey(key: unknown): asserts key is string {
-  if (!isCallKey(key)) {
-    throw invalid(`"${String(key)}" is not a call key: use topLevelKey(n) or childKey(parent, n).`);
-  }
-}
-
-function checkOutcome(outcome: unknown): asserts outcome is JournalOutcomeKind {
-  if (typeof outcome !== "string" || !OUTCOMES.has(outcome)) {
-    throw invalid(
-      `"${String(outcome)}" is not an outcome: use one of ${OUTCOME_KINDS.join(", ")}.`,
-    );
-  }
-}
-
-function checkPayload(payload: unknown): asserts payload is string | null {
-  if (payload !== null && typeof payload !== "string") {
-    throw invalid(
-      `A payload must be codec text (a string from encode) or null; got ${typeof payload}.`,
-    );
-  }
-}
-
-function checkTime(at: unknown): void {
-  if (at !== undefined && (typeof at !== "number" || !Number.isFinite(at))) {
-    throw invalid(`recordedAt must be epoch milliseconds (a finite number); got ${String(at)}.`);
-  }
-}
+/** The argument rules every journal port shares, throwing `journal/invalid-argument`. */
+const journalCheck: JournalArgumentChecks = createJournalArgumentChecks(invalid);
 
 /**
  * The call journal in Durable Object SQLite (`dk_journal_*` tables): one row per recorded call,
@@ -238,10 +206,10 @@ export class JournalStore implements JournalPort {
     }
     const { executionId, key, outcome, payload } = entry;
     checkExecutionId(executionId);
-    checkKey(key);
-    checkOutcome(outcome);
-    checkPayload(payload);
-    checkTime(entry.recordedAt);
+    journalCheck.key(key);
+    journalCheck.outcome(outcome);
+    journalCheck.payload(payload);
+    journalCheck.recordedAt(entry.recordedAt);
     if (
       typeof entry.module !== "string" ||
       typeof entry.method !== "string" ||
@@ -348,7 +316,7 @@ export class JournalStore implements JournalPort {
    */
   entry(executionId: string, key: string): JournalEntry | null {
     checkExecutionId(executionId);
-    checkKey(key);
+    journalCheck.key(key);
     return (
       collectEntries(
         executionId,
@@ -375,10 +343,10 @@ export class JournalStore implements JournalPort {
     recordedAt?: number,
   ): boolean {
     checkExecutionId(executionId);
-    checkKey(key);
-    checkOutcome(outcome);
-    checkPayload(payload);
-    checkTime(recordedAt);
+    journalCheck.key(key);
+    journalCheck.outcome(outcome);
+    journalCheck.payload(payload);
+    journalCheck.recordedAt(recordedAt);
     const parts = this.#split(payload);
     let updated = false;
     try {

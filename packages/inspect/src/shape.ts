@@ -1,3 +1,6 @@
+import type { ChatTurnInfo } from "@durablekit/chat-adapter";
+import type { TaskAttemptSnapshot } from "@durablekit/tasks";
+
 /**
  * The JSON the inspector answers, version {@link INSPECT_SHAPE_VERSION}. Every view carries
  * `version`; a field is only ever added within a version, and a change that removes or retypes one
@@ -130,15 +133,7 @@ export interface InspectAttempt {
    * `running`; `completed`, `failed`, `cancelled` (it settled the run); `sleep`, `event`, `retry`
    * (it parked the run at `step`); `interrupted` (the object died or was reset under it).
    */
-  outcome:
-    | "running"
-    | "completed"
-    | "failed"
-    | "cancelled"
-    | "sleep"
-    | "event"
-    | "retry"
-    | "interrupted";
+  outcome: TaskAttemptSnapshot["outcome"];
   /** The step it parked at. */
   step: string | null;
   /** For `retry`: the error the step failed with. */
@@ -314,17 +309,11 @@ export interface InspectStreamView {
   upToDate: boolean;
 }
 
-/** A chat turn of `@durablekit/chat-adapter`, as the inspector shows it. */
-export interface InspectChatTurn {
-  chatId: string;
-  turnId: string;
-  messageId: string;
-  state: "streaming" | "completed" | "errored";
-  /** True when this isolate holds the turn's writer; false for a turn ended or left by a restart. */
-  live: boolean;
-  createdAt: number;
-  updatedAt: number;
-}
+/**
+ * A chat turn of `@durablekit/chat-adapter`, as the inspector shows it: the turn as `ChatTurns`
+ * lists it (`live` is false for a turn ended or left by a restart).
+ */
+export type InspectChatTurn = ChatTurnInfo;
 
 /** A chat turn and the UI message chunks it stored (`GET …/api/turns/:turnId`). */
 export interface InspectChatTurnView {

@@ -1,4 +1,9 @@
-import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
+import {
+  DurableKitError,
+  type ErrorCodeOf,
+  isErrorOf,
+  schemaTooNewMessage,
+} from "@durablekit/compose";
 
 /**
  * Every error this package throws is an {@link SseError} with a stable string `code`. Codes are part
@@ -42,10 +47,7 @@ export class SseArgumentError extends SseError {
 /** The object's `dk_sse_*` tables were written by a newer version of this package. */
 export class SseSchemaError extends SseError {
   constructor(found: number, supported: number) {
-    super(
-      "sse/schema-too-new",
-      `The dk_sse_* tables are at schema version ${found}, newer than the ${supported} this version of @durablekit/sse understands. Deploy the newer package version.`,
-    );
+    super("sse/schema-too-new", schemaTooNewMessage("sse", found, supported, "@durablekit/sse"));
     this.name = "SseSchemaError";
   }
 }

@@ -1,4 +1,9 @@
-import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
+import {
+  DurableKitError,
+  type ErrorCodeOf,
+  isErrorOf,
+  schemaTooNewMessage,
+} from "@durablekit/compose";
 
 /**
  * Every error this package throws is a {@link StreamsError} with a stable string `code`. Codes are
@@ -229,7 +234,7 @@ export class StreamsSchemaError extends StreamsError {
   constructor(found: number, supported: number) {
     super(
       "streams/schema-too-new",
-      `The dk_streams_* tables are at schema version ${found}, newer than the ${supported} this version of @durablekit/streams understands. Deploy the newer package version.`,
+      schemaTooNewMessage("streams", found, supported, "@durablekit/streams"),
     );
     this.name = "StreamsSchemaError";
   }

@@ -1,6 +1,5 @@
 import type {
   JournalEntry,
-  JournalOutcomeKind,
   JournalPort,
   JournalRecord,
   JournalRecordResult,
@@ -88,13 +87,7 @@ export interface TaskStepJournal extends JournalPort {
    *
    * @throws TasksError `tasks/invalid-argument`, `tasks/too-large`, `tasks/closed` as `record`.
    */
-  resolve(
-    executionId: string,
-    key: string,
-    outcome: JournalOutcomeKind,
-    payload: string | null,
-    recordedAt?: number,
-  ): boolean;
+  resolve: JournalPort["resolve"];
   /**
    * Deletes the execution's entries in one statement and frees the journal for another execution;
    * returns how many there were (0 for an execution it does not hold).

@@ -4,7 +4,6 @@ import type {
   TaskChildOutcome,
   TaskChildRun,
   TaskChildSpec,
-  TaskChildTarget,
   TaskDefinitions,
   TaskInterruptedStep,
   TaskStep,
@@ -342,17 +341,10 @@ class ProbedStep implements TaskStep {
   }
 
   /** A child start is a step like a `do`: a boundary before and after it. */
-  startChild(
-    name: string,
-    target: TaskChildTarget,
-    definition: string,
-    input?: unknown,
-    options?: TaskStepOptions,
-  ): Promise<TaskChildRun> {
+  startChild(...call: Parameters<TaskStep["startChild"]>): Promise<TaskChildRun> {
+    const [name, target] = call;
     this.#store.target(JSON.stringify(target));
-    return this.#wait("do", name, () =>
-      this.#step.startChild(name, target, definition, input, options),
-    );
+    return this.#wait("do", name, () => this.#step.startChild(...call));
   }
 
   /** Many child starts are one step like a `do`: a boundary before and after it. */

@@ -1,4 +1,5 @@
-import { decode, encode, type JournalEntry } from "@durablekit/handle-journal";
+import { decode, encode } from "@durablekit/handle-journal";
+import type { BridgeExecutionState, BridgeRecording } from "@durablekit/rpc-bridge";
 import { TestingError } from "./errors";
 
 /** The `format` of a program recording file. */
@@ -6,7 +7,7 @@ export const TESTING_PROGRAM_RECORDING_FORMAT = "durablekit.program-run";
 
 /** How a recorded program run had ended when it was recorded. */
 export interface TestingProgramEnd {
-  state: "running" | "interrupted" | "completed" | "failed" | "cancelled";
+  state: BridgeExecutionState;
   /** Codec text of a completed run's result. */
   result?: string;
   /** A failed run's error code and message. */
@@ -18,30 +19,22 @@ export interface TestingProgramEnd {
  * commit beside the tests and replay against later program code with {@link replayProgram}.
  * `input` and `end.result` are handle-journal codec text.
  */
-export interface TestingProgramRecording {
+export interface TestingProgramRecording extends BridgeRecording {
   format: typeof TESTING_PROGRAM_RECORDING_FORMAT;
   version: 1;
-  executionId: string;
-  source: string;
-  input: string;
-  seed: string;
-  startedAt: number;
-  calls: JournalEntry[];
   end: TestingProgramEnd;
 }
 
 /** What {@link recordProgram} and {@link replayProgram} need of an `Executor` (its public methods). */
 export interface TestingProgramExecutor {
-  recording(
-    executionId: string,
-  ): Omit<TestingProgramRecording, "format" | "version" | "end"> | null;
+  recording(executionId: string): BridgeRecording | null;
   get(executionId: string): {
     state: TestingProgramEnd["state"];
     result?: unknown;
     error?: { code?: unknown; message: string };
   } | null;
   replayRecording(
-    recording: Omit<TestingProgramRecording, "format" | "version" | "end">,
+    recording: BridgeRecording,
     options?: { source?: string },
   ): Promise<{ state: string; result?: unknown; error?: { code?: unknown; message: string } }>;
 }

@@ -6,16 +6,16 @@ import type { BridgeReplayFingerprint } from "../replay/fingerprint";
  * `interrupted`: a replay run released by `ctx.interrupt()`, waiting for `resume` (it survives
  * evictions and restarts; nothing recovers it but `resume`).
  */
-export type BridgeExecutionState = "running" | "interrupted" | "completed" | "failed" | "cancelled";
+export type BridgeExecutionState = (typeof EXECUTION_STATES)[number];
 
-/** Every {@link BridgeExecutionState}, in lifecycle order. */
-export const EXECUTION_STATES: readonly BridgeExecutionState[] = [
+/** Every {@link BridgeExecutionState}, in lifecycle order: the one list the type is read from. */
+export const EXECUTION_STATES = [
   "running",
   "interrupted",
   "completed",
   "failed",
   "cancelled",
-];
+] as const;
 
 /** Filters and paging of `Executor.list`. */
 export interface BridgeListOptions {

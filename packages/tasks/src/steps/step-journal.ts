@@ -1,11 +1,12 @@
 import {
-  isCallKey,
+  createJournalArgumentChecks,
+  type JournalArgumentChecks,
   type JournalEntry,
   JournalError,
   type JournalOutcomeKind,
+  type JournalPort,
   type JournalRecord,
   type JournalRecordResult,
-  OUTCOME_KINDS,
   utf8ByteLength,
 } from "@durablekit/handle-journal";
 import { checkName } from "../arguments";
@@ -14,8 +15,6 @@ import { TasksError } from "../errors";
 import type { CallStore } from "../store/call-store";
 import type { CallRow } from "../store/rows";
 import type { TaskStepJournal } from "../types";
-
-const OUTCOMES: ReadonlySet<string> = new Set(OUTCOME_KINDS);
 
 /** What a step journal needs of the attempt that took it (the `Attempt` in `attempt.ts`). */
 export interface StepJournalOwner {
@@ -40,27 +39,11 @@ function checkExecutionId(executionId: unknown): asserts executionId is string {
   checkName(executionId, "An execution id", false);
 }
 
-function checkKey(key: unknown): asserts key is string {
-  if (!isCallKey(key)) {
-    throw invalid(
-      `${typeof key === "string" ? `"${key.slice(0, 40)}"` : String(key)} is not a call key: a key is positive integers joined by dots, e.g. "3" or "3.2".`,
-    );
-  }
-}
+/** The arguments of `JournalPort.resolve`, as the port declares them. */
+type ResolveArguments = Parameters<JournalPort["resolve"]>;
 
-function checkOutcome(outcome: unknown): asserts outcome is JournalOutcomeKind {
-  if (typeof outcome !== "string" || !OUTCOMES.has(outcome)) {
-    throw invalid(
-      `${String(outcome)} is not a journal outcome: use one of ${OUTCOME_KINDS.join(", ")}.`,
-    );
-  }
-}
-
-function checkTime(at: unknown): asserts at is number | undefined {
-  if (at !== undefined && (typeof at !== "number" || !Number.isFinite(at))) {
-    throw invalid(`recordedAt must be epoch milliseconds (a finite number); got ${String(at)}.`);
-  }
-}
+/** The argument rules every journal port shares, throwing `tasks/invalid-argument`. */
+const journalCheck: JournalArgumentChecks = createJournalArgumentChecks(invalid);
 
 function isUniqueViolation(error: unknown): boolean {
   return error instanceof Error && /UNIQUE constraint failed|PRIMARY KEY/i.test(error.message);
@@ -166,18 +149,12 @@ export class StepJournal implements TaskStepJournal {
     return { seq: row.seq, chunks: 0, rowsWritten: 1 };
   }
 
-  resolve(
-    executionId: string,
-    key: string,
-    outcome: JournalOutcomeKind,
-    payload: string | null,
-    recordedAt?: number,
-  ): boolean {
+  resolve(...[executionId, key, outcome, payload, recordedAt]: ResolveArguments): boolean {
     checkExecutionId(executionId);
-    checkKey(key);
-    checkOutcome(outcome);
+    journalCheck.key(key);
+    journalCheck.outcome(outcome);
     this.#checkPayload(payload);
-    checkTime(recordedAt);
+    journalCheck.recordedAt(recordedAt);
     this.#checkOpen();
     const pending = this.#byKey.get(key);
     if (
@@ -231,10 +208,10 @@ export class StepJournal implements TaskStepJournal {
       );
     }
     checkExecutionId(fields.executionId);
-    checkKey(fields.key);
-    checkOutcome(fields.outcome);
+    journalCheck.key(fields.key);
+    journalCheck.outcome(fields.outcome);
     this.#checkPayload(fields.payload);
-    checkTime(fields.recordedAt);
+    journalCheck.recordedAt(fields.recordedAt);
   }
 
   #checkPayload(payload: unknown): asserts payload is string | null {
