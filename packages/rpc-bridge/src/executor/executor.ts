@@ -1,55 +1,35 @@
 import { type AlarmPart, claimPart, createEmitter, requestWake } from "@durablekit/compose";
 import {
   decode,
-  encode,
-  fromErrorRecord,
   type JournalEntry,
-  type JournalErrorRecord,
   type JournalPort,
   JournalReader,
   JournalStore,
-  toErrorRecord,
   utf8ByteLength,
 } from "@durablekit/handle-journal";
 import type { BridgeAccess, BridgeInterruptPolicy } from "../context";
-import {
-  BridgeError,
-  type BridgeErrorCode,
-  boundErrorRecord,
-  bridgeErrorRecord,
-  fromJournalFailure,
-} from "../errors";
+import { BridgeError, fromJournalFailure } from "../errors";
 import type { BridgeEvent } from "../events";
-import { BridgeEndpoint } from "../host/endpoint";
 import { type BridgeLimits, resolveLimits } from "../limits";
-import { MAIN_MODULE, ModuleRegistry } from "../modules/module-registry";
-import { type CallJournal, LIVE } from "../replay/call-journal";
+import { ModuleRegistry } from "../modules/module-registry";
 import { type BridgeCallRecord, describeCalls } from "../replay/call-records";
-import {
-  type BridgeReplayFingerprint,
-  fingerprintChange,
-  fingerprintOf,
-} from "../replay/fingerprint";
+import { fingerprintChange } from "../replay/fingerprint";
 import type { BridgeRecording, BridgeReplayRecordingOptions } from "../replay/recording";
-import { ReplayCalls } from "../replay/replay-calls";
-import { RunJournal, resumedBody } from "../replay/run-journal";
-import { disposeQuietly } from "../run/handle-table";
-import { type AttemptOutcome, Run, type RunInterrupt } from "../run/run";
-import type { EvaluateOptions, Outcome } from "../shared/wire";
+import { resumedBody } from "../replay/run-journal";
 import { encodeChecked } from "../values/data-size";
 import { checkAnswerable } from "../values/values";
+import { Attempts, type Drive, type ReplayDrive } from "./attempts";
 import {
   type BridgeExecution,
-  type BridgeExecutionError,
   type BridgeExecutionPage,
   type BridgeExecutionRecord,
   type BridgeListOptions,
   EXECUTION_STATES,
 } from "./execution";
+import { errorBody, fingerprintError } from "./execution-errors";
 import { ExecutionStore, type RunningExecution, type StoredExecution } from "./execution-store";
 import {
   type BridgeExecuteOptions,
-  type BridgeLoader,
   type BridgeResumeOptions,
   check,
   checkAccess,
@@ -60,43 +40,7 @@ import {
   DEFAULT_COMPATIBILITY_DATE,
   type ExecutorOptions,
 } from "./executor-options";
-
-/** What a replay run's attempts share: its journal, and what makes the isolate deterministic. */
-interface ReplayDrive {
-  port: JournalPort;
-  seed: string;
-  startedAt: number;
-  /** The journal loaded for the first attempt of this drive (`[]` for a new execution), read once. */
-  entries: readonly JournalEntry[];
-  /** A replay of a recording: a call the journal does not hold ends the run (`bridge/frontier`). */
-  refuseLive?: boolean;
-}
-
-/** One execution being driven through its attempts. */
-interface Drive {
-  id: string;
-  modules: Record<string, string>;
-  input: unknown;
-  access: BridgeAccess;
-  onInterrupt: BridgeInterruptPolicy;
-  attempt: number;
-  /** Present for replay runs. */
-  replay?: ReplayDrive;
-}
-
-/** How an execution ends, with the codec text of its result. */
-type Settled = Omit<BridgeExecution, "executionId"> & { resultText?: string };
-
-/** What becomes of an execution a previous instance left running. */
-type RecoveryPlan =
-  | { action: "fail"; error: BridgeExecutionError }
-  | {
-      action: "restart";
-      modules: Record<string, string>;
-      input: unknown;
-      /** A replay run's journal, loaded once for the recovered attempt. */
-      entries?: readonly JournalEntry[];
-    };
+import { type RecoveryPlan, RecoveryPlanner } from "./recovery";
 
 /** Checks the shape of a recording given to `replayRecording`; what is inside is checked as a journal is. */
 function checkRecording(recording: BridgeRecording): void {
@@ -126,12 +70,6 @@ function newSeed(): string {
   return hex;
 }
 
-/** The isolate's entrypoint (the runner, src/isolate/runner.ts). */
-interface Evaluator {
-  evaluate(input: unknown, bridge: BridgeEndpoint, options: EvaluateOptions): Promise<Outcome>;
-  halt(): Promise<void>;
-}
-
 /** How long after a run's timeout the recovery alarm is asked for. */
 const ALARM_GRACE_MS = 1_000;
 /** Storages an `Executor` was built over in this isolate: the first one of an instance recovers. */
@@ -139,48 +77,6 @@ const constructed = new WeakSet<DurableObjectStorage>();
 
 /** The reason of an execution cancelled by its `execute()` signal. */
 const ABORTED = "the execute() signal aborted";
-
-/** The error body of a new `BridgeError`, as an execution's `error`. */
-function errorBody(code: BridgeErrorCode, message: string): BridgeExecutionError {
-  return bridgeErrorRecord(code, message).$error as BridgeExecutionError;
-}
-
-/** Why a replay run whose fingerprint changed (`changed` says what) is not replayed. */
-function fingerprintError(changed: string): BridgeExecutionError {
-  return errorBody(
-    "bridge/fingerprint-changed",
-    `The replay run cannot go on: since it was recorded, ${changed} changed, so replaying its journal could answer another program. Start a new execution (host-module code may change between attempts; the program, source modules, compatibility settings and formats may not).`,
-  );
-}
-
-/** The body of any thrown value's error record, as an execution's `error`. */
-function thrownBody(error: unknown): BridgeExecutionError {
-  return toErrorRecord(error).$error as BridgeExecutionError;
-}
-
-function isolateFailed(what: string, error: unknown): AttemptOutcome {
-  const why = error instanceof Error ? error.message : String(error);
-  return { kind: "failed", error: bridgeErrorRecord("bridge/isolate-failed", `${what}: ${why}`) };
-}
-
-/**
- * Normalizes a record from the isolate (untrusted) through handle-journal's own round trip. A
- * `bridge/…` code in it was thrown by the program, not by the bridge: it moves to `programCode`, so
- * an execution's `code` starting with `bridge/` is always the bridge's own.
- */
-function normalize(record: JournalErrorRecord): JournalErrorRecord {
-  let normalized: JournalErrorRecord;
-  try {
-    normalized = toErrorRecord(fromErrorRecord(record));
-  } catch {
-    return toErrorRecord(new Error("The program failed with an unreadable error."));
-  }
-  const { code, ...rest } = normalized.$error;
-  if (typeof code === "string" && code.startsWith("bridge/")) {
-    return { $error: { ...rest, programCode: code } };
-  }
-  return normalized;
-}
 
 function invalid(message: string): BridgeError {
   return new BridgeError("bridge/invalid-argument", message);
@@ -194,20 +90,17 @@ function invalid(message: string): BridgeError {
  */
 export class Executor implements AlarmPart {
   readonly #ctx: DurableObjectState;
-  readonly #loader: BridgeLoader;
-  readonly #compatibilityDate: string;
-  readonly #compatibilityFlags: string[];
   readonly #registry: ModuleRegistry;
   readonly #limits: BridgeLimits;
   readonly #store: ExecutionStore;
-  /** Runs of this instance, by execution id; a running row without one here was left by a previous instance. */
-  readonly #live = new Map<string, Run>();
+  /** Decides whether an execution no attempt of this instance runs may run again. */
+  readonly #planner: RecoveryPlanner;
+  /** Runs the attempts; a running row it does not run was left by a previous instance. */
+  readonly #attempts: Attempts;
   readonly #access: BridgeAccess;
   readonly #onInterrupt: BridgeInterruptPolicy;
   readonly #now: () => number;
   readonly #emit: (event: BridgeEvent) => void;
-  /** Given to runs only when someone listens, so a run builds no call labels for nobody. */
-  readonly #runEmit: ((event: BridgeEvent) => void) | undefined;
   /** The journal replay runs write to: the `journal` option, else a JournalStore made at first use. */
   #journal: JournalPort | undefined;
 
@@ -222,17 +115,33 @@ export class Executor implements AlarmPart {
     check.ctx(ctx, "new Executor(ctx, { loader, modules })");
     checkExecutorOptions(options);
     this.#ctx = ctx;
-    this.#loader = options.loader;
-    this.#compatibilityDate = options.compatibilityDate ?? DEFAULT_COMPATIBILITY_DATE;
-    this.#compatibilityFlags = options.compatibilityFlags ?? [];
+    const compatibilityDate = options.compatibilityDate ?? DEFAULT_COMPATIBILITY_DATE;
+    const compatibilityFlags = options.compatibilityFlags ?? [];
     this.#registry = new ModuleRegistry(options.modules);
     this.#limits = resolveLimits(options.limits);
     this.#access = checkAccess(options.access ?? "read-write");
     this.#onInterrupt = checkPolicy(options.onInterrupt ?? "fail");
     this.#now = options.now ?? Date.now;
     this.#emit = createEmitter("@durablekit/rpc-bridge", options.onEvent);
-    this.#runEmit = options.onEvent === undefined ? undefined : this.#emit;
     this.#store = new ExecutionStore(ctx.storage);
+    this.#planner = new RecoveryPlanner({
+      registry: this.#registry,
+      limits: this.#limits,
+      compatibilityDate,
+      compatibilityFlags,
+    });
+    this.#attempts = new Attempts({
+      loader: options.loader,
+      compatibilityDate,
+      compatibilityFlags,
+      limits: this.#limits,
+      registry: this.#registry,
+      store: this.#store,
+      planner: this.#planner,
+      now: this.#now,
+      emit: this.#emit,
+      runEmit: options.onEvent === undefined ? undefined : this.#emit,
+    });
     this.#journal = options.journal;
     claimPart(ctx, {
       part: "Executor",
@@ -273,7 +182,7 @@ export class Executor implements AlarmPart {
 
   /** Ids of the executions running in this instance now. */
   get running(): string[] {
-    return [...this.#live.keys()];
+    return this.#attempts.running();
   }
 
   // ── Executions ─────────────────────────────────────────────────────────────
@@ -320,7 +229,7 @@ export class Executor implements AlarmPart {
     const modules = this.#registry.graph(source);
     const inputText = encodeChecked(input, this.#limits.maxInputBytes, "input", "maxInputBytes");
     const id = options.id ?? crypto.randomUUID();
-    if (this.#live.has(id) || this.#store.has(id)) {
+    if (this.#attempts.isLive(id) || this.#store.has(id)) {
       throw new BridgeError(
         "bridge/conflict",
         `An execution with id "${id}" already exists; use another id or read it with get().`,
@@ -331,7 +240,7 @@ export class Executor implements AlarmPart {
     let fingerprint: string | undefined;
     if (onInterrupt === "replay") {
       replay = { port: given ?? this.#ownJournal(), seed: newSeed(), startedAt: now, entries: [] };
-      fingerprint = JSON.stringify(this.#fingerprint(source));
+      fingerprint = JSON.stringify(this.#planner.fingerprint(source));
     }
     // Recorded running before anything runs: a restart finds the row and recovers it.
     this.#store.insert({
@@ -349,12 +258,15 @@ export class Executor implements AlarmPart {
     const signal = options.signal;
     if (signal?.aborted) {
       // Aborted before it started: recorded, and cancelled without running.
-      return this.#end(id, 1, 0, this.#settle({ kind: "cancelled", reason: ABORTED }));
+      return this.#attempts.end(id, 1, 0, {
+        state: "cancelled",
+        error: errorBody("bridge/cancelled", `The run was cancelled: ${ABORTED}.`),
+      });
     }
     const onAbort = () => this.cancel(id, ABORTED);
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      return await this.#drive({
+      return await this.#attempts.drive({
         id,
         modules,
         input,
@@ -394,7 +306,11 @@ export class Executor implements AlarmPart {
     if (row === null) {
       throw new BridgeError("bridge/not-found", `No execution has id "${executionId}".`);
     }
-    if (row.state !== "interrupted" || row.interruptKey === null || this.#live.has(executionId)) {
+    if (
+      row.state !== "interrupted" ||
+      row.interruptKey === null ||
+      this.#attempts.isLive(executionId)
+    ) {
       throw new BridgeError(
         "bridge/conflict",
         `BridgeExecution "${executionId}" is ${row.state}, not interrupted; only an interrupted replay run can be resumed, once per interrupt.`,
@@ -411,7 +327,7 @@ export class Executor implements AlarmPart {
     }
     const port = given ?? this.#ownJournal();
     const key = row.interruptKey;
-    const changed = fingerprintChange(row.fingerprint, this.#fingerprint(row.source));
+    const changed = fingerprintChange(row.fingerprint, this.#planner.fingerprint(row.source));
     let entries: readonly JournalEntry[];
     try {
       entries = port.lookup(executionId);
@@ -428,7 +344,7 @@ export class Executor implements AlarmPart {
       );
     }
     if (changed !== null) {
-      return this.#end(executionId, row.attempt + 1, 0, {
+      return this.#attempts.end(executionId, row.attempt + 1, 0, {
         state: "failed",
         error: fingerprintError(changed),
       });
@@ -459,7 +375,14 @@ export class Executor implements AlarmPart {
         e === entry ? { ...e, outcome: "value" as const, payload, recordedAt: at } : e,
       );
     }
-    return this.#driveStored(row, port, row.attempt + 1, resumed);
+    const plan = this.#planner.reload(row, resumed);
+    if (plan.action === "fail") {
+      return this.#attempts.end(executionId, row.attempt + 1, 0, {
+        state: "failed",
+        error: plan.error,
+      });
+    }
+    return this.#attempts.drive(this.#driveOf(row, plan, row.attempt + 1, port));
   }
 
   /**
@@ -473,7 +396,7 @@ export class Executor implements AlarmPart {
         `An execution with id "${row.id}" exists and is not a replay run; use another id.`,
       );
     }
-    if (row.state !== "running" || this.#live.has(row.id)) {
+    if (row.state !== "running" || this.#attempts.isLive(row.id)) {
       const record = this.#store.get(row.id) as BridgeExecutionRecord;
       const { executionId, state, result, error, interrupt } = record;
       return {
@@ -484,59 +407,48 @@ export class Executor implements AlarmPart {
         ...(interrupt === undefined ? {} : { interrupt }),
       };
     }
-    const plan = this.#planReplay(row, port);
-    if (plan.action === "fail")
-      return this.#end(row.id, row.attempt, 0, { state: "failed", error: plan.error });
-    this.#store.restart(row.id, row.attempt + 1, plan.entries?.length ?? 0);
-    this.#requestRecoveryWake(this.#now());
-    return this.#driveStored(row, port, row.attempt + 1, plan);
+    return this.#carryOut(row, this.#planner.planReplay(row, port), port);
   }
 
-  /** Drives a stored replay run again from the top (resume, re-attach, recovery). */
-  #driveStored(
+  /**
+   * Carries out a plan for a stored run no attempt of this instance runs (re-attach, recovery): it
+   * ends failed, or is recorded restarted (with the size of the journal it replays from) and runs
+   * again from the top. `port` is a replay run's journal, null for any other run.
+   */
+  #carryOut(
     row: RunningExecution,
-    port: JournalPort,
-    attempt: number,
-    loaded: Extract<RecoveryPlan, { action: "restart" }> | readonly JournalEntry[],
-  ): Promise<BridgeExecution> {
-    const plan = Array.isArray(loaded)
-      ? undefined
-      : (loaded as Extract<RecoveryPlan, { action: "restart" }>);
-    let modules: Record<string, string>;
-    let input: unknown;
-    try {
-      modules = plan?.modules ?? this.#registry.graph(row.source);
-      input = plan === undefined ? decode(row.input) : plan.input;
-    } catch (error) {
-      return Promise.resolve(
-        this.#end(row.id, attempt, 0, { state: "failed", error: thrownBody(error) }),
-      );
+    plan: RecoveryPlan,
+    port: JournalPort | null,
+  ): BridgeExecution | Promise<BridgeExecution> {
+    if (plan.action === "fail") {
+      return this.#attempts.end(row.id, row.attempt, 0, { state: "failed", error: plan.error });
     }
-    return this.#drive({
-      id: row.id,
-      modules,
-      input,
-      access: row.access,
-      onInterrupt: "replay",
-      attempt,
-      replay: {
-        port,
-        seed: row.seed ?? "",
-        startedAt: row.startedAt,
-        // Loaded once by the caller for this attempt.
-        entries: plan === undefined ? (loaded as readonly JournalEntry[]) : (plan.entries ?? []),
-      },
-    });
+    this.#store.restart(row.id, row.attempt + 1, plan.entries.length);
+    this.#requestRecoveryWake(this.#now());
+    return this.#attempts.drive(this.#driveOf(row, plan, row.attempt + 1, port));
   }
 
-  /** The fingerprint of `source` under this executor's configuration. */
-  #fingerprint(source: string): BridgeReplayFingerprint {
-    const sources: Array<{ specifier: string; source: string }> = [];
-    for (const entry of this.#registry.bySpecifier.values()) {
-      if (entry.kind === "source")
-        sources.push({ specifier: entry.specifier, source: entry.source });
-    }
-    return fingerprintOf(source, sources, this.#compatibilityDate, this.#compatibilityFlags);
+  /** The drive of a stored run's next attempt; `port` is a replay run's journal, null for any other. */
+  #driveOf(
+    row: RunningExecution,
+    plan: Extract<RecoveryPlan, { action: "restart" }>,
+    attempt: number,
+    port: JournalPort | null,
+  ): Drive {
+    return {
+      id: row.id,
+      modules: plan.modules,
+      input: plan.input,
+      access: row.access,
+      // The policy stored with the execution, never a default: recovery dispatches on it.
+      onInterrupt: row.onInterrupt,
+      attempt,
+      ...(port === null
+        ? {}
+        : {
+            replay: { port, seed: row.seed ?? "", startedAt: row.startedAt, entries: plan.entries },
+          }),
+    };
   }
 
   /**
@@ -667,7 +579,7 @@ export class Executor implements AlarmPart {
       externalJournal: true,
     });
     try {
-      const execution = await this.#drive({
+      const execution = await this.#attempts.drive({
         id,
         modules,
         input,
@@ -734,10 +646,7 @@ export class Executor implements AlarmPart {
     if (typeof executionId !== "string" || typeof reason !== "string") {
       throw invalid("cancel takes an execution id and an optional reason, both strings.");
     }
-    const run = this.#live.get(executionId);
-    if (!run) return false;
-    run.stop({ kind: "cancelled", reason });
-    return true;
+    return this.#attempts.cancel(executionId, reason);
   }
 
   /**
@@ -770,37 +679,13 @@ export class Executor implements AlarmPart {
     const pending: Array<BridgeExecution | Promise<BridgeExecution>> = [];
     for (const row of this.#store.running()) {
       // A run whose journal is its caller's is re-attached by that caller, never recovered here.
-      if (this.#live.has(row.id) || row.externalJournal) continue;
+      if (this.#attempts.isLive(row.id) || row.externalJournal) continue;
       if (row.onInterrupt === "replay") {
         const port = this.#ownJournal();
-        const plan = this.#planReplay(row, port);
-        if (plan.action === "fail") {
-          pending.push(this.#end(row.id, row.attempt, 0, { state: "failed", error: plan.error }));
-          continue;
-        }
-        this.#store.restart(row.id, row.attempt + 1, plan.entries?.length ?? 0);
-        this.#requestRecoveryWake(this.#now());
-        pending.push(this.#driveStored(row, port, row.attempt + 1, plan));
-        continue;
+        pending.push(this.#carryOut(row, this.#planner.planReplay(row, port), port));
+      } else {
+        pending.push(this.#carryOut(row, this.#planner.planRestart(row), null));
       }
-      const plan = this.#planRecovery(row);
-      if (plan.action === "fail") {
-        pending.push(this.#end(row.id, row.attempt, 0, { state: "failed", error: plan.error }));
-        continue;
-      }
-      this.#store.restart(row.id, row.attempt + 1);
-      this.#requestRecoveryWake(this.#now());
-      pending.push(
-        this.#drive({
-          id: row.id,
-          modules: plan.modules,
-          input: plan.input,
-          access: row.access,
-          // The policy stored with the execution, never a default: recovery dispatches on it.
-          onInterrupt: row.onInterrupt,
-          attempt: row.attempt + 1,
-        }),
-      );
     }
     return Promise.all(pending);
   }
@@ -812,9 +697,9 @@ export class Executor implements AlarmPart {
   nextWakeAt(): number | null {
     let at: number | null = null;
     for (const row of this.#store.running()) {
-      const run = this.#live.get(row.id);
-      if (!run && row.externalJournal) continue;
-      const when = run ? run.deadline + ALARM_GRACE_MS : this.#now();
+      const deadline = this.#attempts.deadlineOf(row.id);
+      if (deadline === null && row.externalJournal) continue;
+      const when = deadline === null ? this.#now() : deadline + ALARM_GRACE_MS;
       if (at === null || when < at) at = when;
     }
     return at;
@@ -833,404 +718,5 @@ export class Executor implements AlarmPart {
     requestWake(this.#ctx, now + this.#limits.runTimeoutMs + ALARM_GRACE_MS).catch(() => {
       // A failed alarm write leaves recovery to the next alarm or the next start of the object.
     });
-  }
-
-  /**
-   * Decides what becomes of an execution whose Durable Object restarted under it: an
-   * `onInterrupt: "fail"` one fails with `bridge/interrupted`; a `"restart"` one runs again from the
-   * top unless a call marked unsafeToRepeat ran, `maxAttempts` is used up, or its stored program or
-   * input no longer loads (a module it imports was removed), when it fails saying which.
-   */
-  #planRecovery(row: RunningExecution): RecoveryPlan {
-    switch (row.onInterrupt) {
-      case "fail":
-        return {
-          action: "fail",
-          error: errorBody(
-            "bridge/interrupted",
-            "The run was interrupted when its Durable Object restarted (onInterrupt: fail).",
-          ),
-        };
-      case "restart":
-        break;
-      default:
-        return {
-          action: "fail",
-          error: errorBody(
-            "bridge/interrupted",
-            `The run was recorded with an unknown onInterrupt policy ${JSON.stringify(row.onInterrupt)}.`,
-          ),
-        };
-    }
-    const refusal = this.#restartRefusal(row.unsafeCall, row.attempt);
-    if (refusal) return { action: "fail", error: refusal };
-    if (row.attempt >= 2) {
-      // Bounds the damage of a program that hangs or kills the runtime (locally nothing enforces
-      // cpuMs): a run its object died under is restarted automatically once, never again.
-      return {
-        action: "fail",
-        error: errorBody(
-          "bridge/too-many-attempts",
-          `The run's Durable Object restarted under attempt ${row.attempt}; a run is restarted after its object restarted at most once, so a program that hangs or exhausts the runtime is not run again.`,
-        ),
-      };
-    }
-    try {
-      return {
-        action: "restart",
-        modules: this.#registry.graph(row.source),
-        input: decode(row.input),
-      };
-    } catch (error) {
-      return { action: "fail", error: thrownBody(error) };
-    }
-  }
-
-  /**
-   * Decides what becomes of a replay run found running but not live (recovery, re-attach): it
-   * replays from the top, unless its fingerprint changed (`bridge/fingerprint-changed`, saying
-   * what), or it was already restarted after an object restart and its journal did not grow since
-   * (`bridge/too-many-attempts`: a program that kills its runtime before its next call is not run
-   * forever). Loads the journal once, for the attempt to use.
-   */
-  #planReplay(row: RunningExecution, port: JournalPort): RecoveryPlan {
-    const changed = fingerprintChange(row.fingerprint, this.#fingerprint(row.source));
-    if (changed !== null) return { action: "fail", error: fingerprintError(changed) };
-    let entries: readonly JournalEntry[];
-    try {
-      entries = port.lookup(row.id);
-    } catch (error) {
-      return { action: "fail", error: thrownBody(fromJournalFailure(error)) };
-    }
-    // journal_size is -1 when the latest attempt was started by execute or resume, not by recovery.
-    if (row.attempt >= 2 && row.journalSize >= 0 && entries.length <= row.journalSize) {
-      return {
-        action: "fail",
-        error: errorBody(
-          "bridge/too-many-attempts",
-          `The run's Durable Object restarted under attempt ${row.attempt}, which was itself a restart and journaled no new call; a replay run is restarted again only when its journal grew, so a program that hangs or exhausts the runtime is not run forever.`,
-        ),
-      };
-    }
-    try {
-      return {
-        action: "restart",
-        modules: this.#registry.graph(row.source),
-        input: decode(row.input),
-        entries,
-      };
-    } catch (error) {
-      return { action: "fail", error: thrownBody(error) };
-    }
-  }
-
-  // ── Attempts ───────────────────────────────────────────────────────────────
-
-  async #drive(drive: Drive): Promise<BridgeExecution> {
-    let unsafeCall: string | undefined;
-    for (let attempt = drive.attempt; ; attempt++) {
-      if (attempt > drive.attempt) this.#store.restart(drive.id, attempt);
-      let journal: RunJournal | undefined;
-      // A replay run's calls go through its journal; any other run's are live.
-      let calls: CallJournal = LIVE;
-      if (drive.replay !== undefined) {
-        try {
-          journal = new RunJournal(
-            drive.replay.port,
-            drive.id,
-            () => this.#now(),
-            drive.replay.entries,
-          );
-          calls = new ReplayCalls(journal, { refuseLive: drive.replay.refuseLive === true });
-        } catch (error) {
-          const body = thrownBody(fromJournalFailure(error));
-          return this.#end(drive.id, attempt, 0, { state: "failed", error: body });
-        }
-      }
-      const run = new Run({
-        executionId: drive.id,
-        attempt,
-        access: drive.access,
-        limits: this.#limits,
-        registry: this.#registry,
-        emit: this.#runEmit,
-        onUnsafeCall: (label) => {
-          if (drive.onInterrupt !== "restart" || unsafeCall !== undefined) return;
-          unsafeCall = label;
-          this.#store.markUnsafe(drive.id, label);
-        },
-        calls,
-      });
-      this.#live.set(drive.id, run);
-      this.#emit({ type: "bridge:execution", executionId: drive.id, state: "running", attempt });
-      let result: { outcome: AttemptOutcome; disposed: number };
-      try {
-        result = await this.#attempt(drive, run, calls, journal);
-      } finally {
-        this.#live.delete(drive.id);
-      }
-      const { outcome, disposed } = result;
-      if (outcome.kind === "suspended") {
-        return this.#suspended(drive.id, attempt, run.calls, outcome.interrupt, disposed);
-      }
-      if (outcome.kind === "interrupted" && drive.onInterrupt === "restart") {
-        const refusal = this.#restartRefusal(unsafeCall, attempt, outcome.reason);
-        if (!refusal) continue;
-        return this.#end(
-          drive.id,
-          attempt,
-          run.calls,
-          { state: "failed", error: refusal },
-          disposed,
-        );
-      }
-      return this.#end(drive.id, attempt, run.calls, this.#settle(outcome), disposed);
-    }
-  }
-
-  /**
-   * Runs one attempt: a fresh isolate from the Worker Loader (no network: `globalOutbound: null`;
-   * no bindings: an empty `env`; the CPU limit), its `evaluate` raced against the run's own stop
-   * (timeout, cancel, interrupt). The isolate is released and the run ended (every handle it still
-   * held disposed) before this returns.
-   */
-  async #attempt(
-    drive: Drive,
-    run: Run,
-    calls: CallJournal,
-    journal?: RunJournal,
-  ): Promise<{ outcome: AttemptOutcome; disposed: number }> {
-    const cpuMs = this.#limits.cpuMs;
-    let outcome: AttemptOutcome;
-    let worker: WorkerStub | undefined;
-    let entrypoint: unknown;
-    /** Set once the isolate's `evaluate` answered: the program ended (or its isolate failed). */
-    let evaluated = false;
-    try {
-      worker = this.#loader.load({
-        compatibilityDate: this.#compatibilityDate,
-        compatibilityFlags: this.#compatibilityFlags,
-        limits: { cpuMs },
-        mainModule: MAIN_MODULE,
-        modules: drive.modules,
-        env: {},
-        globalOutbound: null,
-      });
-      entrypoint = worker.getEntrypoint(undefined, { limits: { cpuMs } });
-      const options: EvaluateOptions = { maxRequestBytes: this.#limits.maxRequestBytes };
-      if (drive.replay !== undefined) {
-        options.replay = {
-          seed: drive.replay.seed,
-          startedAt: drive.replay.startedAt,
-          schedule: journal?.schedule ?? [],
-          answers: calls.prefetch(),
-        };
-      }
-      const evaluation = (entrypoint as unknown as Evaluator)
-        .evaluate(drive.input, new BridgeEndpoint(run), options)
-        .then(
-          (outcome): AttemptOutcome => {
-            evaluated = true;
-            if (outcome.kind === "halted") {
-              return {
-                kind: "failed",
-                error: bridgeErrorRecord("bridge/run-ended", "The run ended before its program."),
-              };
-            }
-            if (outcome.kind === "diverged") {
-              const record = normalize(outcome.record).$error;
-              return {
-                kind: "failed",
-                error: bridgeErrorRecord(
-                  "bridge/diverged",
-                  `The replay diverged in the isolate: ${record.message}`,
-                ),
-              };
-            }
-            // The calls the isolate answered itself after its last invoke are checked first.
-            const mismatch = calls.checkAnswered(outcome.answered);
-            if (mismatch !== undefined) return { kind: "failed", error: mismatch };
-            // A replay run's program ended: the journal must hold nothing it did not ask for again.
-            const left = calls.checkEnded();
-            if (left !== undefined) return { kind: "failed", error: left };
-            if (outcome.kind === "returned") return { kind: "completed", value: outcome.value };
-            const error = normalize(outcome.record);
-            if (outcome.kind !== "threw") {
-              const what =
-                outcome.kind === "timer-error"
-                  ? "The program threw inside a timer callback"
-                  : "The program left a rejected promise unhandled";
-              error.$error = {
-                ...error.$error,
-                code: "bridge/unhandled-rejection",
-                message: `${what}: ${error.$error.message}`,
-              };
-            }
-            return { kind: "failed", error };
-          },
-          (error: unknown) => {
-            evaluated = true;
-            return isolateFailed("The program's isolate failed", error);
-          },
-        );
-      outcome = await Promise.race([evaluation.then((o) => run.checkDeadline(o)), run.stopped]);
-      // A replay run released by ctx.interrupt() stays released, whatever its program did next.
-      const suspension = calls.suspension;
-      if (suspension !== undefined && outcome.kind !== "cancelled") {
-        outcome = { kind: "suspended", interrupt: suspension };
-      }
-    } catch (error) {
-      outcome = isolateFailed("The program's isolate could not start", error);
-    } finally {
-      // The attempt ended before its program did: the isolate is told to end its evaluate, or it
-      // would run on (a pending timer, a call never answered) and hold the object from evicting.
-      if (!evaluated && entrypoint !== undefined) {
-        try {
-          (entrypoint as Evaluator).halt().catch(() => {});
-        } catch {
-          // An isolate that is already gone has nothing left to stop.
-        }
-      }
-      disposeQuietly(entrypoint);
-      disposeQuietly(worker);
-    }
-    return { outcome, disposed: run.end() };
-  }
-
-  // ── Ends ───────────────────────────────────────────────────────────────────
-
-  /**
-   * Why an interrupted `"restart"` run may not run again, or undefined when it may: a call marked
-   * unsafeToRepeat ran (`unsafeCall`), or `attempt` was the last of `maxAttempts`. `reason` is the
-   * interruption's, when known.
-   */
-  #restartRefusal(
-    unsafeCall: string | null | undefined,
-    attempt: number,
-    reason?: string,
-  ): BridgeExecutionError | undefined {
-    if (unsafeCall !== null && unsafeCall !== undefined) {
-      return errorBody(
-        "bridge/unsafe-to-repeat",
-        `The run was interrupted${reason === undefined ? "" : ` (${reason})`} after ${unsafeCall} ran, which is marked unsafeToRepeat, so it is not restarted.`,
-      );
-    }
-    const maxAttempts = this.#limits.maxAttempts;
-    if (attempt >= maxAttempts) {
-      return errorBody(
-        "bridge/too-many-attempts",
-        `The run was interrupted on each of its ${maxAttempts} attempts (maxAttempts)${reason === undefined ? "" : `; last: ${reason}`}.`,
-      );
-    }
-    return undefined;
-  }
-
-  /**
-   * How an execution ends after an attempt that was not restarted: completed with its result and
-   * the result's codec text for the store (over `maxResultBytes` it fails with `bridge/too-large`,
-   * not data with `bridge/unserializable`), failed, failed as interrupted, or cancelled.
-   */
-  #settle(outcome: AttemptOutcome): Settled {
-    switch (outcome.kind) {
-      case "completed": {
-        try {
-          const resultText = encodeChecked(
-            outcome.value,
-            this.#limits.maxResultBytes,
-            "result",
-            "maxResultBytes",
-          );
-          return { state: "completed", result: outcome.value, resultText };
-        } catch (error) {
-          const body = thrownBody(error);
-          if (body.code === "bridge/unserializable") {
-            body.message = `The program's result is not data: ${body.message}`;
-          }
-          return { state: "failed", error: body };
-        }
-      }
-      case "failed": {
-        // The program's own error is bounded like its result.
-        const { record } = boundErrorRecord(
-          outcome.error,
-          this.#limits.maxResultBytes,
-          "maxResultBytes",
-        );
-        return { state: "failed", error: record.$error as BridgeExecutionError };
-      }
-      case "interrupted":
-        return {
-          state: "failed",
-          error: errorBody("bridge/interrupted", `The run was interrupted: ${outcome.reason}.`),
-        };
-      case "suspended":
-        // #drive ends a suspended attempt with #suspended; this is never reached.
-        return {
-          state: "failed",
-          error: errorBody("bridge/interrupted", "The run was interrupted."),
-        };
-      case "cancelled":
-        return {
-          state: "cancelled",
-          error: errorBody("bridge/cancelled", `The run was cancelled: ${outcome.reason}.`),
-        };
-    }
-  }
-
-  /**
-   * A replay run released by `ctx.interrupt()`: recorded `interrupted` at its interrupt (one
-   * statement), waiting for `resume`.
-   */
-  #suspended(
-    id: string,
-    attempt: number,
-    calls: number,
-    interrupt: RunInterrupt,
-    disposed: number,
-  ): BridgeExecution {
-    let payloadText: string;
-    try {
-      payloadText = encode(interrupt.payload);
-    } catch {
-      payloadText = encode(null);
-    }
-    this.#store.suspend(id, interrupt.key, payloadText, calls);
-    this.#emit({
-      type: "bridge:execution",
-      executionId: id,
-      state: "interrupted",
-      attempt,
-      disposed,
-    });
-    return { executionId: id, state: "interrupted", interrupt };
-  }
-
-  #end(
-    id: string,
-    attempt: number,
-    calls: number,
-    settled: Settled,
-    disposed = 0,
-  ): BridgeExecution {
-    const { resultText, ...rest } = settled;
-    const execution: BridgeExecution = { executionId: id, ...rest };
-    if (execution.state !== "running") {
-      // One statement; a second end of the same execution changes nothing.
-      this.#store.finish(id, execution.state, {
-        ...(resultText === undefined ? {} : { resultText }),
-        ...(execution.error === undefined ? {} : { error: { $error: execution.error } }),
-        calls,
-        now: this.#now(),
-      });
-    }
-    this.#emit({
-      type: "bridge:execution",
-      executionId: id,
-      state: execution.state,
-      attempt,
-      ...(typeof execution.error?.code === "string" ? { code: execution.error.code } : {}),
-      disposed,
-    });
-    return execution;
   }
 }
