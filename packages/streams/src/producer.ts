@@ -18,6 +18,19 @@ export type ProducerVerdict =
   | { kind: "gap"; expected: number }
   | { kind: "epoch-seq" };
 
+/** The fence of a producer's epoch: older than the epoch the stream has seen is fenced. */
+export type ProducerFence = { kind: "accept" } | { kind: "fenced"; currentEpoch: number };
+
+/**
+ * Judges a producer's `epoch` against its state (null for a producer the stream has not seen):
+ * an epoch older than the one the stream holds is fenced; any other passes the fence.
+ */
+export function judgeProducerFence(state: ProducerState | null, epoch: number): ProducerFence {
+  return state !== null && epoch < state.epoch
+    ? { kind: "fenced", currentEpoch: state.epoch }
+    : { kind: "accept" };
+}
+
 /**
  * Judges a write `(epoch, seq)` against the producer's state (null for a producer the stream has
  * not seen):
@@ -34,7 +47,8 @@ export function judgeProducerWrite(
   seq: number,
 ): ProducerVerdict {
   if (state === null) return seq === 0 ? { kind: "accept" } : { kind: "gap", expected: 0 };
-  if (epoch < state.epoch) return { kind: "fenced", currentEpoch: state.epoch };
+  const fence = judgeProducerFence(state, epoch);
+  if (fence.kind === "fenced") return fence;
   if (epoch > state.epoch) return seq === 0 ? { kind: "accept" } : { kind: "epoch-seq" };
   if (seq <= state.seq) return { kind: "duplicate" };
   if (seq === state.seq + 1) return { kind: "accept" };

@@ -36,6 +36,7 @@ import {
   assertCounter,
   assertProducer,
   assertWriterSeq,
+  judgeProducerFence,
   judgeProducerWrite,
   nextProducerSeq,
 } from "./producer";
@@ -87,6 +88,18 @@ type TransactionOutcome =
 const GONE: TransactionOutcome = { kind: "gone" };
 const EXPIRED: TransactionOutcome = { kind: "expired" };
 const MOVED: TransactionOutcome = { kind: "moved" };
+
+/** What a write's producer comes to, once judged (see `Streams#judgeProducer`). */
+type ProducerJudgement =
+  /** The write names no producer. */
+  | { kind: "none" }
+  /** A producer that only fences older epochs (a settle without a seq); it writes no tuple. */
+  | { kind: "fence-only"; memory: ProducerMemory }
+  /** A producer write to make, with the `(epoch, seq)` its chunks carry. */
+  | { kind: "write"; memory: ProducerMemory; tuple: { epoch: number; seq: number } }
+  /** A retry of a write already made: its result, or null when memory cannot answer it. */
+  | { kind: "duplicate"; result: StreamWriteResult | null };
+const NO_PRODUCER: ProducerJudgement = { kind: "none" };
 
 /** Thrown inside a write transaction to roll it back when storage is not where memory thought. */
 class StaleCursor extends Error {}
@@ -264,10 +277,7 @@ export class Streams implements AlarmPart {
       if (options.producer !== undefined) {
         // Fence a stale producer at open; every write checks again.
         const { id, epoch } = options.producer;
-        const current = this.#entries.producer(entry, id).state?.epoch ?? null;
-        if (current !== null && epoch < current) {
-          throw new ProducerFencedError(streamId, id, current, epoch);
-        }
+        const current = this.#fence(entry, id, epoch).state?.epoch ?? null;
         // A newer epoch fences the older ones from now, not from its first write: a zombie of an
         // older epoch can neither append nor settle once this open returned. Epoch 0 of a producer
         // the stream has not seen fences nothing, so it writes nothing.
@@ -645,56 +655,15 @@ export class Streams implements AlarmPart {
   }
 
   #attempt(entry: LiveEntry, request: WriteRequest, fresh: boolean): WriteAttempt {
-    const store = this.#store;
-    const chunks = this.#chunks;
     const now = this.#now();
-    let memory: ProducerMemory | undefined;
-    let tuple: { epoch: number; seq: number } | null = null;
-    if (request.producer !== undefined) {
-      const { id, epoch, seq: requested } = request.producer;
-      memory = this.#entries.producer(entry, id);
-      if (requested === "fence-only") {
-        if (memory.state !== null && epoch < memory.state.epoch) {
-          throw new ProducerFencedError(entry.streamId, id, memory.state.epoch, epoch);
-        }
-      } else {
-        const seq = requested === "auto" ? nextProducerSeq(memory.state, epoch) : requested;
-        const verdict = judgeProducerWrite(memory.state, epoch, seq);
-        if (verdict.kind === "fenced") {
-          throw new ProducerFencedError(entry.streamId, id, verdict.currentEpoch, epoch);
-        }
-        if (verdict.kind === "gap") {
-          throw new ProducerSequenceError(
-            "streams/producer-seq-gap",
-            entry.streamId,
-            id,
-            verdict.expected,
-            seq,
-          );
-        }
-        if (verdict.kind === "epoch-seq") {
-          throw new ProducerSequenceError("streams/producer-epoch-seq", entry.streamId, id, 0, seq);
-        }
-        if (verdict.kind === "duplicate") {
-          const result = this.#entries.duplicateOf(entry, id, memory, epoch, seq);
-          return result === null ? RETRY : { kind: "done", result };
-        }
-        tuple = { epoch, seq };
-      }
+    const judged = this.#judgeProducer(entry, request);
+    if (judged.kind === "duplicate") {
+      return judged.result === null ? RETRY : { kind: "done", result: judged.result };
     }
-    if (request.writerSeq !== undefined) {
-      if (entry.writerSeq === undefined) entry.writerSeq = chunks.lastWriterSeq(entry.key);
-      const last = entry.writerSeq;
-      if (last !== null && !(request.writerSeq > last)) {
-        throw new WriterSeqRegressionError(entry.streamId, last, request.writerSeq);
-      }
-    }
-
-    const { bodies, settle } = request;
-    const count = bodies.length;
-    const first = entry.cursor;
-    const writerSeq = request.writerSeq ?? null;
-    let written: ChunkProducer | null = null;
+    this.#checkWriterSeq(entry, request);
+    const memory = judged.kind === "none" ? undefined : judged.memory;
+    const tuple = judged.kind === "write" ? judged.tuple : null;
+    const settle = request.settle;
     const settledWake =
       settle === undefined
         ? null
@@ -708,9 +677,45 @@ export class Streams implements AlarmPart {
             },
             null,
           );
+    const commit = this.#commit(entry, request, memory, tuple, now, settledWake, fresh);
+    if (commit.kind !== "written") return commit;
+    if (memory !== undefined && commit.producer !== null) memory.no = commit.producer.no;
+    return this.#committed(entry, request, memory, tuple, now, settledWake);
+  }
+
+  /** A writer's `writerSeq` must grow: one at or below the last one written is refused. */
+  #checkWriterSeq(entry: LiveEntry, request: WriteRequest): void {
+    if (request.writerSeq === undefined) return;
+    if (entry.writerSeq === undefined) entry.writerSeq = this.#chunks.lastWriterSeq(entry.key);
+    const last = entry.writerSeq;
+    if (last !== null && !(request.writerSeq > last)) {
+      throw new WriterSeqRegressionError(entry.streamId, last, request.writerSeq);
+    }
+  }
+
+  /**
+   * Writes the chunks (and the settlement) at the entry's cursor, fenced on storage: one statement
+   * for one chunk, else one transaction. `written` with the producer columns the chunks carry, or
+   * what the write met instead (retry, or done for a stream that is gone).
+   */
+  #commit(
+    entry: LiveEntry,
+    request: WriteRequest,
+    memory: ProducerMemory | undefined,
+    tuple: { epoch: number; seq: number } | null,
+    now: number,
+    settledWake: number | null,
+    fresh: boolean,
+  ): WriteAttempt | { kind: "written"; producer: ChunkProducer | null } {
+    const store = this.#store;
+    const chunks = this.#chunks;
+    const { bodies, settle } = request;
+    const count = bodies.length;
+    const first = entry.cursor;
+    const writerSeq = request.writerSeq ?? null;
     if (count === 1 && settle === undefined && (tuple === null || memory?.no != null)) {
       // Hot path: one statement, one row (see ChunkLog.appendFenced).
-      written = tuple === null ? null : { no: memory?.no as number, ...tuple };
+      const written = tuple === null ? null : { no: memory?.no as number, ...tuple };
       if (
         chunks.appendFenced(entry.key, first, now, bodies[0] as ChunkBody, written, writerSeq) === 0
       ) {
@@ -720,64 +725,76 @@ export class Streams implements AlarmPart {
         if (state !== "streaming" && fresh) throw this.#closed(entry, state);
         return RETRY;
       }
-    } else {
-      const outcome = this.#transaction((): TransactionOutcome => {
-        const state = this.#stateAt(entry.key, now);
-        if (state === null) return GONE;
-        // Nothing is written to an expired stream, a settle included: it would revive it.
-        if (state === "expired") return EXPIRED;
-        if (state !== "streaming") return { kind: "settled", state };
-        if ((chunks.tail(entry.key)?.seq ?? -1) + 1 !== first) return MOVED;
-        let producer: ChunkProducer | null = null;
-        if (tuple !== null && memory !== undefined && request.producer !== undefined) {
-          const no = memory.no ?? store.registerProducer(entry.key, request.producer.id, first);
-          producer = { no, ...tuple };
-        }
-        for (let index = 0; index < count; index++) {
-          const last = index === count - 1;
-          const body = bodies[index] as ChunkBody;
-          const seq = first + index;
-          if (
-            chunks.insertChunk(entry.key, seq, now, body, producer, last ? writerSeq : null) !== 1
-          ) {
-            // Undo this transaction's inserts; the retry starts from storage.
-            throw new StaleCursor();
-          }
-        }
-        if (settle !== undefined) {
-          store.settle(entry.key, {
-            state: settle.state,
-            error: settle.reason,
-            now,
-            finalCursor: first + count,
-            closer: producer,
-            wakeAt: settledWake,
-          });
-        }
-        return { kind: "written", producer };
-      });
-      switch (outcome.kind) {
-        case "moved":
-          return RETRY;
-        case "gone":
-          return { kind: "done", result: this.#gone(entry, request) };
-        case "expired":
-          throw this.#expired(entry);
-        case "settled":
-          // A bare settle of a settled stream is the documented no-op; anything else is judged
-          // again from storage (the producer may be retrying a write that settled it) before it
-          // is refused.
-          if (count === 0 && tuple === null) {
-            return { kind: "done", result: this.#alreadySettled(entry, outcome.state) };
-          }
-          if (!fresh) return RETRY;
-          throw this.#closed(entry, outcome.state);
-        case "written":
-          written = outcome.producer;
-          if (memory !== undefined && written !== null) memory.no = written.no;
-      }
+      return { kind: "written", producer: written };
     }
+    const outcome = this.#transaction((): TransactionOutcome => {
+      const state = this.#stateAt(entry.key, now);
+      if (state === null) return GONE;
+      // Nothing is written to an expired stream, a settle included: it would revive it.
+      if (state === "expired") return EXPIRED;
+      if (state !== "streaming") return { kind: "settled", state };
+      if ((chunks.tail(entry.key)?.seq ?? -1) + 1 !== first) return MOVED;
+      let producer: ChunkProducer | null = null;
+      if (tuple !== null && memory !== undefined && request.producer !== undefined) {
+        const no = memory.no ?? store.registerProducer(entry.key, request.producer.id, first);
+        producer = { no, ...tuple };
+      }
+      for (let index = 0; index < count; index++) {
+        const last = index === count - 1;
+        const body = bodies[index] as ChunkBody;
+        const seq = first + index;
+        if (
+          chunks.insertChunk(entry.key, seq, now, body, producer, last ? writerSeq : null) !== 1
+        ) {
+          // Undo this transaction's inserts; the retry starts from storage.
+          throw new StaleCursor();
+        }
+      }
+      if (settle !== undefined) {
+        store.settle(entry.key, {
+          state: settle.state,
+          error: settle.reason,
+          now,
+          finalCursor: first + count,
+          closer: producer,
+          wakeAt: settledWake,
+        });
+      }
+      return { kind: "written", producer };
+    });
+    switch (outcome.kind) {
+      case "moved":
+        return RETRY;
+      case "gone":
+        return { kind: "done", result: this.#gone(entry, request) };
+      case "expired":
+        throw this.#expired(entry);
+      case "settled":
+        // A bare settle of a settled stream is the documented no-op; anything else is judged
+        // again from storage (the producer may be retrying a write that settled it) before it
+        // is refused.
+        if (count === 0 && tuple === null) {
+          return { kind: "done", result: this.#alreadySettled(entry, outcome.state) };
+        }
+        if (!fresh) return RETRY;
+        throw this.#closed(entry, outcome.state);
+      case "written":
+        return outcome;
+    }
+  }
 
+  /** After the commit: the entry's memory, events, wakes and readers brought up to date; the result. */
+  #committed(
+    entry: LiveEntry,
+    request: WriteRequest,
+    memory: ProducerMemory | undefined,
+    tuple: { epoch: number; seq: number } | null,
+    now: number,
+    settledWake: number | null,
+  ): WriteAttempt {
+    const { bodies, settle } = request;
+    const count = bodies.length;
+    const first = entry.cursor;
     // Committed: the entry's cursor is the chunk log's tail + 1 again.
     entry.cursor = first + count;
     if (count > 0) entry.lastAppendAt = now;
@@ -814,6 +831,58 @@ export class Streams implements AlarmPart {
           : {}),
       },
     };
+  }
+
+  // ── Producers ──────────────────────────────────────────────────────────────
+
+  /**
+   * The producer's memory, once its `epoch` has passed the fence: an epoch older than the one the
+   * stream has seen is refused (`streams/fenced`). The one place that rule is applied, for `open`,
+   * a fence-only write and every producer write.
+   */
+  #fence(entry: LiveEntry, id: string, epoch: number): ProducerMemory {
+    const memory = this.#entries.producer(entry, id);
+    const fence = judgeProducerFence(memory.state, epoch);
+    if (fence.kind === "fenced") {
+      throw new ProducerFencedError(entry.streamId, id, fence.currentEpoch, epoch);
+    }
+    return memory;
+  }
+
+  /**
+   * Judges a write's producer `(id, epoch, seq)` against what the stream holds for it: no
+   * producer, a fence-only write, a write to make with its tuple, or a duplicate answered from
+   * memory (null when memory cannot answer it: judged again from storage). A write the rules
+   * refuse throws: `streams/fenced`, `streams/producer-seq-gap`, `streams/producer-epoch-seq`.
+   */
+  #judgeProducer(entry: LiveEntry, request: WriteRequest): ProducerJudgement {
+    if (request.producer === undefined) return NO_PRODUCER;
+    const { id, epoch, seq: requested } = request.producer;
+    const memory = this.#fence(entry, id, epoch);
+    if (requested === "fence-only") return { kind: "fence-only", memory };
+    const seq = requested === "auto" ? nextProducerSeq(memory.state, epoch) : requested;
+    const verdict = judgeProducerWrite(memory.state, epoch, seq);
+    switch (verdict.kind) {
+      case "accept":
+        return { kind: "write", memory, tuple: { epoch, seq } };
+      case "duplicate":
+        return {
+          kind: "duplicate",
+          result: this.#entries.duplicateOf(entry, id, memory, epoch, seq),
+        };
+      case "fenced":
+        throw new ProducerFencedError(entry.streamId, id, verdict.currentEpoch, epoch);
+      case "gap":
+        throw new ProducerSequenceError(
+          "streams/producer-seq-gap",
+          entry.streamId,
+          id,
+          verdict.expected,
+          seq,
+        );
+      case "epoch-seq":
+        throw new ProducerSequenceError("streams/producer-epoch-seq", entry.streamId, id, 0, seq);
+    }
   }
 
   /** `store.transaction`, turning a {@link StaleCursor} thrown inside (after its rollback) into `moved`. */

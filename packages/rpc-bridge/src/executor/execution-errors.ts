@@ -4,7 +4,7 @@ import {
   toErrorRecord,
 } from "@durablekit/handle-journal";
 import { type BridgeErrorCode, bridgeErrorRecord } from "../errors";
-import type { AttemptOutcome } from "../run/run";
+import type { AttemptOutcome } from "../run/attempt-outcome";
 import type { BridgeExecutionError } from "./execution";
 
 /** The error body of a new `BridgeError`, as an execution's `error`. */

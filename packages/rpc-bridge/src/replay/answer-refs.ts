@@ -1,5 +1,5 @@
+import { handleRef } from "./journal-format";
 import type { ReplayHandles } from "./replay-handles";
-import { handleRef } from "./run-journal";
 
 /**
  * Names the objects in one live answer a replay run journals, in the order the journal text holds

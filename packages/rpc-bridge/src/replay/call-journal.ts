@@ -1,10 +1,10 @@
 import type { JournalErrorRecord } from "@durablekit/handle-journal";
 import type { BridgeLimits } from "../limits";
 import type { ModuleRegistry } from "../modules/module-registry";
+import type { AttemptOutcome, RunInterrupt } from "../run/attempt-outcome";
 import type { CallBudget } from "../run/call-budget";
 import type { CallState } from "../run/call-state";
 import type { HandleTable, TargetHandle } from "../run/handle-table";
-import type { AttemptOutcome, RunInterrupt } from "../run/run";
 import type { Answer, PrefetchedAnswers } from "../shared/wire";
 import type { OutgoingValue } from "../values/values";
 

@@ -4,7 +4,7 @@ import {
   type JournalOutcomeKind,
   utf8ByteLength,
 } from "@durablekit/handle-journal";
-import { bodyOf, type JournaledHandle } from "./run-journal";
+import { bodyOf, type JournaledHandle } from "./journal-format";
 
 /**
  * One journaled call of a replay run, as a reader (an inspector, a support script) sees it: where it

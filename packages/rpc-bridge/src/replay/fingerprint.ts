@@ -1,6 +1,6 @@
 import { digestText } from "@durablekit/handle-journal";
 import { WIRE_VERSION } from "../shared/wire";
-import { JOURNAL_FORMAT } from "./run-journal";
+import { JOURNAL_FORMAT } from "./journal-format";
 
 /**
  * What a replay run's program sees, recorded when it starts and compared when it is recovered or

@@ -13,9 +13,9 @@ import {
   isBridgeError,
   safeErrorRecord,
 } from "../errors";
+import type { RunInterrupt } from "../run/attempt-outcome";
 import { type CallState, callLabel, labelOf } from "../run/call-state";
 import type { TargetHandle } from "../run/handle-table";
-import type { RunInterrupt } from "../run/run";
 import {
   type Answer,
   type EventWindow,
@@ -31,15 +31,9 @@ import { type HandleSink, type OutgoingValue, writeResult } from "../values/valu
 import { AnswerRefs } from "./answer-refs";
 import { type CallJournal, type CallStart, type JournalHost, NOT_REVIVED } from "./call-journal";
 import { IsolateAnswers } from "./isolate-answers";
+import { checkEvents, digestCallArgs, encodeBody } from "./journal-format";
 import { ReplayHandles } from "./replay-handles";
-import {
-  checkEvents,
-  digestCallArgs,
-  encodeBody,
-  type JournalCallName,
-  type Recorded,
-  type RunJournal,
-} from "./run-journal";
+import type { JournalCallName, Recorded, RunJournal } from "./run-journal";
 
 /**
  * The most a journaled refusal's error record weighs (UTF-8 bytes of its JSON): past it, it keeps

@@ -9,7 +9,7 @@ import { BridgeError } from "../errors";
 import { isReadOnly } from "../modules/read-only";
 import { disposeQuietly, type HandleTable, type TargetHandle } from "../run/handle-table";
 import type { TargetDescriptor } from "../shared/wire";
-import { creatorOfRef, type JournaledHandle } from "./run-journal";
+import { creatorOfRef, type JournaledHandle } from "./journal-format";
 
 /**
  * The replay's side of a run's handle table: journaled objects registered before they exist and

@@ -30,29 +30,12 @@ import {
 } from "../shared/wire";
 import { dataSize, measurable } from "../values/data-size";
 import { type ArgumentReader, readArgs, writeResult } from "../values/values";
+import type { AttemptOutcome } from "./attempt-outcome";
 import { CallBudget } from "./call-budget";
 import { CallKeys, type CallState, callLabel, HostCallContext, labelOf } from "./call-state";
 import { Deadlines } from "./deadlines";
 import { disposeStray, HandleTable } from "./handle-table";
 import { SignalMirrors } from "./signal-mirrors";
-
-/** The interrupt a replay run was released at (`ctx.interrupt(payload)` of call `key`). */
-export interface RunInterrupt {
-  key: string;
-  callId: string;
-  payload: unknown;
-}
-
-/**
- * How one attempt of a run ended. `interrupted`: `ctx.interrupt()` or a restart in a `"fail"` or
- * `"restart"` run; `suspended`: `ctx.interrupt()` in a replay run, which waits for `resume`.
- */
-export type AttemptOutcome =
-  | { kind: "completed"; value: unknown }
-  | { kind: "failed"; error: JournalErrorRecord }
-  | { kind: "interrupted"; reason: string }
-  | { kind: "suspended"; interrupt: RunInterrupt }
-  | { kind: "cancelled"; reason: string };
 
 /** What a {@link Run} is built from. */
 export interface RunOptions {

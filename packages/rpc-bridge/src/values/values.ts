@@ -1,7 +1,7 @@
 import { RpcTarget } from "cloudflare:workers";
 import { handle, toErrorRecord } from "@durablekit/handle-journal";
 import { BridgeError } from "../errors";
-import { JournaledHandle } from "../replay/run-journal";
+import { JournaledHandle } from "../replay/journal-format";
 import type { HandleTable } from "../run/handle-table";
 import { isPlainObject, setOwn, TAG, type TargetDescriptor, tagOf } from "../shared/wire";
 import { MAX_DEPTH } from "./data-size";
