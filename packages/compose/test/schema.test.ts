@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { isComposeError, migrateSchema } from "../src/index";
+import { isComposeError, migrateSchema, schemaTooNewMessage } from "../src/index";
 
 function fixture() {
   return env.FIXTURE.getByName(`schema-${crypto.randomUUID()}`);
@@ -41,6 +41,7 @@ describe("migrateSchema", () => {
         thrown = error;
       }
       expect(isComposeError(thrown, "compose/schema-too-new")).toBe(true);
+      expect((thrown as Error).message).toBe(schemaTooNewMessage("demo", 2, 1));
       const own = new Error("own");
       expect(() =>
         migrateSchema(ctx.storage, { table: "demo", steps: [V1], tooNew: () => own }),
@@ -81,5 +82,14 @@ describe("migrateSchema", () => {
         .one().value;
       expect(version).toBe(2);
     });
+  });
+
+  it("says the same of tables a newer version wrote, whichever package: tables, both versions, the fix", () => {
+    expect(schemaTooNewMessage("tasks", 9, 8, "@durablekit/tasks")).toBe(
+      "The dk_tasks_* tables are at schema version 9, newer than the 8 this version of @durablekit/tasks understands. Deploy the newer package version.",
+    );
+    expect(schemaTooNewMessage("demo", 2, 1)).toBe(
+      "The dk_demo_* tables are at schema version 2, newer than the 1 this package version understands. Deploy the newer package version.",
+    );
   });
 });

@@ -3,6 +3,7 @@ import {
   createOptionChecks,
   isWellFormedName,
   migrateSchema,
+  schemaTooNewMessage,
 } from "@durablekit/compose";
 import { JournalError } from "./errors";
 import { createJournalArgumentChecks, type JournalArgumentChecks } from "./journal-checks";
@@ -183,7 +184,7 @@ export class JournalStore implements JournalPort {
       tooNew: (found, supported) =>
         new JournalError(
           "journal/schema-too-new",
-          `The dk_journal_* tables are at schema version ${found}, newer than this @durablekit/handle-journal (version ${supported}). Deploy the newer package version; downgrading is not supported.`,
+          schemaTooNewMessage("journal", found, supported, "@durablekit/handle-journal"),
         ),
     });
   }

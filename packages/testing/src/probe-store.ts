@@ -1,4 +1,4 @@
-import { migrateSchema } from "@durablekit/compose";
+import { migrateSchema, schemaTooNewMessage } from "@durablekit/compose";
 import { TestingError } from "./errors";
 import { realNow } from "./handler-clock";
 
@@ -97,7 +97,7 @@ export class ProbeStore {
       tooNew: (found, supported) =>
         new TestingError(
           "testing/schema-too-new",
-          `The dk_testing_* tables are at schema version ${found}, newer than this @durablekit/testing (${supported}). Use the newer package version.`,
+          schemaTooNewMessage("testing", found, supported, "@durablekit/testing"),
         ),
     });
     this.#sql = storage.sql;

@@ -1,4 +1,4 @@
-import { migrateSchema } from "@durablekit/compose";
+import { migrateSchema, schemaTooNewMessage } from "@durablekit/compose";
 import {
   callIdOf,
   DEFAULT_MAX_CHUNK_BYTES,
@@ -185,7 +185,7 @@ export class ExecutionStore {
       tooNew: (found: number, supported: number) =>
         new BridgeError(
           "bridge/schema-too-new",
-          `The dk_bridge_* tables have schema version ${found}, newer than this version of @durablekit/rpc-bridge understands (${supported}); deploy the newer package version.`,
+          schemaTooNewMessage("bridge", found, supported, "@durablekit/rpc-bridge"),
         ),
     };
     try {

@@ -1,4 +1,4 @@
-import { migrateSchema } from "@durablekit/compose";
+import { migrateSchema, schemaTooNewMessage } from "@durablekit/compose";
 import { TasksError } from "../errors";
 
 /**
@@ -331,7 +331,7 @@ export function migrate(storage: DurableObjectStorage): void {
     tooNew: (found, supported) =>
       new TasksError(
         "tasks/schema-too-new",
-        `The dk_tasks_* tables are at schema version ${found}, newer than this @durablekit/tasks (${supported}). Deploy the newer package version; downgrades are not supported.`,
+        schemaTooNewMessage("tasks", found, supported, "@durablekit/tasks"),
       ),
   });
 }
