@@ -430,7 +430,8 @@ function timeline(view) {
         const aEnd = a.endedAt !== null ? a.endedAt : next ? next.startedAt : step.to;
         const from = Math.max(a.startedAt, step.from);
         const to = Math.min(aEnd, step.to);
-        if (to <= from) return;
+        // An attempt that ran the step within one millisecond still ran it: drawn at its least width.
+        if (to < from) return;
         const ran = el("span", undefined, "ran");
         ran.style.left = (((from - step.from) / span) * 100).toFixed(2) + "%";
         ran.style.width = Math.max(0.5, ((to - from) / span) * 100).toFixed(2) + "%";
