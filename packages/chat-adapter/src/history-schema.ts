@@ -1,4 +1,4 @@
-import { migrateSchema, schemaTooNewMessage } from "@durablekit/compose";
+import { migrateSchema } from "@durablekit/compose";
 import { ChatError } from "./errors";
 
 /**
@@ -46,10 +46,7 @@ export function migrateChatHistorySchema(storage: DurableObjectStorage): void {
   migrateSchema(storage, {
     table: "chat",
     steps: STEPS,
-    tooNew: (found, supported) =>
-      new ChatError(
-        "chat/schema-too-new",
-        schemaTooNewMessage("chat", found, supported, "@durablekit/chat-adapter"),
-      ),
+    packageName: "@durablekit/chat-adapter",
+    tooNew: (message) => new ChatError("chat/schema-too-new", message),
   });
 }

@@ -9,8 +9,13 @@ export interface SchemaOptions {
   table: string;
   /** Steps in order: `steps[0]` creates version 1, `steps[n-1]` brings version n-1 to n. The schema version is `steps.length`. */
   steps: readonly SchemaStep[];
-  /** The package's own error for tables written by a newer version (its `<package>/schema-too-new`). */
-  tooNew?: (found: number, supported: number) => Error;
+  /**
+   * The package's own error for tables written by a newer version (its `<package>/schema-too-new`),
+   * given the message every package says it with ({@link schemaTooNewMessage}).
+   */
+  tooNew?: (message: string, found: number, supported: number) => Error;
+  /** The package's name (`@durablekit/tasks`), for the schema-too-new message. */
+  packageName?: string;
   /**
    * The statements that create the current version at once, run instead of every step on a new
    * object (no version row): fewer statements and no table built, altered and dropped again. They
@@ -61,12 +66,10 @@ export function migrateSchema(storage: DurableObjectStorage, options: SchemaOpti
       .toArray()[0]?.value ?? 0;
   if (found === supported) return found;
   if (found > supported) {
+    const message = schemaTooNewMessage(options.table, found, supported, options.packageName);
     throw (
-      options.tooNew?.(found, supported) ??
-      new ComposeError(
-        "compose/schema-too-new",
-        schemaTooNewMessage(options.table, found, supported),
-      )
+      options.tooNew?.(message, found, supported) ??
+      new ComposeError("compose/schema-too-new", message)
     );
   }
   const steps =

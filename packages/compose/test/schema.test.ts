@@ -46,6 +46,20 @@ describe("migrateSchema", () => {
       expect(() =>
         migrateSchema(ctx.storage, { table: "demo", steps: [V1], tooNew: () => own }),
       ).toThrow(own);
+      // The package's own error gets the one message, with the package's name and both versions.
+      const given: unknown[] = [];
+      expect(() =>
+        migrateSchema(ctx.storage, {
+          table: "demo",
+          steps: [V1],
+          packageName: "@durablekit/demo",
+          tooNew: (message, found, supported) => {
+            given.push(message, found, supported);
+            return own;
+          },
+        }),
+      ).toThrow(own);
+      expect(given).toEqual([schemaTooNewMessage("demo", 2, 1, "@durablekit/demo"), 2, 1]);
     });
   });
 

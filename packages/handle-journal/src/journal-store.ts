@@ -3,7 +3,6 @@ import {
   createOptionChecks,
   isWellFormedName,
   migrateSchema,
-  schemaTooNewMessage,
 } from "@durablekit/compose";
 import { JournalError } from "./errors";
 import { createJournalArgumentChecks, type JournalArgumentChecks } from "./journal-checks";
@@ -181,11 +180,8 @@ export class JournalStore implements JournalPort {
     migrateSchema(ctx.storage, {
       table: "journal",
       steps: SCHEMA_STEPS,
-      tooNew: (found, supported) =>
-        new JournalError(
-          "journal/schema-too-new",
-          schemaTooNewMessage("journal", found, supported, "@durablekit/handle-journal"),
-        ),
+      packageName: "@durablekit/handle-journal",
+      tooNew: (message) => new JournalError("journal/schema-too-new", message),
     });
   }
 

@@ -137,6 +137,6 @@ export function migrateStreamsSchema(storage: DurableObjectStorage): void {
   migrateSchema(storage, {
     table: "streams",
     steps: STEPS,
-    tooNew: (found, supported) => new StreamsSchemaError(found, supported),
+    tooNew: (_message, found, supported) => new StreamsSchemaError(found, supported),
   });
 }

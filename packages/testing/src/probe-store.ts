@@ -1,4 +1,4 @@
-import { migrateSchema, schemaTooNewMessage } from "@durablekit/compose";
+import { migrateSchema } from "@durablekit/compose";
 import { TestingError } from "./errors";
 import { realNow } from "./handler-clock";
 
@@ -94,11 +94,8 @@ export class ProbeStore {
     migrateSchema(storage, {
       table: "testing",
       steps: MIGRATIONS,
-      tooNew: (found, supported) =>
-        new TestingError(
-          "testing/schema-too-new",
-          schemaTooNewMessage("testing", found, supported, "@durablekit/testing"),
-        ),
+      packageName: "@durablekit/testing",
+      tooNew: (message) => new TestingError("testing/schema-too-new", message),
     });
     this.#sql = storage.sql;
   }

@@ -1,4 +1,4 @@
-import { migrateSchema, schemaTooNewMessage } from "@durablekit/compose";
+import { migrateSchema } from "@durablekit/compose";
 import {
   callIdOf,
   DEFAULT_MAX_CHUNK_BYTES,
@@ -182,11 +182,8 @@ export class ExecutionStore {
     const options = {
       table: "bridge",
       steps: SCHEMA_STEPS,
-      tooNew: (found: number, supported: number) =>
-        new BridgeError(
-          "bridge/schema-too-new",
-          schemaTooNewMessage("bridge", found, supported, "@durablekit/rpc-bridge"),
-        ),
+      packageName: "@durablekit/rpc-bridge",
+      tooNew: (message: string) => new BridgeError("bridge/schema-too-new", message),
     };
     try {
       migrateSchema(storage, options);

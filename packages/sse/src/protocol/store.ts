@@ -210,7 +210,7 @@ export class ProtocolStore {
     migrateSchema(this.#storage, {
       table: "sse",
       steps: STEPS,
-      tooNew: (found, supported) => new SseSchemaError(found, supported),
+      tooNew: (_message, found, supported) => new SseSchemaError(found, supported),
     });
     this.#state = "ready";
   }

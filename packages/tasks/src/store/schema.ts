@@ -1,4 +1,4 @@
-import { migrateSchema, schemaTooNewMessage } from "@durablekit/compose";
+import { migrateSchema } from "@durablekit/compose";
 import { TasksError } from "../errors";
 
 /**
@@ -328,10 +328,7 @@ export function migrate(storage: DurableObjectStorage): void {
     table: "tasks",
     steps: MIGRATIONS,
     current: CURRENT,
-    tooNew: (found, supported) =>
-      new TasksError(
-        "tasks/schema-too-new",
-        schemaTooNewMessage("tasks", found, supported, "@durablekit/tasks"),
-      ),
+    packageName: "@durablekit/tasks",
+    tooNew: (message) => new TasksError("tasks/schema-too-new", message),
   });
 }
