@@ -101,6 +101,19 @@ type ProducerJudgement =
   | { kind: "duplicate"; result: StreamWriteResult | null };
 const NO_PRODUCER: ProducerJudgement = { kind: "none" };
 
+/** A write once judged: what its commit and the bookkeeping after it both read. */
+interface JudgedWrite {
+  entry: LiveEntry;
+  request: WriteRequest;
+  /** The producer's memory (absent without a producer). */
+  memory: ProducerMemory | undefined;
+  /** The `(epoch, seq)` the chunks carry, or null. */
+  tuple: { epoch: number; seq: number } | null;
+  now: number;
+  /** When a settling write's stream expires, or null. */
+  settledWake: number | null;
+}
+
 /** Thrown inside a write transaction to roll it back when storage is not where memory thought. */
 class StaleCursor extends Error {}
 
@@ -677,10 +690,11 @@ export class Streams implements AlarmPart {
             },
             null,
           );
-    const commit = this.#commit(entry, request, memory, tuple, now, settledWake, fresh);
+    const write: JudgedWrite = { entry, request, memory, tuple, now, settledWake };
+    const commit = this.#commit(write, fresh);
     if (commit.kind !== "written") return commit;
     if (memory !== undefined && commit.producer !== null) memory.no = commit.producer.no;
-    return this.#committed(entry, request, memory, tuple, now, settledWake);
+    return this.#committed(write);
   }
 
   /** A writer's `writerSeq` must grow: one at or below the last one written is refused. */
@@ -699,14 +713,10 @@ export class Streams implements AlarmPart {
    * what the write met instead (retry, or done for a stream that is gone).
    */
   #commit(
-    entry: LiveEntry,
-    request: WriteRequest,
-    memory: ProducerMemory | undefined,
-    tuple: { epoch: number; seq: number } | null,
-    now: number,
-    settledWake: number | null,
+    write: JudgedWrite,
     fresh: boolean,
   ): WriteAttempt | { kind: "written"; producer: ChunkProducer | null } {
+    const { entry, request, memory, tuple, now, settledWake } = write;
     const store = this.#store;
     const chunks = this.#chunks;
     const { bodies, settle } = request;
@@ -784,14 +794,8 @@ export class Streams implements AlarmPart {
   }
 
   /** After the commit: the entry's memory, events, wakes and readers brought up to date; the result. */
-  #committed(
-    entry: LiveEntry,
-    request: WriteRequest,
-    memory: ProducerMemory | undefined,
-    tuple: { epoch: number; seq: number } | null,
-    now: number,
-    settledWake: number | null,
-  ): WriteAttempt {
+  #committed(write: JudgedWrite): WriteAttempt {
+    const { entry, request, memory, tuple, now, settledWake } = write;
     const { bodies, settle } = request;
     const count = bodies.length;
     const first = entry.cursor;

@@ -74,30 +74,13 @@ export interface AttemptsOptions {
  * never reaches into a run.
  */
 export class Attempts {
-  readonly #loader: BridgeLoader;
-  readonly #compatibilityDate: string;
-  readonly #compatibilityFlags: string[];
-  readonly #limits: BridgeLimits;
-  readonly #registry: ModuleRegistry;
-  readonly #store: ExecutionStore;
-  readonly #planner: RecoveryPlanner;
-  readonly #now: () => number;
-  readonly #emit: (event: BridgeEvent) => void;
-  readonly #runEmit: ((event: BridgeEvent) => void) | undefined;
+  /** The executor's configuration, table, planner and events, as given. */
+  readonly #options: AttemptsOptions;
   /** Runs of this instance, by execution id. */
   readonly #live = new Map<string, Run>();
 
   constructor(options: AttemptsOptions) {
-    this.#loader = options.loader;
-    this.#compatibilityDate = options.compatibilityDate;
-    this.#compatibilityFlags = options.compatibilityFlags;
-    this.#limits = options.limits;
-    this.#registry = options.registry;
-    this.#store = options.store;
-    this.#planner = options.planner;
-    this.#now = options.now;
-    this.#emit = options.emit;
-    this.#runEmit = options.runEmit;
+    this.#options = options;
   }
 
   /** Ids of the executions running in this instance now. */
@@ -132,7 +115,7 @@ export class Attempts {
   async drive(drive: Drive): Promise<BridgeExecution> {
     let unsafeCall: string | undefined;
     for (let attempt = drive.attempt; ; attempt++) {
-      if (attempt > drive.attempt) this.#store.restart(drive.id, attempt);
+      if (attempt > drive.attempt) this.#options.store.restart(drive.id, attempt);
       let journal: RunJournal | undefined;
       // A replay run's calls go through its journal; any other run's are live.
       let calls: CallJournal = LIVE;
@@ -141,7 +124,7 @@ export class Attempts {
           journal = new RunJournal(
             drive.replay.port,
             drive.id,
-            () => this.#now(),
+            () => this.#options.now(),
             drive.replay.entries,
           );
           calls = new ReplayCalls(journal, { refuseLive: drive.replay.refuseLive === true });
@@ -154,18 +137,23 @@ export class Attempts {
         executionId: drive.id,
         attempt,
         access: drive.access,
-        limits: this.#limits,
-        registry: this.#registry,
-        emit: this.#runEmit,
+        limits: this.#options.limits,
+        registry: this.#options.registry,
+        emit: this.#options.runEmit,
         onUnsafeCall: (label) => {
           if (drive.onInterrupt !== "restart" || unsafeCall !== undefined) return;
           unsafeCall = label;
-          this.#store.markUnsafe(drive.id, label);
+          this.#options.store.markUnsafe(drive.id, label);
         },
         calls,
       });
       this.#live.set(drive.id, run);
-      this.#emit({ type: "bridge:execution", executionId: drive.id, state: "running", attempt });
+      this.#options.emit({
+        type: "bridge:execution",
+        executionId: drive.id,
+        state: "running",
+        attempt,
+      });
       let result: { outcome: AttemptOutcome; disposed: number };
       try {
         result = await this.#attempt(drive, run, calls, journal);
@@ -177,7 +165,7 @@ export class Attempts {
         return this.#suspended(drive.id, attempt, run.calls, outcome.interrupt, disposed);
       }
       if (outcome.kind === "interrupted" && drive.onInterrupt === "restart") {
-        const refusal = this.#planner.restartRefusal(unsafeCall, attempt, outcome.reason);
+        const refusal = this.#options.planner.restartRefusal(unsafeCall, attempt, outcome.reason);
         if (!refusal) continue;
         return this.end(
           drive.id,
@@ -203,16 +191,16 @@ export class Attempts {
     calls: CallJournal,
     journal?: RunJournal,
   ): Promise<{ outcome: AttemptOutcome; disposed: number }> {
-    const cpuMs = this.#limits.cpuMs;
+    const cpuMs = this.#options.limits.cpuMs;
     let outcome: AttemptOutcome;
     let worker: WorkerStub | undefined;
     let entrypoint: unknown;
     /** Set once the isolate's `evaluate` answered: the program ended (or its isolate failed). */
     let evaluated = false;
     try {
-      worker = this.#loader.load({
-        compatibilityDate: this.#compatibilityDate,
-        compatibilityFlags: this.#compatibilityFlags,
+      worker = this.#options.loader.load({
+        compatibilityDate: this.#options.compatibilityDate,
+        compatibilityFlags: this.#options.compatibilityFlags,
         limits: { cpuMs },
         mainModule: MAIN_MODULE,
         modules: drive.modules,
@@ -220,7 +208,7 @@ export class Attempts {
         globalOutbound: null,
       });
       entrypoint = worker.getEntrypoint(undefined, { limits: { cpuMs } });
-      const options: EvaluateOptions = { maxRequestBytes: this.#limits.maxRequestBytes };
+      const options: EvaluateOptions = { maxRequestBytes: this.#options.limits.maxRequestBytes };
       if (drive.replay !== undefined) {
         options.replay = {
           seed: drive.replay.seed,
@@ -313,7 +301,7 @@ export class Attempts {
         try {
           const resultText = encodeChecked(
             outcome.value,
-            this.#limits.maxResultBytes,
+            this.#options.limits.maxResultBytes,
             "result",
             "maxResultBytes",
           );
@@ -330,7 +318,7 @@ export class Attempts {
         // The program's own error is bounded like its result.
         const { record } = boundErrorRecord(
           outcome.error,
-          this.#limits.maxResultBytes,
+          this.#options.limits.maxResultBytes,
           "maxResultBytes",
         );
         return { state: "failed", error: record.$error as BridgeExecutionError };
@@ -371,8 +359,8 @@ export class Attempts {
     } catch {
       payloadText = encode(null);
     }
-    this.#store.suspend(id, interrupt.key, payloadText, calls);
-    this.#emit({
+    this.#options.store.suspend(id, interrupt.key, payloadText, calls);
+    this.#options.emit({
       type: "bridge:execution",
       executionId: id,
       state: "interrupted",
@@ -391,14 +379,14 @@ export class Attempts {
     const execution: BridgeExecution = { executionId: id, ...rest };
     if (execution.state !== "running") {
       // One statement; a second end of the same execution changes nothing.
-      this.#store.finish(id, execution.state, {
+      this.#options.store.finish(id, execution.state, {
         ...(resultText === undefined ? {} : { resultText }),
         ...(execution.error === undefined ? {} : { error: { $error: execution.error } }),
         calls,
-        now: this.#now(),
+        now: this.#options.now(),
       });
     }
-    this.#emit({
+    this.#options.emit({
       type: "bridge:execution",
       executionId: id,
       state: execution.state,
