@@ -1,5 +1,5 @@
-import { createOptionChecks } from "@durablekit/compose";
 import type { UIMessage } from "ai";
+import { check } from "./arguments";
 import { assertChatId, assertId } from "./chat-ids";
 import type { ChatTurn } from "./chat-turn";
 import type { ChatTurns } from "./chat-turns";
@@ -44,8 +44,6 @@ export interface ChatHistoryTurn {
 }
 
 /** The door checks of `@durablekit/compose`, throwing `chat/invalid-argument`. */
-const check = createOptionChecks((message) => new ChatArgumentError(message));
-
 /**
  * A chat's message history, owned by the server: the messages clients sent and the assistant
  * message of each turn, in the conversation's order, as `useChat({ messages })` loads them.

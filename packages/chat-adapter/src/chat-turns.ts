@@ -1,5 +1,6 @@
-import { claimPart, createOptionChecks } from "@durablekit/compose";
+import { claimPart } from "@durablekit/compose";
 import type { StreamJson, StreamPage, StreamStatus, Streams } from "@durablekit/streams";
+import { check } from "./arguments";
 import {
   assertChatId,
   assertId,
@@ -42,8 +43,6 @@ interface TurnMetadata {
 }
 
 /** The door checks of `@durablekit/compose`, throwing `chat/invalid-argument`. */
-const check = createOptionChecks((message) => new ChatArgumentError(message));
-
 /** The marker of a turn's stream, or null for any other stream (one that merely shares a tag). */
 function turnMetadata(status: StreamStatus, chatId: string): TurnMetadata | null {
   const meta = status.metadata;

@@ -1,4 +1,9 @@
-import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
+import {
+  DurableKitError,
+  type DurableKitErrorOptions,
+  type ErrorCodeOf,
+  isErrorOf,
+} from "@durablekit/compose";
 
 /**
  * Every error this package throws is a {@link ChatError} with a stable string `code`. Codes are
@@ -30,7 +35,7 @@ export class ChatError extends DurableKitError<ChatErrorCode> {
   constructor(
     code: ChatErrorCode,
     message: string,
-    options: { chatId?: string; cause?: unknown } = {},
+    options: DurableKitErrorOptions & { chatId?: string } = {},
   ) {
     super(code, message, { cause: options.cause, retryable: code === "chat/storage" });
     this.name = "ChatError";

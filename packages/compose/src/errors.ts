@@ -1,4 +1,13 @@
 /**
+ * What every package's error constructor takes besides its code and message. A package whose errors
+ * carry more (a stream id, a path) extends it.
+ */
+export interface DurableKitErrorOptions {
+  /** The underlying failure, kept as the standard `cause`. */
+  cause?: unknown;
+}
+
+/**
  * The error convention every durablekit package follows: one base class per package extending
  * {@link DurableKitError}, a stable `code` from a documented union (`"<package>/<word>"`), `retryable`
  * derived from the code, the standard `cause` kept, and a message that says what to do.
@@ -127,7 +136,7 @@ export type ComposeErrorCode = ErrorCodeOf<
 
 /** Base class of every error `@durablekit/compose` throws. Only `compose/part-timeout` is retryable. */
 export class ComposeError extends DurableKitError<ComposeErrorCode> {
-  constructor(code: ComposeErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: ComposeErrorCode, message: string, options?: DurableKitErrorOptions) {
     super(code, message, { cause: options?.cause, retryable: code === "compose/part-timeout" });
     this.name = "ComposeError";
   }

@@ -4,6 +4,7 @@ export {
   ComposeError,
   type ComposeErrorCode,
   DurableKitError,
+  type DurableKitErrorOptions,
   type ErrorCodeOf,
   isComposeError,
   isDurableKitError,

@@ -1,4 +1,9 @@
-import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
+import {
+  DurableKitError,
+  type DurableKitErrorOptions,
+  type ErrorCodeOf,
+  isErrorOf,
+} from "@durablekit/compose";
 
 /**
  * Every error `create-durablekit` throws is a {@link CreateError} with a stable string `code`:
@@ -14,8 +19,8 @@ export type CreateErrorCode = ErrorCodeOf<"create", "invalid-argument" | "confli
  * `@durablekit/compose`). None is retryable: each needs another folder name.
  */
 export class CreateError extends DurableKitError<CreateErrorCode> {
-  constructor(code: CreateErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(code, message, { cause: options.cause, retryable: false });
+  constructor(code: CreateErrorCode, message: string, options?: DurableKitErrorOptions) {
+    super(code, message, { cause: options?.cause, retryable: false });
     this.name = "CreateError";
   }
 }

@@ -1,4 +1,9 @@
-import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
+import {
+  DurableKitError,
+  type DurableKitErrorOptions,
+  type ErrorCodeOf,
+  isErrorOf,
+} from "@durablekit/compose";
 
 /**
  * Stable codes of every error this package throws. A code never changes meaning; new failure
@@ -32,12 +37,6 @@ export type JournalErrorCode = ErrorCodeOf<
 
 const RETRYABLE: ReadonlySet<JournalErrorCode> = new Set<JournalErrorCode>(["journal/storage"]);
 
-/** Options of a {@link JournalError}. */
-export interface JournalErrorOptions {
-  /** The underlying failure, kept as the standard `cause`. */
-  cause?: unknown;
-}
-
 /**
  * Base class of every error this package throws (a `DurableKitError`, see docs/composing.md).
  * `code` is stable; `retryable` says whether the same operation may succeed if repeated (only
@@ -45,7 +44,7 @@ export interface JournalErrorOptions {
  * input fails the same way.
  */
 export class JournalError extends DurableKitError<JournalErrorCode> {
-  constructor(code: JournalErrorCode, message: string, options?: JournalErrorOptions) {
+  constructor(code: JournalErrorCode, message: string, options?: DurableKitErrorOptions) {
     super(code, message, { cause: options?.cause, retryable: RETRYABLE.has(code) });
     this.name = "JournalError";
   }
@@ -71,7 +70,7 @@ export class CodecError extends JournalError {
     code: JournalErrorCode,
     path: string,
     message: string,
-    options?: JournalErrorOptions,
+    options?: DurableKitErrorOptions,
   ) {
     super(code, message, options);
     this.name = "CodecError";

@@ -23,7 +23,6 @@ export {
   isJournalError,
   JournalError,
   type JournalErrorCode,
-  type JournalErrorOptions,
 } from "./errors";
 export {
   createReviver,
@@ -40,8 +39,10 @@ export {
 } from "./handle";
 export { createJournalArgumentChecks, type JournalArgumentChecks } from "./journal-checks";
 export {
+  entryFacts,
   type JournalCall,
   type JournalEntry,
+  type JournalEntryFacts,
   type JournalOutcomeKind,
   type JournalRecord,
   OUTCOME_KINDS,

@@ -1,3 +1,5 @@
+import { utf8ByteLength } from "./codec-format";
+
 /**
  * What a recorded call ended in:
  * - `value`: it returned; `payload` is the encoded result.
@@ -40,4 +42,45 @@ export interface JournalEntry extends JournalRecord {
   seq: number;
   /** When it was recorded (epoch ms). */
   recordedAt: number;
+}
+
+/** What a journal entry says about its call without decoding its payload (see {@link entryFacts}). */
+export interface JournalEntryFacts {
+  /** The call's key: `"1"`, `"2"`, … for module calls; `"1.1"` for the first call on what call 1 returned. */
+  key: string;
+  /** Its place in the journal's order, from 1. */
+  seq: number;
+  /**
+   * The module specifier (`"codemode:jobs"`), or for a call on an object a call returned, its kind
+   * (`"codemode:jobs#Job"`).
+   */
+  module: string;
+  method: string;
+  /**
+   * How the call ended (a `JournalOutcomeKind`): `value`, `handle`, `error`, `interrupt`
+   * (the call released the run; resolved to `value` on resume) or `unsafe` (an `unsafeToRepeat`
+   * call's marker whose outcome was never written).
+   */
+  outcome: JournalOutcomeKind;
+  /** When its outcome was recorded (epoch ms). */
+  at: number;
+  /** The size of its journaled payload, in UTF-8 bytes (0 when it has none). */
+  bytes: number;
+}
+
+/**
+ * The facts of `entry` every listing of calls shows (a bridge's call records, an inspector's call
+ * rows), read from its columns alone: nothing is decoded, so an entry this version cannot decode is
+ * described all the same.
+ */
+export function entryFacts(entry: JournalEntry): JournalEntryFacts {
+  return {
+    key: entry.key,
+    seq: entry.seq,
+    module: entry.module,
+    method: entry.method,
+    outcome: entry.outcome,
+    at: entry.recordedAt,
+    bytes: entry.payload === null ? 0 : utf8ByteLength(entry.payload),
+  };
 }

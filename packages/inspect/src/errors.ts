@@ -1,4 +1,9 @@
-import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
+import {
+  DurableKitError,
+  type DurableKitErrorOptions,
+  type ErrorCodeOf,
+  isErrorOf,
+} from "@durablekit/compose";
 
 /**
  * Codes of the errors `@durablekit/inspect` throws. The inspector reads; it has no storage of its
@@ -11,8 +16,8 @@ export type InspectErrorCode = ErrorCodeOf<"inspect", "invalid-argument" | "not-
 
 /** Base class of every error `@durablekit/inspect` throws. None is retryable. */
 export class InspectError extends DurableKitError<InspectErrorCode> {
-  constructor(code: InspectErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(code, message, { cause: options.cause, retryable: false });
+  constructor(code: InspectErrorCode, message: string, options?: DurableKitErrorOptions) {
+    super(code, message, { cause: options?.cause, retryable: false });
     this.name = "InspectError";
   }
 }

@@ -1,5 +1,6 @@
-import { createOptionChecks, isDurableKitError, isWellFormedName } from "@durablekit/compose";
+import { isDurableKitError, isWellFormedName } from "@durablekit/compose";
 import type { StreamStatus } from "@durablekit/streams";
+import { check } from "./arguments";
 import { DEFAULT_MAX_VALUE_BYTES, DEFAULT_MAX_VIEW_BYTES, utf8Bytes, ValueBudget } from "./bounds";
 import { InspectError } from "./errors";
 import { type InspectedParts, inspectedParts } from "./parts";
@@ -23,10 +24,6 @@ import {
   type InspectStreamView,
   type InspectValueView,
 } from "./shape";
-
-const check = createOptionChecks(
-  (message) => new InspectError("inspect/invalid-argument", message),
-);
 
 /** The most streams an overview counts by state, and the most runs it counts in each state. */
 const COUNT_LIMIT = 1000;

@@ -1,3 +1,4 @@
+import { entryFacts } from "@durablekit/handle-journal";
 import type { BridgeCallRecord, BridgeExecutionRecord } from "@durablekit/rpc-bridge";
 import type { TaskStepJournalSnapshot } from "@durablekit/tasks";
 import type { ValueBudget } from "./bounds";
@@ -36,13 +37,7 @@ function decodedCall(call: BridgeCallRecord): InspectCall {
 /** A call shown from the journal's own columns, with no bridge to decode its payload. */
 function rawCall(entry: JournalEntry): InspectCall {
   return {
-    key: entry.key,
-    seq: entry.seq,
-    module: entry.module,
-    method: entry.method,
-    outcome: entry.outcome,
-    at: entry.recordedAt,
-    bytes: entry.payload === null ? 0 : new TextEncoder().encode(entry.payload).byteLength,
+    ...entryFacts(entry),
     charged: null,
     handles: [],
     error: null,

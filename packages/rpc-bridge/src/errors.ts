@@ -1,4 +1,9 @@
-import { DurableKitError, type ErrorCodeOf } from "@durablekit/compose";
+import {
+  DurableKitError,
+  type DurableKitErrorOptions,
+  type ErrorCodeOf,
+  isErrorOf,
+} from "@durablekit/compose";
 import { isJournalError, type JournalErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
 
 /**
@@ -139,9 +144,7 @@ const RETRYABLE: ReadonlySet<BridgeErrorCode> = new Set<BridgeErrorCode>([
 ]);
 
 /** Options of a {@link BridgeError}. */
-export interface BridgeErrorOptions {
-  /** The underlying failure, kept as the standard `cause`. */
-  cause?: unknown;
+export interface BridgeErrorOptions extends DurableKitErrorOptions {
   /** Where the offending value sits, e.g. `args[0].when`, for `bridge/unserializable` and limits. */
   path?: string;
   /** For `bridge/too-large`: the option the value was over. */
@@ -170,7 +173,7 @@ export class BridgeError extends DurableKitError<BridgeErrorCode> {
 
 /** True when `value` is a {@link BridgeError}, optionally with the given code. */
 export function isBridgeError(value: unknown, code?: BridgeErrorCode): value is BridgeError {
-  return value instanceof BridgeError && (code === undefined || value.code === code);
+  return isErrorOf(BridgeError, value, code);
 }
 
 /**

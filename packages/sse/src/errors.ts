@@ -1,5 +1,6 @@
 import {
   DurableKitError,
+  type DurableKitErrorOptions,
   type ErrorCodeOf,
   isErrorOf,
   schemaTooNewMessage,
@@ -25,8 +26,8 @@ export type SseErrorCode = ErrorCodeOf<"sse", "invalid-argument" | "schema-too-n
  * safe to retry). `code` is an own enumerable property, so it survives Workers RPC.
  */
 export class SseError extends DurableKitError<SseErrorCode> {
-  constructor(code: SseErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(code, message, { cause: options.cause, retryable: false });
+  constructor(code: SseErrorCode, message: string, options?: DurableKitErrorOptions) {
+    super(code, message, { cause: options?.cause, retryable: false });
     this.name = "SseError";
   }
 }

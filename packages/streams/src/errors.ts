@@ -1,5 +1,6 @@
 import {
   DurableKitError,
+  type DurableKitErrorOptions,
   type ErrorCodeOf,
   isErrorOf,
   schemaTooNewMessage,
@@ -56,7 +57,7 @@ export class StreamsError extends DurableKitError<StreamsErrorCode> {
   constructor(
     code: StreamsErrorCode,
     message: string,
-    options: { streamId?: string; cause?: unknown } = {},
+    options: DurableKitErrorOptions & { streamId?: string } = {},
   ) {
     super(code, message, { cause: options.cause, retryable: code === "streams/storage" });
     this.name = "StreamsError";

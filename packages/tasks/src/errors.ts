@@ -1,4 +1,9 @@
-import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
+import {
+  DurableKitError,
+  type DurableKitErrorOptions,
+  type ErrorCodeOf,
+  isErrorOf,
+} from "@durablekit/compose";
 
 /**
  * Stable codes of every error this package throws or records. A code never changes meaning; new
@@ -65,12 +70,6 @@ export type TasksErrorCode = ErrorCodeOf<
 
 const RETRYABLE: ReadonlySet<TasksErrorCode> = new Set<TasksErrorCode>(["tasks/step-timeout"]);
 
-/** Options of a {@link TasksError}. */
-export interface TasksErrorOptions {
-  /** The underlying failure, kept as the standard `cause`. */
-  cause?: unknown;
-}
-
 /**
  * Base class of every error this package throws (a `DurableKitError`, see docs/composing.md).
  * `code` is stable and survives RPC (it is an own property); `retryable` says whether repeating
@@ -78,7 +77,7 @@ export interface TasksErrorOptions {
  * terminal.
  */
 export class TasksError extends DurableKitError<TasksErrorCode> {
-  constructor(code: TasksErrorCode, message: string, options?: TasksErrorOptions) {
+  constructor(code: TasksErrorCode, message: string, options?: DurableKitErrorOptions) {
     super(code, message, { cause: options?.cause, retryable: RETRYABLE.has(code) });
     this.name = "TasksError";
   }
@@ -99,7 +98,7 @@ export function isTasksError(value: unknown, code?: TasksErrorCode): value is Ta
  * (for example one from `cloudflare:workflows`) is honoured the same way.
  */
 export class NonRetryableError extends TasksError {
-  constructor(message: string, options?: TasksErrorOptions) {
+  constructor(message: string, options?: DurableKitErrorOptions) {
     super("tasks/non-retryable", message, options);
     this.name = "NonRetryableError";
   }

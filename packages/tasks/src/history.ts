@@ -4,13 +4,12 @@ import type { Flight } from "./attempt/watchdog";
 import type { ChildSteps, TaskChildSpec } from "./children/child-steps";
 import type { ObjectAddress } from "./children/protocol";
 import type { TaskChildOutcome, TaskChildRun, TaskChildSnapshot } from "./children/types";
-import { DuplicateStepError, TasksError } from "./errors";
 import { DEFAULT_STEP_POLICY, type StepPolicy } from "./policy";
-import { Journal, type JournalRow } from "./steps/journal";
+import { StepBoundaries } from "./steps/boundaries";
+import { Journal } from "./steps/journal";
 import { ReplayStep } from "./steps/step";
 import type { StepEngine } from "./steps/step-engine";
 import { StepJournal } from "./steps/step-journal";
-import { stepMismatch } from "./steps/step-match";
 import type { CallStore } from "./store/call-store";
 import {
   type CallRow,
@@ -135,20 +134,14 @@ class RecordedEngine implements StepEngine {
   readonly definition: string;
   readonly generation = "replay";
   readonly number: number;
-  readonly journal: Journal;
+  readonly boundaries: StepBoundaries;
   readonly defaults: StepPolicy = DEFAULT_STEP_POLICY;
   readonly listening = false;
   readonly #recorded: TaskRecordedRun;
-  readonly #maxSteps: number;
   readonly #maxValueBytes: number;
   readonly #childOutcome: (child: TaskChildSnapshot) => TaskChildOutcome;
   #ended: AttemptEnded | null = null;
-  #fatal: Error | null = null;
   #live: { step: string; recorded: boolean } | null = null;
-  readonly #used = new Set<string>();
-  #enteredJournaled = 0;
-  #newSteps = 0;
-  #lastEntered = "";
   readonly #stepJournals = new Map<string, StepJournal>();
 
   constructor(recorded: TaskRecordedRun, options: TaskReplayOptions) {
@@ -156,7 +149,6 @@ class RecordedEngine implements StepEngine {
     this.runId = recorded.runId;
     this.definition = recorded.definition;
     this.number = Math.max(0, ...recorded.steps.map((s) => s.attempt)) + 1;
-    this.#maxSteps = options.maxStepsPerRun ?? 10_000;
     this.#maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES;
     this.#childOutcome =
       options.childOutcome ??
@@ -175,11 +167,12 @@ class RecordedEngine implements StepEngine {
         at: entry.recordedAt,
       })),
     );
-    this.journal = new Journal({
+    const journal = new Journal({
       packed: [],
       rows: recorded.steps.map((step, i) => rowOf(step, i + 1, this.#maxValueBytes)),
       calls,
     });
+    this.boundaries = new StepBoundaries(journal, recorded.runId, options.maxStepsPerRun ?? 10_000);
   }
 
   get ended(): AttemptEnded | null {
@@ -197,45 +190,14 @@ class RecordedEngine implements StepEngine {
 
   enter(name: string, internal = false): void {
     if (this.#ended) throw this.#ended;
-    if (this.#fatal) throw this.#fatal;
-    if (!internal) checkName(name, "A step name");
-    if (this.#used.has(name)) this.#failFatal(new DuplicateStepError(name));
-    this.#used.add(name);
-    this.#lastEntered = name;
-    if (this.journal.has(name)) this.#enteredJournaled++;
-  }
-
-  replaying(): boolean {
-    return this.#enteredJournaled < this.journal.size;
-  }
-
-  expect(row: JournalRow, kind: TaskStepKind, eventType?: string): void {
-    const mismatch = stepMismatch(row, kind, eventType);
-    if (mismatch !== null) this.#failFatal(mismatch);
-  }
-
-  countNewStep(): void {
-    if (this.journal.size + this.#newSteps >= this.#maxSteps) {
-      this.#failFatal(
-        new TasksError(
-          "tasks/step-limit",
-          `Run "${this.runId}" reached ${this.#maxSteps} steps; split the work across several runs or raise maxStepsPerRun.`,
-        ),
-      );
-    }
-    this.#newSteps++;
+    this.boundaries.enter(name, internal);
   }
 
   /** The frontier: the engine runs or parks from here; the replay ends. */
   goLive(): void {
-    const step = this.#lastEntered;
-    this.#live ??= { step, recorded: this.journal.has(step) };
+    const step = this.boundaries.last;
+    this.#live ??= { step, recorded: this.boundaries.journal.has(step) };
     throw this.end("parked");
-  }
-
-  #failFatal(error: Error): never {
-    this.#fatal = error;
-    throw error;
   }
 
   // ── Writes: only a version marker decided on new ground reaches one ──
@@ -249,9 +211,9 @@ class RecordedEngine implements StepEngine {
     return false;
   }
 
-  track(_flight: Flight): void {}
-
-  untrack(_flight: Flight): void {}
+  track(_flight: Flight): () => void {
+    return () => {};
+  }
 
   encode(value: unknown, path: string): string {
     return encodeValue(value, this.#maxValueBytes, path);
@@ -295,7 +257,7 @@ class RecordedEngine implements StepEngine {
         this.#liveCalls(name),
         this.#maxValueBytes,
         name,
-        this.journal.calls(name),
+        this.boundaries.journal.calls(name),
       );
       this.#stepJournals.set(name, journal);
     }
@@ -359,20 +321,21 @@ class RecordedEngine implements StepEngine {
   // ── The result ──
 
   result(settled: { ok: true; value: unknown } | { ok: false; error: unknown }): TaskReplayResult {
+    const { fatal, last } = this.boundaries;
     let outcome: TaskReplayOutcome;
     if (this.#live) outcome = { kind: "live", ...this.#live };
-    else if (this.#fatal) {
-      const step = this.#lastEntered.startsWith(VERSION_MARKER_PREFIX)
-        ? this.#lastEntered.slice(VERSION_MARKER_PREFIX.length)
-        : this.#lastEntered;
-      outcome = { kind: "fatal", error: this.#fatal, step };
+    else if (fatal) {
+      const step = last.startsWith(VERSION_MARKER_PREFIX)
+        ? last.slice(VERSION_MARKER_PREFIX.length)
+        : last;
+      outcome = { kind: "fatal", error: fatal, step };
     } else if (!settled.ok && isAttemptEnded(settled.error)) {
-      outcome = { kind: "live", step: this.#lastEntered, recorded: false };
+      outcome = { kind: "live", step: last, recorded: false };
     } else if (settled.ok) outcome = { kind: "completed", value: settled.value };
     else outcome = { kind: "failed", error: settled.error };
     const unreached = this.#recorded.steps
-      .filter((step) => !this.#used.has(storedName(step)))
+      .filter((step) => !this.boundaries.entered(storedName(step)))
       .map(({ name, kind }) => ({ name, kind }));
-    return { outcome, replayed: this.#enteredJournaled, unreached };
+    return { outcome, replayed: this.boundaries.replayed, unreached };
   }
 }

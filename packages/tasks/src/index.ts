@@ -25,7 +25,6 @@ export {
   StepTimeoutError,
   TasksError,
   type TasksErrorCode,
-  type TasksErrorOptions,
 } from "./errors";
 export type { TaskChildAddress, TaskErrorInfo, TaskEvent, TaskEventType } from "./events";
 export {

@@ -1,13 +1,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { createOptionChecks } from "@durablekit/compose";
-import { TestingError } from "./errors";
+import { check } from "./arguments";
 import { busyIn } from "./fan-out-signal";
 import { clockMoved, nextTimerAt } from "./handler-clock";
 import { ProbeStore } from "./probe-store";
-
-const check = createOptionChecks(
-  (message) => new TestingError("testing/invalid-argument", message),
-);
 
 /** Options of {@link advanceTime}. */
 export interface TestingAdvanceOptions {

@@ -1,6 +1,6 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { createOptionChecks } from "@durablekit/compose";
 import type { TaskRunSnapshot, Tasks } from "@durablekit/tasks";
+import { check } from "./arguments";
 import { additions, aliasesOf, type RunFacts, repeated, withAliases } from "./crash-compare";
 import { abortSignalled } from "./crash-signal";
 import { TestingError } from "./errors";
@@ -11,10 +11,6 @@ import {
   type TestingCrashPosition,
   type TestingStepBodies,
 } from "./probe-store";
-
-const check = createOptionChecks(
-  (message) => new TestingError("testing/invalid-argument", message),
-);
 
 /** Options of {@link crashEverywhere}. */
 export interface TestingCrashOptions<Instance extends Rpc.DurableObjectBranded | undefined> {

@@ -1,4 +1,9 @@
-import { DurableKitError, type ErrorCodeOf, isErrorOf } from "@durablekit/compose";
+import {
+  DurableKitError,
+  type DurableKitErrorOptions,
+  type ErrorCodeOf,
+  isErrorOf,
+} from "@durablekit/compose";
 
 /**
  * Codes of the errors `@durablekit/testing` throws. The shared words mean what docs/composing.md
@@ -22,8 +27,8 @@ export type TestingErrorCode = ErrorCodeOf<
 
 /** Base class of every error `@durablekit/testing` throws (a `DurableKitError`). None is retryable. */
 export class TestingError extends DurableKitError<TestingErrorCode> {
-  constructor(code: TestingErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(code, message, { cause: options.cause, retryable: false });
+  constructor(code: TestingErrorCode, message: string, options?: DurableKitErrorOptions) {
+    super(code, message, { cause: options?.cause, retryable: false });
     this.name = "TestingError";
   }
 }

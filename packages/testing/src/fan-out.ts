@@ -1,6 +1,6 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { createOptionChecks } from "@durablekit/compose";
 import type { TaskRunSnapshot, Tasks } from "@durablekit/tasks";
+import { check } from "./arguments";
 import {
   checkCrash,
   inObject,
@@ -21,10 +21,6 @@ import {
 } from "./fan-out-signal";
 import { clearTimers, clockMoved } from "./handler-clock";
 import { ProbeStore, type TestingBoundary, type TestingCrashPosition } from "./probe-store";
-
-const check = createOptionChecks(
-  (message) => new TestingError("testing/invalid-argument", message),
-);
 
 /** The object of a fan-out that runs the parent run. */
 const PARENT = "parent";

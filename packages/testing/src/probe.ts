@@ -1,4 +1,3 @@
-import { createOptionChecks } from "@durablekit/compose";
 import type {
   TaskAwaitChildrenOptions,
   TaskChildOutcome,
@@ -12,16 +11,13 @@ import type {
   TaskStepOptions,
   TaskWaitForEventOptions,
 } from "@durablekit/tasks";
+import { check } from "./arguments";
 import { abortPending } from "./crash-signal";
 import { TestingError } from "./errors";
 import { noteBusy, takeChildArm, takeMessageFault } from "./fan-out-signal";
 import { type ClockScope, captureClock, onTestClock, withClock } from "./handler-clock";
 import { ProbeStore, type TestingBoundaryKind, type TestingCrashPosition } from "./probe-store";
 import { ProbedJournal } from "./probed-journal";
-
-const check = createOptionChecks(
-  (message) => new TestingError("testing/invalid-argument", message),
-);
 
 /** Options of {@link TestingProbe} (none yet: the clock starts at real time). */
 export type TestingProbeOptions = Record<string, never>;

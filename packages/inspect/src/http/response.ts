@@ -1,14 +1,11 @@
-import { createEmitter, createOptionChecks } from "@durablekit/compose";
+import { createEmitter } from "@durablekit/compose";
+import { check } from "../arguments";
 import { InspectError } from "../errors";
 import type { InspectEvent } from "../events";
 import type { Inspector } from "../inspector";
 import { answerApi } from "./api";
 import { liveResponse } from "./live";
 import { INSPECT_PAGE_CSP, pageFiles } from "./page";
-
-const check = createOptionChecks(
-  (message) => new InspectError("inspect/invalid-argument", message),
-);
 
 /** Options of {@link inspectorResponse}. */
 export interface InspectResponseOptions {

@@ -1,8 +1,8 @@
 import {
+  entryFacts,
   isErrorRecord,
   type JournalEntry,
-  type JournalOutcomeKind,
-  utf8ByteLength,
+  type JournalEntryFacts,
 } from "@durablekit/handle-journal";
 import { bodyOf, type JournaledHandle } from "./journal-format";
 
@@ -10,27 +10,7 @@ import { bodyOf, type JournaledHandle } from "./journal-format";
  * One journaled call of a replay run, as a reader (an inspector, a support script) sees it: where it
  * sits, what it called and how it ended, without its value. Read from the journal, never written.
  */
-export interface BridgeCallRecord {
-  /** The call's key: `"1"`, `"2"`, … for module calls; `"1.1"` for the first call on what call 1 returned. */
-  key: string;
-  /** Its place in the journal's order, from 1. */
-  seq: number;
-  /**
-   * The module specifier (`"codemode:jobs"`), or for a call on an object a call returned, its kind
-   * (`"codemode:jobs#Job"`).
-   */
-  module: string;
-  method: string;
-  /**
-   * `value` (an answer), `handle` (an answer holding objects), `error`, `interrupt` (the call
-   * released the run; resolved to `value` on resume) or `unsafe` (an `unsafeToRepeat` call's marker
-   * whose outcome was never written).
-   */
-  outcome: JournalOutcomeKind;
-  /** When its outcome was recorded (epoch ms). */
-  at: number;
-  /** The size of its journaled payload, in UTF-8 bytes. */
-  bytes: number;
+export interface BridgeCallRecord extends JournalEntryFacts {
   /** The bytes the call was charged toward the run's limits. */
   charged: number;
   /** The kinds of the objects its answer returned (`"codemode:jobs#Run"`), in answer order. */
@@ -81,13 +61,7 @@ export function describeCalls(entries: readonly JournalEntry[]): BridgeCallRecor
     .sort((a, b) => a.seq - b.seq)
     .map((entry) => {
       const record: BridgeCallRecord = {
-        key: entry.key,
-        seq: entry.seq,
-        module: entry.module,
-        method: entry.method,
-        outcome: entry.outcome,
-        at: entry.recordedAt,
-        bytes: entry.payload === null ? 0 : utf8ByteLength(entry.payload),
+        ...entryFacts(entry),
         charged: 0,
         handles: [],
         refused: false,

@@ -14,9 +14,13 @@ import type {
 
 /** Most bytes of inherited data one export page carries (well under the RPC message limit). */
 const PAGE_BYTES = 4 * 1024 * 1024;
-/** First retry of a failed release; doubles per attempt up to {@link MAX_RETRY_MS}. */
-const FIRST_RETRY_MS = 1_000;
-const MAX_RETRY_MS = 300_000;
+/**
+ * How long a release that failed `failures` times waits before its next try: 1 s, doubling per
+ * failure, at most 5 minutes.
+ */
+function releaseRetryDelay(failures: number): number {
+  return Math.min(300_000, 1_000 * 2 ** (failures - 1));
+}
 
 /** What the ledger needs from its handler. */
 export interface LedgerParts {
@@ -105,7 +109,7 @@ export class ForkLedger {
           this.#parts.emit({ type: "sse:fork-released", sourceId: row.source_id, ref: row.ref });
         } catch (error) {
           const attempts = row.attempts + 1;
-          const at = this.#parts.now() + Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** row.attempts);
+          const at = this.#parts.now() + releaseRetryDelay(attempts);
           store.scheduleRelease(row.source_id, row.ref, at, attempts);
           this.#parts.requestWake(at);
           this.#parts.emit({

@@ -1,13 +1,13 @@
 import { checkName } from "../arguments";
 import type { ChildSteps } from "../children/child-steps";
-import { DuplicateStepError, isNonRetryable, TasksError } from "../errors";
+import { isNonRetryable, TasksError } from "../errors";
 import type { TaskEvent } from "../events";
 import { retryDelay, type StepPolicy } from "../policy";
-import type { Journal, JournalRow } from "../steps/journal";
+import { StepBoundaries } from "../steps/boundaries";
+import type { Journal } from "../steps/journal";
 import { JournalWriter, stepRow } from "../steps/journal-writer";
 import type { StepEngine } from "../steps/step-engine";
 import { StepJournal } from "../steps/step-journal";
-import { stepMismatch } from "../steps/step-match";
 import type { EventRow, StepRow, TaskStepKind, TaskWaitReason } from "../store/rows";
 import type { Settlement } from "../store/run-store";
 import { FenceLost, type TaskStore } from "../store/store";
@@ -62,7 +62,7 @@ export class Attempt implements StepEngine {
   readonly definition: string;
   readonly generation: string;
   readonly number: number;
-  readonly journal: Journal;
+  readonly boundaries: StepBoundaries;
   readonly #deps: AttemptDeps;
   /** Whether the records of the run are kept when it completes. */
   readonly #retain: boolean;
@@ -74,14 +74,7 @@ export class Attempt implements StepEngine {
   #live: boolean;
   /** Set once; every later step call throws it again, so swallowing it cannot make the attempt write. */
   #ended: AttemptEnded | null = null;
-  /** Set once; the run fails with it whatever the handler does next (a duplicate, a divergence, the step limit). */
-  #fatal: Error | null = null;
   #cancel: { reason: string | null } | null = null;
-  /** Step names entered by this attempt: a name entered twice is a duplicate. */
-  readonly #used = new Set<string>();
-  /** How many of the entered names have a journal row: fewer than the journal's size is a replay. */
-  #enteredJournaled = 0;
-  #newSteps = 0;
   /** The errors of steps that failed for good: rethrown by the handler, they fail the run. */
   readonly #stepFailures = new WeakSet<object>();
   #lastStatus: string | undefined;
@@ -94,7 +87,7 @@ export class Attempt implements StepEngine {
     this.definition = init.definition;
     this.generation = init.generation;
     this.number = init.number;
-    this.journal = init.journal;
+    this.boundaries = new StepBoundaries(init.journal, init.runId, deps.maxSteps);
     this.#retain = init.retain;
     this.#live = init.startsLive;
     this.#watchdog = new Watchdog(deps.now);
@@ -139,40 +132,9 @@ export class Attempt implements StepEngine {
 
   enter(name: string, internal = false): void {
     if (this.#ended) throw this.#ended;
-    if (this.#fatal) throw this.#fatal;
-    if (!internal) checkName(name, "A step name");
-    if (this.#used.has(name)) this.#failFatal(new DuplicateStepError(name));
-    this.#used.add(name);
-    if (this.journal.has(name)) this.#enteredJournaled++;
+    this.boundaries.enter(name, internal);
     // A cancel requested while the handler ran between steps settles the run at this boundary.
     if (this.#cancel) throw this.settleCancelled();
-  }
-
-  replaying(): boolean {
-    return this.#enteredJournaled < this.journal.size;
-  }
-
-  expect(row: JournalRow, kind: TaskStepKind, eventType?: string): void {
-    const mismatch = stepMismatch(row, kind, eventType);
-    if (mismatch !== null) this.#failFatal(mismatch);
-  }
-
-  countNewStep(): void {
-    const limit = this.#deps.maxSteps;
-    if (this.journal.size + this.#newSteps >= limit) {
-      this.#failFatal(
-        new TasksError(
-          "tasks/step-limit",
-          `Run "${this.runId}" reached ${limit} steps; split the work across several runs or raise maxStepsPerRun.`,
-        ),
-      );
-    }
-    this.#newSteps++;
-  }
-
-  #failFatal(error: Error): never {
-    this.#fatal = error;
-    throw error;
   }
 
   // ── Steps in flight ──
@@ -181,12 +143,9 @@ export class Attempt implements StepEngine {
     return this.#writer.markStarted(name, seq, attempt, this.#deps.now());
   }
 
-  track(flight: Flight): void {
+  track(flight: Flight): () => void {
     this.#watchdog.track(flight);
-  }
-
-  untrack(flight: Flight): void {
-    this.#watchdog.untrack(flight);
+    return () => this.#watchdog.untrack(flight);
   }
 
   encode(value: unknown, path: string): string {
@@ -383,7 +342,13 @@ export class Attempt implements StepEngine {
     let journal = this.#stepJournals.get(name);
     if (journal === undefined) {
       const { store, maxValueBytes } = this.#deps;
-      journal = new StepJournal(this, store.calls, maxValueBytes, name, this.journal.calls(name));
+      journal = new StepJournal(
+        this,
+        store.calls,
+        maxValueBytes,
+        name,
+        this.boundaries.journal.calls(name),
+      );
       this.#stepJournals.set(name, journal);
     }
     return journal;
@@ -408,8 +373,8 @@ export class Attempt implements StepEngine {
   /** Settles the run as completed with the handler's result. */
   settleCompleted(value: unknown): void {
     if (this.#ended) return;
-    if (this.#fatal || this.#cancel) {
-      this.settleThrown(this.#fatal);
+    if (this.boundaries.fatal || this.#cancel) {
+      this.settleThrown(this.boundaries.fatal);
       return;
     }
     let result: string;
@@ -447,8 +412,8 @@ export class Attempt implements StepEngine {
       return;
     }
     // A fatal error fails the run even when the handler caught it and threw something else.
-    if (this.#fatal) {
-      this.#settleFailed(this.#fatal);
+    if (this.boundaries.fatal) {
+      this.#settleFailed(this.boundaries.fatal);
       return;
     }
     if (this.#cancel) {

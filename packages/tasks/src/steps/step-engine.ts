@@ -5,7 +5,7 @@ import type { TaskEvent } from "../events";
 import type { StepPolicy } from "../policy";
 import type { EventRow, StepRow, TaskStepKind, TaskWaitReason } from "../store/rows";
 import type { TaskStepJournal } from "../types";
-import type { Journal, JournalRow } from "./journal";
+import type { StepBoundaries } from "./boundaries";
 
 /**
  * The port between the steps a handler calls (`step.do`, `step.sleep`, …, see `step.ts`) and the
@@ -24,8 +24,11 @@ export interface StepEngine {
   readonly number: number;
   /** The generation this attempt's writes are fenced on. */
   readonly generation: string;
-  /** The journal as loaded when the attempt started: a hit is answered from it with no SQL. */
-  readonly journal: Journal;
+  /**
+   * The attempt's boundary rules and the journal as loaded when it started (a hit is answered from
+   * it with no SQL): `expect`, `replaying` and `newStep` are asked of it directly.
+   */
+  readonly boundaries: StepBoundaries;
   /** The default step policy (the `retries` and `stepTimeoutMs` options). */
   readonly defaults: StepPolicy;
   /** False when nobody listens to events: per-step events are then not even built. */
@@ -39,21 +42,12 @@ export interface StepEngine {
 
   // ── Boundaries: every step call passes them before it touches the journal ──
   /**
-   * Checks the attempt is open, the name is valid and unused, and no cancel is pending (a pending
-   * cancel settles the run here). Throws the end signal, the attempt's fatal error or a coded error.
-   * `internal` names an engine row (a version marker, `__dk:version:<name>`) whose user-facing name
-   * was already checked.
+   * Checks the attempt is open, then enters the name through {@link StepBoundaries.enter} (valid,
+   * unused), then that no cancel is pending (a pending cancel settles the run here). Throws the end
+   * signal, the attempt's fatal error or a coded error. `internal` names an engine row (a version
+   * marker, `__dk:version:<name>`) whose user-facing name was already checked.
    */
   enter(name: string, internal?: boolean): void;
-  /**
-   * True while the attempt still has journaled ground ahead of it: the journal holds rows whose
-   * names this attempt has not entered yet (a version marker met then predates the run's steps).
-   */
-  replaying(): boolean;
-  /** Fails the run (`tasks/diverged`) if the journal holds another kind or event type at the name. */
-  expect(row: JournalRow, kind: TaskStepKind, eventType?: string): void;
-  /** Counts a step journaled for the first time against `maxStepsPerRun` (`tasks/step-limit`). */
-  countNewStep(): void;
   /** Marks the frontier of new ground: from here on `status()` publishes. */
   goLive(): void;
 
@@ -63,9 +57,11 @@ export interface StepEngine {
    * False when superseded (the attempt has ended).
    */
   markInFlight(name: string, seq: number, attempt: number): boolean;
-  /** Watches a callback in flight for its deadline, a cancel and the end of the attempt. */
-  track(flight: Flight): void;
-  untrack(flight: Flight): void;
+  /**
+   * Watches a callback in flight for its deadline, a cancel and the end of the attempt, until the
+   * returned function is called.
+   */
+  track(flight: Flight): () => void;
   /** Encodes a value under `maxValueBytes` (`tasks/too-large`, `tasks/unserializable`, …). */
   encode(value: unknown, path: string): string;
   /**

@@ -72,11 +72,11 @@ export class ReplayStep implements TaskStep {
     checkOptions(config, `step.do("${name}") options`);
     a.enter(name);
     // The hot path of a replay: a completed step, loaded packed, answered from memory.
-    const done = a.journal.completedValue(name);
+    const done = a.boundaries.journal.completedValue(name);
     if (done !== undefined) return Promise.resolve(decodeValue(done) as Awaited<T>);
-    const row = a.journal.get(name);
+    const row = a.boundaries.journal.get(name);
     if (row) {
-      a.expect(row, "do");
+      a.boundaries.expect(row, "do");
       if (row.state === "completed") return Promise.resolve(decodeValue(row.value) as Awaited<T>);
       if (row.state === "failed") throw a.journaledFailure(row.value);
     }
@@ -95,8 +95,7 @@ export class ReplayStep implements TaskStep {
       return this.#execute(name, row.seq, attempt, policy, fn);
     }
     a.goLive();
-    a.countNewStep();
-    const seq = a.journal.takeSeq();
+    const seq = a.boundaries.newStep();
     // The step a dead attempt left in flight without a row of its own: this is its next attempt.
     const attempt = this.interrupted?.name === name ? this.interrupted.attempt + 1 : 1;
     return this.#execute(name, seq, attempt, policy, fn);
@@ -133,10 +132,11 @@ export class ReplayStep implements TaskStep {
       },
     };
     return new Promise<Awaited<T>>((resolve, reject) => {
+      let untrack = (): void => {};
       const settle = (ok: boolean, outcome: unknown): void => {
         if (flight.settled) return;
         flight.settled = true;
-        a.untrack(flight);
+        untrack();
         try {
           if (!ok) {
             reject(a.stepFailed(name, seq, attempt, policy, outcome));
@@ -168,7 +168,7 @@ export class ReplayStep implements TaskStep {
         }
       };
       flight.onFail = (reason) => settle(false, reason);
-      a.track(flight);
+      untrack = a.track(flight);
       let result: unknown;
       try {
         result = fn(context);
@@ -217,16 +217,15 @@ export class ReplayStep implements TaskStep {
   #sleep(name: string, deadline: () => number): void {
     const a = this.#a;
     a.enter(name);
-    const row = a.journal.get(name);
+    const row = a.boundaries.journal.get(name);
     if (row) {
-      a.expect(row, "sleep");
+      a.boundaries.expect(row, "sleep");
       if (row.state === "completed" || row.wake_at === null || a.now() >= row.wake_at) return;
       a.goLive();
       throw a.parkAgain("sleep", row.wake_at, name);
     }
     a.goLive();
-    a.countNewStep();
-    const seq = a.journal.takeSeq();
+    const seq = a.boundaries.newStep();
     const wakeAt = deadline();
     const now = a.now();
     if (wakeAt <= now) {
@@ -250,16 +249,14 @@ export class ReplayStep implements TaskStep {
         ? null
         : checkMs(options.timeoutMs, `waitForEvent("${name}") timeoutMs`);
     a.enter(name);
-    const row = a.journal.get(name);
+    const row = a.boundaries.journal.get(name);
     if (row) {
-      a.expect(row, "event", type);
+      a.boundaries.expect(row, "event", type);
       if (row.state === "completed") return decodeValue(row.value) as T;
       if (row.state === "failed") throw a.journaledFailure(row.value);
-    } else {
-      a.countNewStep();
     }
+    const stepSeq = row ? row.seq : a.boundaries.newStep();
     a.goLive();
-    const stepSeq = row ? row.seq : a.journal.takeSeq();
     // An event sent before this wait (or while the run was not parked on it) is in the buffer.
     const buffered = a.peekEvent(type);
     if (buffered) {
@@ -304,15 +301,14 @@ export class ReplayStep implements TaskStep {
     }
     const marker = VERSION_MARKER_PREFIX + name;
     a.enter(marker, true);
-    const row = a.journal.get(marker);
+    const row = a.boundaries.journal.get(marker);
     if (row) {
-      a.expect(row, "do");
+      a.boundaries.expect(row, "do");
       return decodeValue(row.value) as number;
     }
     // Journaled ground still ahead: the run passed this point before the marker existed.
-    const version = a.replaying() ? 0 : latest;
-    a.countNewStep();
-    const seq = a.journal.takeSeq();
+    const version = a.boundaries.replaying() ? 0 : latest;
+    const seq = a.boundaries.newStep();
     const text = a.encode(version, `step.version("${name}")`);
     if (!a.record(stepRow(marker, seq, "do", a.now(), { value: text }))) throw a.ended;
     return version;
@@ -365,7 +361,7 @@ export class ReplayStep implements TaskStep {
       const a = this.#a;
       const children = this.#childRuns(what);
       // A journaled start is not checked again (a replay needs nothing of the targets).
-      if (a.journal.get(name) === undefined) {
+      if (a.boundaries.journal.get(name) === undefined) {
         for (const spec of specs) {
           if (typeof spec !== "object" || spec === null) {
             throw new TasksError(
@@ -422,18 +418,16 @@ export class ReplayStep implements TaskStep {
         ? null
         : checkMs(options.timeoutMs, `awaitChildren("${name}") timeoutMs`);
     a.enter(name);
-    const row = a.journal.get(name);
+    const row = a.boundaries.journal.get(name);
     if (row) {
-      a.expect(row, "event", CHILDREN_EVENT);
+      a.boundaries.expect(row, "event", CHILDREN_EVENT);
       if (row.state === "completed") {
         return children.outcomes(this.runId, list, decodeValue(row.value) as number[] | null);
       }
       if (row.state === "failed") throw a.journaledFailure(row.value);
-    } else {
-      a.countNewStep();
     }
+    const seq = row ? row.seq : a.boundaries.newStep();
     a.goLive();
-    const seq = row ? row.seq : a.journal.takeSeq();
     children.checkAwaitable(this.runId, list, `awaitChildren("${name}")`);
     const settled = children.settledPositions(this.runId, list);
     const now = a.now();
