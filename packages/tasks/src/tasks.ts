@@ -288,27 +288,33 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
   /**
    * Writes a new run (and, in the same transaction, what `link` writes with its id) and starts
    * its first attempt: the warm path, in which the attempt claims the run before this returns.
+   * Answers the attempt (it settles when the attempt ends), or null when none started.
    */
   #insertAndStart(
     row: Parameters<TaskStore["runs"]["insertRun"]>[0],
     link: ((runId: string) => void) | null,
-  ): void {
+  ): Promise<void> | null {
     this.#store.transaction(() => {
       this.#store.runs.insertRun(row);
       link?.(row.runId);
     });
     this.#runner.emit({ type: "task:accepted", runId: row.runId, definition: row.definition });
-    this.#runner.start(row.runId, row.now);
+    return this.#runner.start(row.runId, row.now);
   }
 
   /**
    * A child run's acceptance ({@link ChildRunsHost.accept}): a new run of `definition` whose input
-   * arrived as codec text the caller checked, linked by `link`, started warm; answers its id.
+   * arrived as codec text the caller checked, linked by `link`, started warm; answers its id and
+   * its first attempt.
    */
-  #acceptChild(definition: string, inputText: string, link: (runId: string) => void): string {
+  #acceptChild(
+    definition: string,
+    inputText: string,
+    link: (runId: string) => void,
+  ): { runId: string; attempt: Promise<void> | null } {
     this.#assertDefinition(definition);
     const runId = `task_${crypto.randomUUID()}`;
-    this.#insertAndStart(
+    const attempt = this.#insertAndStart(
       {
         runId,
         definition,
@@ -321,7 +327,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       },
       link,
     );
-    return runId;
+    return { runId, attempt };
   }
 
   /**

@@ -23,6 +23,7 @@ import {
   refusal,
   type SettledMessage,
   type StartMessage,
+  settledId,
   startMessage,
   type TaskChildMessageReply,
   type TaskChildReply,
@@ -47,6 +48,32 @@ const SWEEP_PER_ALARM = 1024;
 /** How long an alarm waits for its deliveries (10 s, as it waits for the attempts it started). */
 const DELIVERY_WAIT_MS = 10_000;
 
+/**
+ * Most microtask turns a `receive` waits for the attempts its starts began before it answers: a
+ * child that runs without I/O ends well within them, and one that awaits I/O is not waited for.
+ */
+const SETTLE_TURNS = 64;
+
+/** The reply to a start that named its child run. */
+type StartAnswer = { v: 2; ok: true; runId: string; settled?: unknown };
+
+/** A start answered by one `receive` call: its reply, its exchange, and the attempt it began. */
+interface AnsweredStart {
+  reply: StartAnswer;
+  key: string;
+  attempt: Promise<void> | null;
+}
+
+/** Resolves once `attempts` have all ended or {@link SETTLE_TURNS} microtask turns have passed. */
+async function endedWithoutIo(attempts: readonly Promise<void>[]): Promise<void> {
+  if (attempts.length === 0) return;
+  let ended = false;
+  Promise.allSettled(attempts).then(() => {
+    ended = true;
+  });
+  for (let turn = 0; turn < SETTLE_TURNS && !ended; turn++) await null;
+}
+
 /** What child runs need of the engine around them. */
 export interface ChildRunsHost {
   store: TaskStore;
@@ -65,7 +92,11 @@ export interface ChildRunsHost {
    * with its id in the accepting transaction, and starts its first attempt; synchronous (the
    * caller waits for the wakes it asked for).
    */
-  accept(definition: string, inputText: string, link: (runId: string) => void): string;
+  accept(
+    definition: string,
+    inputText: string,
+    link: (runId: string) => void,
+  ): { runId: string; attempt: Promise<void> | null };
   cancel(runId: string, reason: string): Promise<boolean>;
 }
 
@@ -240,7 +271,12 @@ export class ChildRuns implements ChildSteps {
       else list.push(row);
     }
     const failures: Error[] = [];
-    const answered: Array<{ row: ChildRow; runId: string; address: ObjectAddress }> = [];
+    const answered: Array<{
+      row: ChildRow;
+      runId: string;
+      address: ObjectAddress;
+      settled: unknown;
+    }> = [];
     await Promise.all(
       [...byTarget].map(async ([targetText, group]) => {
         const address = JSON.parse(targetText) as ObjectAddress;
@@ -266,7 +302,7 @@ export class ChildRuns implements ChildSteps {
           const row = group[i] as ChildRow;
           const reply = replies[i];
           if (reply?.ok === true && "runId" in reply && typeof reply.runId === "string") {
-            answered.push({ row, runId: reply.runId, address });
+            answered.push({ row, runId: reply.runId, address, settled: reply.settled });
           } else {
             failures.push(startFailure(address, run.runId, step, row.definition, reply));
           }
@@ -282,7 +318,8 @@ export class ChildRuns implements ChildSteps {
         answered.map(({ row, runId }) => [row.idx, row.key, runId]),
       ),
     );
-    for (const { row, runId, address } of answered) {
+    const settledAlready: SettledMessage[] = [];
+    for (const { row, runId, address, settled } of answered) {
       runs[row.idx] = { runId, step, target: address };
       this.#host.emit({
         type: "task:child:started",
@@ -292,7 +329,13 @@ export class ChildRuns implements ChildSteps {
         childRunId: runId,
         target: address,
       });
+      const message =
+        settled === undefined ? null : answeredSettlement(settled, run.runId, step, row, runId);
+      if (message !== null) settledAlready.push(message);
     }
+    // Children that settled before their start was answered: applied now, as their delivery
+    // would be (proof, content, first settlement wins), so the step that awaits them need not park.
+    if (settledAlready.length > 0) this.#receiveSettlements(settledAlready);
     // A refusal for good fails the step at once; anything else is retried (the noted ones stay noted).
     const final = failures.find((error) => error instanceof NonRetryableError);
     if (final !== undefined) throw final;
@@ -395,13 +438,18 @@ export class ChildRuns implements ChildSteps {
     }
     if (read.kind === "settled")
       return this.#receiveSettlements([read])[0] as TaskChildMessageReply;
-    if (read.kind !== "batch") return this.#receiveOne(read);
+    const answered: AnsweredStart[] = [];
+    if (read.kind !== "batch") {
+      const reply = await this.#receiveOne(read, answered);
+      await this.#withSettlements(answered);
+      return reply;
+    }
     const replies: TaskChildMessageReply[] = [];
     const { messages } = read;
     for (let i = 0; i < messages.length; ) {
       const m = messages[i] as ChildMessage;
       if (m.kind !== "settled") {
-        replies.push(await this.#receiveOne(m));
+        replies.push(await this.#receiveOne(m, answered));
         i++;
         continue;
       }
@@ -412,12 +460,42 @@ export class ChildRuns implements ChildSteps {
       }
       replies.push(...this.#receiveSettlements(run));
     }
+    await this.#withSettlements(answered);
     return { v: 2, ok: true, replies };
   }
 
-  async #receiveOne(m: StartMessage | CancelMessage): Promise<TaskChildMessageReply> {
+  /**
+   * Gives each answered start's reply its child's settlement when the child has settled: first
+   * waits, a bounded number of microtask turns, for the attempts the starts began, so a child that
+   * runs without I/O settles before the answer leaves. The settlements one answer carries stay
+   * within {@link BATCH_CHARS}, as a delivery batch does. The settlement stays owed in the outbox and
+   * is delivered as usual (the parent acknowledges the copy it already applied): the reply only
+   * brings it sooner, and one lost loses nothing.
+   */
+  async #withSettlements(answered: readonly AnsweredStart[]): Promise<void> {
+    if (answered.length === 0) return;
+    await endedWithoutIo(answered.flatMap(({ attempt }) => (attempt === null ? [] : [attempt])));
+    const owed = this.#host.store.outbox.byIds(answered.map(({ key }) => settledId(key)));
+    if (owed.length === 0) return;
+    const byId = new Map(owed.map((row) => [row.id, row]));
+    // The answer stays as small as a delivery batch: what does not fit is delivered on its own.
+    let chars = 0;
+    for (const { reply, key } of answered) {
+      const row = byId.get(settledId(key));
+      if (row === undefined) continue;
+      const size = row.envelope.length + (row.payload?.length ?? 0);
+      if (chars + size > BATCH_CHARS) continue;
+      chars += size;
+      reply.settled = fromStored(row);
+    }
+  }
+
+  async #receiveOne(
+    m: StartMessage | CancelMessage,
+    answered: AnsweredStart[],
+  ): Promise<TaskChildMessageReply> {
     try {
-      return m.kind === "start" ? await this.#receiveStart(m) : await this.#receiveCancel(m);
+      return m.kind === "start" ? this.#receiveStart(m, answered) : await this.#receiveCancel(m);
     } catch (error) {
       return this.#refused(m, error);
     }
@@ -446,7 +524,7 @@ export class ChildRuns implements ChildSteps {
    * it; a known key joins its run (or, cancelled before it started, starts nothing), once the
    * message proves it holds the exchange's secret and names the same parent, run, step and definition.
    */
-  #receiveStart(m: StartMessage): TaskChildMessageReply {
+  #receiveStart(m: StartMessage, answered: AnsweredStart[]): TaskChildMessageReply {
     const host = this.#host;
     const link = host.store.links.get(m.key);
     if (link !== undefined) {
@@ -467,7 +545,9 @@ export class ChildRuns implements ChildSteps {
           ),
         );
       }
-      return acknowledged({ runId: link.child_run_id });
+      const joined: StartAnswer = { v: 2, ok: true, runId: link.child_run_id };
+      answered.push({ reply: joined, key: m.key, attempt: null });
+      return joined;
     }
     // The input is stored as it came, once it is codec text within this object's maxValueBytes.
     if (utf8ByteLength(m.input) > host.maxValueBytes) {
@@ -479,10 +559,12 @@ export class ChildRuns implements ChildSteps {
     decodeValue(m.input);
     // Synchronous from the lookup above to the accept's transaction: two starts of one key cannot
     // both miss the link.
-    const runId = host.accept(m.definition, m.input, (childRunId) =>
+    const { runId, attempt } = host.accept(m.definition, m.input, (childRunId) =>
       host.store.links.link(m, childRunId),
     );
-    return acknowledged({ runId });
+    const reply: StartAnswer = { v: 2, ok: true, runId };
+    answered.push({ reply, key: m.key, attempt });
+    return reply;
   }
 
   /** A cancel from the parent of the exchange: cancels its child run, or, come before the start, leaves a tombstone. */
@@ -766,6 +848,34 @@ export class ChildRuns implements ChildSteps {
     if (acknowledgedIds.length > 0) host.store.outbox.deleteMany(acknowledgedIds);
     retrySoon(unanswered);
   }
+}
+
+/**
+ * The settlement a start's reply carried for the child `row` started as `runId`, once read as any
+ * message is; null when it is not a settlement of that exchange and child. Its delivery brings the
+ * same message again, judged and reported as every message is.
+ */
+function answeredSettlement(
+  settled: unknown,
+  parentRunId: string,
+  step: string,
+  row: ChildRow,
+  runId: string,
+): SettledMessage | null {
+  let read: ReturnType<typeof readChildMessage>;
+  try {
+    read = readChildMessage(settled);
+  } catch {
+    return null;
+  }
+  if (read.kind !== "settled") return null;
+  const same =
+    read.key === row.key &&
+    read.childRunId === runId &&
+    read.parentRunId === parentRunId &&
+    read.step === step &&
+    read.index === row.idx;
+  return same ? read : null;
 }
 
 /** The error of a start that was not answered with a run: retried unless it is a refusal for good. */

@@ -75,9 +75,12 @@ export interface BatchMessage {
 export type TaskChildMessageReply =
   /**
    * The message was applied, or had been: a duplicate is acknowledged too. `runId` answers a
-   * start; `applied` says whether a settlement changed anything (false for a duplicate).
+   * start; `applied` says whether a settlement changed anything (false for a duplicate). A
+   * start's reply carries `settled`, the child's settlement message, when the child settled
+   * before the answer left (it ran without I/O): the same message its delivery carries later,
+   * read by the parent as untrusted input like any other.
    */
-  | { v: 2; ok: true; runId?: string; applied?: boolean }
+  | { v: 2; ok: true; runId?: string; applied?: boolean; settled?: unknown }
   /**
    * Nothing here needs it any more: the exchange it names is gone (its run deleted or settled, or
    * a start cancelled before it arrived). The sender drops it.
@@ -312,6 +315,11 @@ export function toStored(message: ChildMessage): StoredMessage {
   if (message.kind !== "settled") return { envelope: JSON.stringify(message), payload: null };
   const { result, error, ...envelope } = message;
   return { envelope: JSON.stringify(envelope), payload: result ?? error };
+}
+
+/** The outbox id of exchange `key`'s settlement: one per exchange, so it is queued at most once. */
+export function settledId(key: string): string {
+  return `settled:${key}`;
 }
 
 /** The message the outbox stored (see {@link toStored}). */

@@ -1,4 +1,4 @@
-import { cancelMessage, settledMessage, toStored } from "../children/protocol";
+import { cancelMessage, settledId, settledMessage, toStored } from "../children/protocol";
 import { TasksError } from "../errors";
 import { errorText } from "../values";
 import { AttemptStore } from "./attempt-store";
@@ -113,7 +113,7 @@ export class TaskStore {
         settlement.result ?? null,
         settlement.state === "failed" ? (settlement.error ?? null) : cancelled,
       );
-      owed.push(`settled:${link.key}`);
+      owed.push(settledId(link.key));
       this.outbox.enqueue(owed[0] as string, link.parent as string, toStored(message), now);
     }
     const reason = `its parent run "${runId}" ${settlement.state}`;
