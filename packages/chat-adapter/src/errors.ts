@@ -2,7 +2,7 @@ import {
   DurableKitError,
   type DurableKitErrorOptions,
   type ErrorCodeOf,
-  isErrorOf,
+  errorGuard,
 } from "@durablekit/compose";
 
 /**
@@ -29,6 +29,8 @@ export type ChatErrorCode = ErrorCodeOf<
  * `@durablekit/compose`). `retryable` is derived from the code: only `chat/storage` is.
  */
 export class ChatError extends DurableKitError<ChatErrorCode> {
+  static override readonly retryableCodes: readonly ChatErrorCode[] = ["chat/storage"];
+  override readonly name: string = "ChatError";
   /** The chat the failing call was about, when there was one. */
   readonly chatId: string | undefined;
 
@@ -37,33 +39,30 @@ export class ChatError extends DurableKitError<ChatErrorCode> {
     message: string,
     options: DurableKitErrorOptions & { chatId?: string } = {},
   ) {
-    super(code, message, { cause: options.cause, retryable: code === "chat/storage" });
-    this.name = "ChatError";
+    super(code, message, options);
     this.chatId = options.chatId;
   }
 }
 
 /** True when `error` is a {@link ChatError}, optionally with the given code. */
-export function isChatError(error: unknown, code?: ChatErrorCode): error is ChatError {
-  return isErrorOf(ChatError, error, code);
-}
+export const isChatError = errorGuard(ChatError);
 
 /** An argument or option is malformed; nothing was done. */
 export class ChatArgumentError extends ChatError {
+  override readonly name: string = "ChatArgumentError";
   constructor(message: string, chatId?: string) {
     super("chat/invalid-argument", message, chatId === undefined ? {} : { chatId });
-    this.name = "ChatArgumentError";
   }
 }
 
 /** A write or settle reached a turn that is already over. */
 export class ChatTurnClosedError extends ChatError {
+  override readonly name: string = "ChatTurnClosedError";
   constructor(chatId: string, turnId: string, how: string) {
     super(
       "chat/closed",
       `The turn "${turnId}" of chat "${chatId}" already ${how}; start a new turn to write more.`,
       { chatId },
     );
-    this.name = "ChatTurnClosedError";
   }
 }

@@ -10,12 +10,26 @@ export interface DurableKitErrorOptions {
 /**
  * The error convention every durablekit package follows: one base class per package extending
  * {@link DurableKitError}, a stable `code` from a documented union (`"<package>/<word>"`), `retryable`
- * derived from the code, the standard `cause` kept, and a message that says what to do.
+ * derived from the code (the class's {@link DurableKitError.retryableCodes}), the standard `cause`
+ * kept, a message that says what to do, and a guard made by {@link errorGuard}:
+ *
+ * ```ts
+ * export class ShopError extends DurableKitError<ShopErrorCode> {
+ *   static override readonly retryableCodes: readonly ShopErrorCode[] = ["shop/storage"];
+ *   override readonly name: string = "ShopError";
+ * }
+ * export const isShopError = errorGuard(ShopError);
+ * ```
  *
  * The same idea has the same word in every package (see {@link CommonErrorWord}), so a host can
  * classify an error from any package by the part after the slash.
  */
 export abstract class DurableKitError<Code extends string = string> extends Error {
+  /**
+   * The codes of this class (and its subclasses) that are retryable; none unless the package's base
+   * class lists them. `retryable` is read from it when an error is made.
+   */
+  static readonly retryableCodes: readonly string[] = [];
   /** Stable machine-readable code, `"<package>/<word>"`. Own enumerable, so it survives Workers RPC. */
   readonly code: Code;
   /** Whether repeating the same operation unchanged may succeed. Derived from `code`. */
@@ -24,13 +38,20 @@ export abstract class DurableKitError<Code extends string = string> extends Erro
   /**
    * @param code - the stable code.
    * @param message - what went wrong and what to do about it.
-   * @param options - `cause` (kept as the standard `cause`) and `retryable` (derived by the package from the code).
+   * @param options - `cause`, kept as the standard `cause`.
    */
-  constructor(code: Code, message: string, options: { cause?: unknown; retryable: boolean }) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  constructor(code: Code, message: string, options?: DurableKitErrorOptions) {
+    const cause = options?.cause;
+    super(message, cause === undefined ? undefined : { cause });
     this.code = code;
-    this.retryable = options.retryable;
+    this.retryable = listed(new.target.retryableCodes, code);
   }
+}
+
+/** True when `codes` holds `code` (a plain loop: this runs inside isolates whose built-ins may be replaced). */
+function listed(codes: readonly string[], code: string): boolean {
+  for (let i = 0; i < codes.length; i++) if (codes[i] === code) return true;
+  return false;
 }
 
 /**
@@ -97,24 +118,24 @@ export type ErrorCodeOf<
   : { readonly "own words that restate a shared word": Exclude<Own, OwnErrorWord<Own>> };
 
 /**
- * True when `value` is an instance of `base` (a package's error base class), optionally with the
- * given code. Each package's `isXError(e, code?)` is this with its own base.
+ * Makes a package's guard, `isXError(value, code?)`: true when `value` is an instance of `base` (the
+ * package's error base class), optionally with the given code.
+ *
+ * @param base - the package's error base class.
  */
-export function isErrorOf<E extends DurableKitError>(
+export function errorGuard<E extends DurableKitError>(
   base: abstract new (...args: never[]) => E,
-  value: unknown,
-  code?: E["code"],
-): value is E {
-  return value instanceof base && (code === undefined || value.code === code);
+): (value: unknown, code?: E["code"]) => value is E {
+  return (value: unknown, code?: E["code"]): value is E =>
+    value instanceof base && (code === undefined || value.code === code);
 }
 
 /**
  * True when `value` is any durablekit error (of any package), optionally with the given code. Use it
  * where errors of several packages meet, e.g. an HTTP layer mapping codes to statuses.
  */
-export function isDurableKitError(value: unknown, code?: string): value is DurableKitError {
-  return isErrorOf<DurableKitError>(DurableKitError, value, code);
-}
+export const isDurableKitError: (value: unknown, code?: string) => value is DurableKitError =
+  errorGuard<DurableKitError>(DurableKitError);
 
 /**
  * Codes of the errors `@durablekit/compose` itself throws.
@@ -136,13 +157,9 @@ export type ComposeErrorCode = ErrorCodeOf<
 
 /** Base class of every error `@durablekit/compose` throws. Only `compose/part-timeout` is retryable. */
 export class ComposeError extends DurableKitError<ComposeErrorCode> {
-  constructor(code: ComposeErrorCode, message: string, options?: DurableKitErrorOptions) {
-    super(code, message, { cause: options?.cause, retryable: code === "compose/part-timeout" });
-    this.name = "ComposeError";
-  }
+  static override readonly retryableCodes: readonly ComposeErrorCode[] = ["compose/part-timeout"];
+  override readonly name: string = "ComposeError";
 }
 
 /** True when `value` is a {@link ComposeError}, optionally with the given code. */
-export function isComposeError(value: unknown, code?: ComposeErrorCode): value is ComposeError {
-  return isErrorOf(ComposeError, value, code);
-}
+export const isComposeError = errorGuard(ComposeError);

@@ -6,9 +6,9 @@ export {
   DurableKitError,
   type DurableKitErrorOptions,
   type ErrorCodeOf,
+  errorGuard,
   isComposeError,
   isDurableKitError,
-  isErrorOf,
   type OwnErrorWord,
 } from "./errors";
 export { createEmitter } from "./events";

@@ -4,27 +4,50 @@ import {
   createEmitter,
   createOptionChecks,
   DurableKitError,
+  errorGuard,
   isDurableKitError,
-  isErrorOf,
   isWellFormedName,
 } from "../src/index";
 
-class DemoError extends DurableKitError<"demo/invalid-argument" | "demo/storage"> {
-  constructor(code: "demo/invalid-argument" | "demo/storage", message = "demo") {
-    super(code, message, { retryable: code === "demo/storage", cause: "why" });
-    this.name = "DemoError";
+type DemoErrorCode = "demo/invalid-argument" | "demo/storage";
+
+class DemoError extends DurableKitError<DemoErrorCode> {
+  static override readonly retryableCodes: readonly DemoErrorCode[] = ["demo/storage"];
+  override readonly name: string = "DemoError";
+}
+
+class DemoArgumentError extends DemoError {
+  override readonly name: string = "DemoArgumentError";
+  constructor(message: string) {
+    super("demo/invalid-argument", message);
   }
 }
 
+const isDemoError = errorGuard(DemoError);
+
 describe("errors", () => {
   it("keeps code, retryable and cause, and matches by base and code", () => {
-    const error = new DemoError("demo/storage");
+    const error = new DemoError("demo/storage", "demo", { cause: "why" });
     expect(error).toMatchObject({ code: "demo/storage", retryable: true, cause: "why" });
-    expect(isErrorOf(DemoError, error)).toBe(true);
-    expect(isErrorOf(DemoError, error, "demo/invalid-argument")).toBe(false);
+    expect(error.name).toBe("DemoError");
+    expect(Object.keys(error)).toEqual(expect.arrayContaining(["code", "retryable", "name"]));
+    expect(isDemoError(error)).toBe(true);
+    expect(isDemoError(error, "demo/invalid-argument")).toBe(false);
     expect(isDurableKitError(error, "demo/storage")).toBe(true);
-    expect(isErrorOf(DemoError, new ComposeError("compose/invalid-argument", "x"))).toBe(false);
+    expect(isDemoError(new ComposeError("compose/invalid-argument", "x"))).toBe(false);
     expect(isDurableKitError(new Error("plain"))).toBe(false);
+  });
+
+  it("derives retryable from the class's codes, inherited by subclasses, and keeps each name", () => {
+    const argument = new DemoArgumentError("bad");
+    expect(argument).toMatchObject({ code: "demo/invalid-argument", retryable: false });
+    expect(argument.name).toBe("DemoArgumentError");
+    expect(isDemoError(argument, "demo/invalid-argument")).toBe(true);
+    expect("cause" in argument).toBe(false);
+    const timeout = new ComposeError("compose/part-timeout", "slow");
+    expect(timeout.retryable).toBe(true);
+    expect(new ComposeError("compose/conflict", "twice").retryable).toBe(false);
+    expect(String(timeout)).toBe("ComposeError: slow");
   });
 });
 

@@ -1,9 +1,4 @@
-import {
-  DurableKitError,
-  type DurableKitErrorOptions,
-  type ErrorCodeOf,
-  isErrorOf,
-} from "@durablekit/compose";
+import { DurableKitError, type ErrorCodeOf, errorGuard } from "@durablekit/compose";
 
 /**
  * Every error `create-durablekit` throws is a {@link CreateError} with a stable string `code`:
@@ -19,13 +14,8 @@ export type CreateErrorCode = ErrorCodeOf<"create", "invalid-argument" | "confli
  * `@durablekit/compose`). None is retryable: each needs another folder name.
  */
 export class CreateError extends DurableKitError<CreateErrorCode> {
-  constructor(code: CreateErrorCode, message: string, options?: DurableKitErrorOptions) {
-    super(code, message, { cause: options?.cause, retryable: false });
-    this.name = "CreateError";
-  }
+  override readonly name: string = "CreateError";
 }
 
 /** True when `error` is a {@link CreateError}, optionally with the given code. */
-export function isCreateError(error: unknown, code?: CreateErrorCode): error is CreateError {
-  return isErrorOf(CreateError, error, code);
-}
+export const isCreateError = errorGuard(CreateError);

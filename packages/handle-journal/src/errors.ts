@@ -2,7 +2,7 @@ import {
   DurableKitError,
   type DurableKitErrorOptions,
   type ErrorCodeOf,
-  isErrorOf,
+  errorGuard,
 } from "@durablekit/compose";
 
 /**
@@ -35,8 +35,6 @@ export type JournalErrorCode = ErrorCodeOf<
   "corrupt" | "no-reviver" | "unsafe-to-repeat"
 >;
 
-const RETRYABLE: ReadonlySet<JournalErrorCode> = new Set<JournalErrorCode>(["journal/storage"]);
-
 /**
  * Base class of every error this package throws (a `DurableKitError`, see docs/composing.md).
  * `code` is stable; `retryable` says whether the same operation may succeed if repeated (only
@@ -44,58 +42,57 @@ const RETRYABLE: ReadonlySet<JournalErrorCode> = new Set<JournalErrorCode>(["jou
  * input fails the same way.
  */
 export class JournalError extends DurableKitError<JournalErrorCode> {
-  constructor(code: JournalErrorCode, message: string, options?: DurableKitErrorOptions) {
-    super(code, message, { cause: options?.cause, retryable: RETRYABLE.has(code) });
-    this.name = "JournalError";
-  }
+  static override readonly retryableCodes: readonly JournalErrorCode[] = ["journal/storage"];
+  override readonly name: string = "JournalError";
 }
 
 /**
  * True when `value` is a {@link JournalError} (including {@link CodecError} and
  * {@link DivergenceError}), optionally with the given code.
  */
-export function isJournalError(value: unknown, code?: JournalErrorCode): value is JournalError {
-  return isErrorOf(JournalError, value, code);
-}
+export const isJournalError = errorGuard(JournalError);
 
 /**
  * A value the codec refused to encode or a text it could not decode. `path` names the offending
  * value from the root label, e.g. `args[0].when` (or the root label alone for the whole value).
  */
 export class CodecError extends JournalError {
-  /** Where the offending value sits, e.g. `args[0].when`. */
-  readonly path: string;
+  override readonly name: string = "CodecError";
 
+  /**
+   * @param code - the error's code.
+   * @param path - where the offending value sits, e.g. `args[0].when`.
+   * @param message - what went wrong and what to do.
+   * @param options - `cause`.
+   */
   constructor(
     code: JournalErrorCode,
-    path: string,
+    readonly path: string,
     message: string,
     options?: DurableKitErrorOptions,
   ) {
     super(code, message, options);
-    this.name = "CodecError";
-    this.path = path;
   }
 }
 
 /** A replayed call that does not match the recorded call at the same key. */
 export class DivergenceError extends JournalError {
-  /** The call key where the replay diverged, e.g. `"3.2"`. */
-  readonly key: string;
-  /** The recorded call, as `module.method(argsDigest)`. */
-  readonly expected: string;
-  /** The call the replay made, in the same form. */
-  readonly actual: string;
+  override readonly name: string = "DivergenceError";
 
-  constructor(key: string, expected: string, actual: string) {
+  /**
+   * @param key - the call key where the replay diverged, e.g. `"3.2"`.
+   * @param expected - the recorded call, as `module.method(argsDigest)`.
+   * @param actual - the call the replay made, in the same form.
+   */
+  constructor(
+    readonly key: string,
+    readonly expected: string,
+    readonly actual: string,
+  ) {
     super(
       "journal/diverged",
       `Replay diverged at call ${key}: the journal recorded ${expected} but the run now made ${actual}. ` +
         "The program or its inputs changed since the run was recorded; start a new execution instead of replaying this one.",
     );
-    this.name = "DivergenceError";
-    this.key = key;
-    this.expected = expected;
-    this.actual = actual;
   }
 }

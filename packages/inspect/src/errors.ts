@@ -1,9 +1,4 @@
-import {
-  DurableKitError,
-  type DurableKitErrorOptions,
-  type ErrorCodeOf,
-  isErrorOf,
-} from "@durablekit/compose";
+import { DurableKitError, type ErrorCodeOf, errorGuard } from "@durablekit/compose";
 
 /**
  * Codes of the errors `@durablekit/inspect` throws. The inspector reads; it has no storage of its
@@ -16,13 +11,8 @@ export type InspectErrorCode = ErrorCodeOf<"inspect", "invalid-argument" | "not-
 
 /** Base class of every error `@durablekit/inspect` throws. None is retryable. */
 export class InspectError extends DurableKitError<InspectErrorCode> {
-  constructor(code: InspectErrorCode, message: string, options?: DurableKitErrorOptions) {
-    super(code, message, { cause: options?.cause, retryable: false });
-    this.name = "InspectError";
-  }
+  override readonly name: string = "InspectError";
 }
 
 /** True when `value` is an {@link InspectError}, optionally with the given code. */
-export function isInspectError(value: unknown, code?: InspectErrorCode): value is InspectError {
-  return isErrorOf(InspectError, value, code);
-}
+export const isInspectError = errorGuard(InspectError);

@@ -2,7 +2,7 @@ import {
   DurableKitError,
   type DurableKitErrorOptions,
   type ErrorCodeOf,
-  isErrorOf,
+  errorGuard,
 } from "@durablekit/compose";
 import { isJournalError, type JournalErrorRecord, toErrorRecord } from "@durablekit/handle-journal";
 
@@ -136,13 +136,6 @@ export type BridgeByteLimit =
   | "maxResultBytes"
   | "maxInterruptBytes";
 
-const RETRYABLE: ReadonlySet<BridgeErrorCode> = new Set<BridgeErrorCode>([
-  "bridge/limit-concurrency",
-  "bridge/call-timeout",
-  "bridge/run-timeout",
-  "bridge/storage",
-]);
-
 /** Options of a {@link BridgeError}. */
 export interface BridgeErrorOptions extends DurableKitErrorOptions {
   /** Where the offending value sits, e.g. `args[0].when`, for `bridge/unserializable` and limits. */
@@ -158,23 +151,27 @@ export interface BridgeErrorOptions extends DurableKitErrorOptions {
  * succeed if repeated later; every other code is terminal.
  */
 export class BridgeError extends DurableKitError<BridgeErrorCode> {
+  static override readonly retryableCodes: readonly BridgeErrorCode[] = [
+    "bridge/limit-concurrency",
+    "bridge/call-timeout",
+    "bridge/run-timeout",
+    "bridge/storage",
+  ];
+  override readonly name: string = "BridgeError";
   /** Where the offending value sits, when a value was refused. */
   readonly path?: string;
   /** For `bridge/too-large`: the `max…Bytes` option the value was over. */
   readonly limit?: BridgeByteLimit;
 
   constructor(code: BridgeErrorCode, message: string, options?: BridgeErrorOptions) {
-    super(code, message, { cause: options?.cause, retryable: RETRYABLE.has(code) });
-    this.name = "BridgeError";
+    super(code, message, options);
     if (options?.path !== undefined) this.path = options.path;
     if (options?.limit !== undefined) this.limit = options.limit;
   }
 }
 
 /** True when `value` is a {@link BridgeError}, optionally with the given code. */
-export function isBridgeError(value: unknown, code?: BridgeErrorCode): value is BridgeError {
-  return isErrorOf(BridgeError, value, code);
-}
+export const isBridgeError = errorGuard(BridgeError);
 
 /**
  * The bridge's error for a failure that came from the journal underneath, with that failure as its

@@ -1,8 +1,7 @@
 import {
   DurableKitError,
-  type DurableKitErrorOptions,
   type ErrorCodeOf,
-  isErrorOf,
+  errorGuard,
   schemaTooNewMessage,
 } from "@durablekit/compose";
 
@@ -26,29 +25,24 @@ export type SseErrorCode = ErrorCodeOf<"sse", "invalid-argument" | "schema-too-n
  * safe to retry). `code` is an own enumerable property, so it survives Workers RPC.
  */
 export class SseError extends DurableKitError<SseErrorCode> {
-  constructor(code: SseErrorCode, message: string, options?: DurableKitErrorOptions) {
-    super(code, message, { cause: options?.cause, retryable: false });
-    this.name = "SseError";
-  }
+  override readonly name: string = "SseError";
 }
 
 /** True when `error` is an {@link SseError}, optionally with the given code. */
-export function isSseError(error: unknown, code?: SseErrorCode): error is SseError {
-  return isErrorOf(SseError, error, code);
-}
+export const isSseError = errorGuard(SseError);
 
 /** An option or argument is malformed (a negative heartbeat, a base path without a leading `/`, …). */
 export class SseArgumentError extends SseError {
+  override readonly name: string = "SseArgumentError";
   constructor(message: string) {
     super("sse/invalid-argument", message);
-    this.name = "SseArgumentError";
   }
 }
 
 /** The object's `dk_sse_*` tables were written by a newer version of this package. */
 export class SseSchemaError extends SseError {
+  override readonly name: string = "SseSchemaError";
   constructor(found: number, supported: number) {
     super("sse/schema-too-new", schemaTooNewMessage("sse", found, supported, "@durablekit/sse"));
-    this.name = "SseSchemaError";
   }
 }

@@ -2,7 +2,7 @@ import {
   DurableKitError,
   type DurableKitErrorOptions,
   type ErrorCodeOf,
-  isErrorOf,
+  errorGuard,
   schemaTooNewMessage,
 } from "@durablekit/compose";
 
@@ -51,6 +51,8 @@ export type StreamsErrorCode = ErrorCodeOf<
  * own enumerable properties, so they survive Workers RPC.
  */
 export class StreamsError extends DurableKitError<StreamsErrorCode> {
+  static override readonly retryableCodes: readonly StreamsErrorCode[] = ["streams/storage"];
+  override readonly name: string = "StreamsError";
   /** The stream the error is about, when there is one. */
   readonly streamId: string | undefined;
 
@@ -59,26 +61,23 @@ export class StreamsError extends DurableKitError<StreamsErrorCode> {
     message: string,
     options: DurableKitErrorOptions & { streamId?: string } = {},
   ) {
-    super(code, message, { cause: options.cause, retryable: code === "streams/storage" });
-    this.name = "StreamsError";
+    super(code, message, options);
     this.streamId = options.streamId;
   }
 }
 
 /** True when `error` is a {@link StreamsError}, optionally with the given code. */
-export function isStreamsError(error: unknown, code?: StreamsErrorCode): error is StreamsError {
-  return isErrorOf(StreamsError, error, code);
-}
+export const isStreamsError = errorGuard(StreamsError);
 
 /** `read`, `readBatches` or `readPage` named a stream that does not exist (never opened, deleted or expired). */
 export class StreamNotFoundError extends StreamsError {
+  override readonly name: string = "StreamNotFoundError";
   constructor(streamId: string) {
     super(
       "streams/not-found",
       `Stream "${streamId}" does not exist (never opened, deleted or expired). Open it before reading, or probe with status() first.`,
       { streamId },
     );
-    this.name = "StreamNotFoundError";
   }
 }
 
@@ -89,6 +88,7 @@ export class StreamNotFoundError extends StreamsError {
  * final cursor when it settled.
  */
 export class StreamClosedError extends StreamsError {
+  override readonly name: string = "StreamClosedError";
   readonly state: "completed" | "errored" | "deleted" | "expired";
   readonly cursor: number | undefined;
 
@@ -104,7 +104,6 @@ export class StreamClosedError extends StreamsError {
         : `Stream "${streamId}" is already settled as ${state}; it accepts no more writes. Read it, or delete it and open a new one.`,
       { streamId },
     );
-    this.name = "StreamClosedError";
     this.state = state;
     this.cursor = cursor;
   }
@@ -112,6 +111,7 @@ export class StreamClosedError extends StreamsError {
 
 /** `open` named a live stream with a configuration (tag, content type, TTL, expiry) different from its own. */
 export class StreamConfigConflictError extends StreamsError {
+  override readonly name: string = "StreamConfigConflictError";
   /** The option that differs. */
   readonly field: string;
 
@@ -121,7 +121,6 @@ export class StreamConfigConflictError extends StreamsError {
       `Stream "${streamId}" exists with ${field} ${JSON.stringify(existing)}; refusing to reopen it with ${field} ${JSON.stringify(requested)}. Omit ${field} to reopen as is, or use another stream id.`,
       { streamId },
     );
-    this.name = "StreamConfigConflictError";
     this.field = field;
   }
 }
@@ -131,6 +130,7 @@ export class StreamConfigConflictError extends StreamsError {
  * (`streams/unserializable`), or it is larger than `maxChunkBytes` (`streams/too-large`).
  */
 export class StreamSerializationError extends StreamsError {
+  override readonly name: string = "StreamSerializationError";
   constructor(
     code: "streams/unserializable" | "streams/too-large",
     message: string,
@@ -138,12 +138,12 @@ export class StreamSerializationError extends StreamsError {
     cause?: unknown,
   ) {
     super(code, message, { streamId, cause });
-    this.name = "StreamSerializationError";
   }
 }
 
 /** A producer wrote with an epoch older than the one the stream has seen from it: a zombie, fenced off. */
 export class ProducerFencedError extends StreamsError {
+  override readonly name: string = "ProducerFencedError";
   readonly producerId: string;
   /** The epoch the stream holds for this producer; a new session must use a greater one. */
   readonly currentEpoch: number;
@@ -155,7 +155,6 @@ export class ProducerFencedError extends StreamsError {
       `Producer "${producerId}" on stream "${streamId}" used epoch ${receivedEpoch}, but epoch ${currentEpoch} has taken over; this writer is stale. Open with an epoch greater than ${currentEpoch} to write again.`,
       { streamId },
     );
-    this.name = "ProducerFencedError";
     this.producerId = producerId;
     this.currentEpoch = currentEpoch;
     this.receivedEpoch = receivedEpoch;
@@ -168,6 +167,7 @@ export class ProducerFencedError extends StreamsError {
  * (`streams/producer-epoch-seq`).
  */
 export class ProducerSequenceError extends StreamsError {
+  override readonly name: string = "ProducerSequenceError";
   readonly producerId: string;
   readonly expectedSeq: number;
   readonly receivedSeq: number;
@@ -186,7 +186,6 @@ export class ProducerSequenceError extends StreamsError {
         : `Producer "${producerId}" on stream "${streamId}" started a new epoch at sequence ${receivedSeq}; a new epoch starts at 0.`,
       { streamId },
     );
-    this.name = "ProducerSequenceError";
     this.producerId = producerId;
     this.expectedSeq = expectedSeq;
     this.receivedSeq = receivedSeq;
@@ -195,6 +194,7 @@ export class ProducerSequenceError extends StreamsError {
 
 /** A write carried a `writerSeq` not greater than the stream's last one (the protocol's `Stream-Seq`). */
 export class WriterSeqRegressionError extends StreamsError {
+  override readonly name: string = "WriterSeqRegressionError";
   readonly lastWriterSeq: string;
   readonly receivedWriterSeq: string;
 
@@ -204,7 +204,6 @@ export class WriterSeqRegressionError extends StreamsError {
       `Stream "${streamId}" last accepted writerSeq ${JSON.stringify(lastWriterSeq)}; ${JSON.stringify(receivedWriterSeq)} does not sort after it. Writer sequences must strictly increase.`,
       { streamId },
     );
-    this.name = "WriterSeqRegressionError";
     this.lastWriterSeq = lastWriterSeq;
     this.receivedWriterSeq = receivedWriterSeq;
   }
@@ -212,31 +211,31 @@ export class WriterSeqRegressionError extends StreamsError {
 
 /** `delete` named a live stream without `force`. */
 export class StreamLiveError extends StreamsError {
+  override readonly name: string = "StreamLiveError";
   constructor(streamId: string) {
     super(
       "streams/delete-live",
       `Stream "${streamId}" is still streaming; close() or error() it first, or pass { force: true } to delete it anyway (tailing readers end).`,
       { streamId },
     );
-    this.name = "StreamLiveError";
   }
 }
 
 /** An argument is malformed (an empty id, a negative sequence, an unknown encoding, …). */
 export class StreamsArgumentError extends StreamsError {
+  override readonly name: string = "StreamsArgumentError";
   constructor(message: string, streamId?: string) {
     super("streams/invalid-argument", message, { streamId });
-    this.name = "StreamsArgumentError";
   }
 }
 
 /** The object's stream tables were written by a newer version of this package. */
 export class StreamsSchemaError extends StreamsError {
+  override readonly name: string = "StreamsSchemaError";
   constructor(found: number, supported: number) {
     super(
       "streams/schema-too-new",
       schemaTooNewMessage("streams", found, supported, "@durablekit/streams"),
     );
-    this.name = "StreamsSchemaError";
   }
 }

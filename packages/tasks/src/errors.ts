@@ -2,7 +2,7 @@ import {
   DurableKitError,
   type DurableKitErrorOptions,
   type ErrorCodeOf,
-  isErrorOf,
+  errorGuard,
 } from "@durablekit/compose";
 
 /**
@@ -68,8 +68,6 @@ export type TasksErrorCode = ErrorCodeOf<
   | "cancelled"
 >;
 
-const RETRYABLE: ReadonlySet<TasksErrorCode> = new Set<TasksErrorCode>(["tasks/step-timeout"]);
-
 /**
  * Base class of every error this package throws (a `DurableKitError`, see docs/composing.md).
  * `code` is stable and survives RPC (it is an own property); `retryable` says whether repeating
@@ -77,10 +75,8 @@ const RETRYABLE: ReadonlySet<TasksErrorCode> = new Set<TasksErrorCode>(["tasks/s
  * terminal.
  */
 export class TasksError extends DurableKitError<TasksErrorCode> {
-  constructor(code: TasksErrorCode, message: string, options?: DurableKitErrorOptions) {
-    super(code, message, { cause: options?.cause, retryable: RETRYABLE.has(code) });
-    this.name = "TasksError";
-  }
+  static override readonly retryableCodes: readonly TasksErrorCode[] = ["tasks/step-timeout"];
+  override readonly name: string = "TasksError";
 }
 
 /**
@@ -88,9 +84,7 @@ export class TasksError extends DurableKitError<TasksErrorCode> {
  * code. Errors rebuilt from a run's journal (a failed step rethrown on replay) are plain errors
  * with the same `name` and `code`: match those by `code`.
  */
-export function isTasksError(value: unknown, code?: TasksErrorCode): value is TasksError {
-  return isErrorOf(TasksError, value, code);
-}
+export const isTasksError = errorGuard(TasksError);
 
 /**
  * Thrown by a step callback to fail the step (and, unless the handler catches it, the run) at once,
@@ -98,9 +92,9 @@ export function isTasksError(value: unknown, code?: TasksErrorCode): value is Ta
  * (for example one from `cloudflare:workflows`) is honoured the same way.
  */
 export class NonRetryableError extends TasksError {
+  override readonly name: string = "NonRetryableError";
   constructor(message: string, options?: DurableKitErrorOptions) {
     super("tasks/non-retryable", message, options);
-    this.name = "NonRetryableError";
   }
 }
 
@@ -111,6 +105,7 @@ export function isNonRetryable(thrown: unknown): boolean {
 
 /** A step name used twice within one attempt. Step names are journal keys and must be unique per run. */
 export class DuplicateStepError extends TasksError {
+  override readonly name: string = "DuplicateStepError";
   /** The repeated step name. */
   readonly step: string;
 
@@ -119,13 +114,13 @@ export class DuplicateStepError extends TasksError {
       "tasks/duplicate-step",
       `Step name "${step}" was already used in this run. Step names are journal keys; give each call its own name, e.g. "${step}:1" inside a loop.`,
     );
-    this.name = "DuplicateStepError";
     this.step = step;
   }
 }
 
 /** The journal holds something at a step name that this handler code cannot have written (`tasks/diverged`). */
 export class ReplayDivergedError extends TasksError {
+  override readonly name: string = "ReplayDivergedError";
   /** The step name where the replay diverged. */
   readonly step: string;
 
@@ -134,13 +129,13 @@ export class ReplayDivergedError extends TasksError {
       "tasks/diverged",
       `Replay diverged from the journal at step "${step}": ${detail}. Do not change the steps of a definition that has runs in flight; register the new code under a new versioned name (e.g. "name@v2").`,
     );
-    this.name = "ReplayDivergedError";
     this.step = step;
   }
 }
 
 /** A run whose definition is no longer registered: it fails visibly and is never run by other code. */
 export class MissingDefinitionError extends TasksError {
+  override readonly name: string = "MissingDefinitionError";
   /** The definition name the run was accepted under. */
   readonly definition: string;
 
@@ -149,24 +144,24 @@ export class MissingDefinitionError extends TasksError {
       "tasks/missing-definition",
       `No task definition named "${definition}" is registered. A deploy removed or renamed it while this run was in flight; keep the old definition registered until its runs settle.`,
     );
-    this.name = "MissingDefinitionError";
     this.definition = definition;
   }
 }
 
 /** One step attempt outlived its timeout. The step's retry policy decides what happens next. */
 export class StepTimeoutError extends TasksError {
+  override readonly name: string = "StepTimeoutError";
   constructor(step: string, attempt: number, timeoutMs: number) {
     super(
       "tasks/step-timeout",
       `Step "${step}" attempt ${attempt} timed out after ${timeoutMs} ms. Raise the step's \`timeoutMs\` or make the callback honour its abort signal sooner.`,
     );
-    this.name = "StepTimeoutError";
   }
 }
 
 /** `step.waitForEvent` reached its timeout before an event of its type arrived. */
 export class EventTimeoutError extends TasksError {
+  override readonly name: string = "EventTimeoutError";
   /** The event type the step waited for. */
   readonly eventType: string;
 
@@ -175,7 +170,6 @@ export class EventTimeoutError extends TasksError {
       "tasks/event-timeout",
       `Step "${step}" waited for an event of type "${eventType}" and timed out. Send it with tasks.sendEvent(runId, "${eventType}", payload) before the timeout, or catch this error to continue without it.`,
     );
-    this.name = "EventTimeoutError";
     this.eventType = eventType;
   }
 }

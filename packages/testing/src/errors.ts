@@ -1,9 +1,4 @@
-import {
-  DurableKitError,
-  type DurableKitErrorOptions,
-  type ErrorCodeOf,
-  isErrorOf,
-} from "@durablekit/compose";
+import { DurableKitError, type ErrorCodeOf, errorGuard } from "@durablekit/compose";
 
 /**
  * Codes of the errors `@durablekit/testing` throws. The shared words mean what docs/composing.md
@@ -27,13 +22,8 @@ export type TestingErrorCode = ErrorCodeOf<
 
 /** Base class of every error `@durablekit/testing` throws (a `DurableKitError`). None is retryable. */
 export class TestingError extends DurableKitError<TestingErrorCode> {
-  constructor(code: TestingErrorCode, message: string, options?: DurableKitErrorOptions) {
-    super(code, message, { cause: options?.cause, retryable: false });
-    this.name = "TestingError";
-  }
+  override readonly name: string = "TestingError";
 }
 
 /** True when `value` is a {@link TestingError}, optionally with the given code. */
-export function isTestingError(value: unknown, code?: TestingErrorCode): value is TestingError {
-  return isErrorOf(TestingError, value, code);
-}
+export const isTestingError = errorGuard(TestingError);
