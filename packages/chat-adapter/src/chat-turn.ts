@@ -1,7 +1,7 @@
+import { utf8ByteLength } from "@durablekit/compose";
 import type { StreamJson, StreamWriter } from "@durablekit/streams";
 import { ChatArgumentError, ChatError, ChatTurnClosedError } from "./errors";
 import type { ChatEvent, ChatUIMessageChunk } from "./types";
-import { utf8Length } from "./utf8";
 
 /**
  * The error text a turn ends with when its stream refused a write (it expired after a long pause,
@@ -270,7 +270,7 @@ export class ChatTurn {
 
   #accept(chunk: ChatUIMessageChunk, json: string): void {
     for (const tap of this.#taps) tap.push(chunk);
-    const bytes = utf8Length(json);
+    const bytes = utf8ByteLength(json);
     const { maxSegmentBytes, maxSegmentChunks, maxFlushDelayMs } = this.#settings;
     if (bytes + 2 > maxSegmentBytes) {
       // Too large for any segment: delivered live above, reported, not stored.

@@ -1,6 +1,6 @@
+import { utf8ByteLength } from "@durablekit/compose";
 import type { StreamImportChunk, StreamJson, Streams } from "@durablekit/streams";
 import type { ChatEvent } from "./types";
-import { utf8Length } from "./utf8";
 
 /** Where and how the legacy turns are imported. */
 export interface LegacyImportTarget {
@@ -161,7 +161,7 @@ function startMessageId(chunks: StreamImportChunk[]): string | null {
 
 /** UTF-8 length of a value's JSON. */
 function jsonBytes(value: unknown): number {
-  return utf8Length(JSON.stringify(value));
+  return utf8ByteLength(JSON.stringify(value));
 }
 
 /**

@@ -28,4 +28,5 @@ export {
   type SchemaStep,
   schemaTooNewMessage,
 } from "./schema";
+export { utf8ByteLength } from "./utf8";
 export { requestWake } from "./wake";

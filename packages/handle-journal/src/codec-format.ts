@@ -86,21 +86,3 @@ export function parsePath(path: string): string[] | undefined {
   out.push(segment);
   return out;
 }
-
-/** UTF-8 length of `text` (lone surrogates count 3, as TextEncoder replaces them with U+FFFD). */
-export function utf8ByteLength(text: string): number {
-  let bytes = text.length;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x80) continue;
-    if (c < 0x800) bytes += 1;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
-      const d = text.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        bytes += 2;
-        i++;
-      } else bytes += 2;
-    } else bytes += 2;
-  }
-  return bytes;
-}

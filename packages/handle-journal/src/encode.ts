@@ -1,3 +1,4 @@
+import { utf8ByteLength } from "@durablekit/compose";
 import { toBase64 } from "./base64";
 import {
   type Annotation,
@@ -17,7 +18,6 @@ import {
   T_SET,
   T_UNDEFINED,
   T_URL,
-  utf8ByteLength,
 } from "./codec-format";
 import { toErrorRecord } from "./error-record";
 import { CodecError, JournalError, type JournalErrorCode } from "./errors";

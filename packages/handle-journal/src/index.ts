@@ -7,7 +7,6 @@ export {
   parseKey,
   topLevelKey,
 } from "./call-key";
-export { utf8ByteLength } from "./codec-format";
 export { decode, type JournalDecodeOptions } from "./decode";
 export { digestArgs, digestText } from "./digest";
 export { DEFAULT_MAX_DEPTH, encode, encodedSize, type JournalEncodeOptions } from "./encode";

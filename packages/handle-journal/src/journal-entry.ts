@@ -1,4 +1,4 @@
-import { utf8ByteLength } from "./codec-format";
+import { utf8ByteLength } from "@durablekit/compose";
 
 /**
  * What a recorded call ended in:

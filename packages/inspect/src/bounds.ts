@@ -1,3 +1,4 @@
+import { utf8ByteLength } from "@durablekit/compose";
 import type { InspectTruncated } from "./shape";
 
 /** Default of `maxValueBytes`: a value larger than this is shown truncated. */
@@ -6,22 +7,6 @@ export const DEFAULT_MAX_VALUE_BYTES = 16 * 1024;
 export const DEFAULT_MAX_VIEW_BYTES = 256 * 1024;
 /** Characters of a truncated value's JSON kept as its preview. */
 const PREVIEW_CHARS = 200;
-
-/** UTF-8 bytes of a string, counted without encoding it. */
-export function utf8Bytes(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit < 0x80) bytes += 1;
-    else if (unit < 0x800) bytes += 2;
-    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
-      // A surrogate pair is one code point of four bytes.
-      bytes += 4;
-      i += 1;
-    } else bytes += 3;
-  }
-  return bytes;
-}
 
 /** The JSON text of a view's value (`undefined` has none: it is left out of a view's JSON). */
 function jsonOf(value: unknown): string | undefined {
@@ -67,7 +52,7 @@ export class ValueBudget {
   #take(value: unknown, path: string, paging: boolean): { shown: unknown; ended: boolean } {
     const text = jsonOf(value);
     if (text === undefined) return { shown: value, ended: false };
-    const bytes = utf8Bytes(text);
+    const bytes = utf8ByteLength(text);
     if (bytes <= this.#maxValueBytes && bytes <= this.#left) {
       this.#left -= bytes;
       return { shown: value, ended: false };

@@ -1,7 +1,7 @@
-import { isDurableKitError, isWellFormedName } from "@durablekit/compose";
+import { isDurableKitError, isWellFormedName, utf8ByteLength } from "@durablekit/compose";
 import type { StreamStatus } from "@durablekit/streams";
 import { check } from "./arguments";
-import { DEFAULT_MAX_VALUE_BYTES, DEFAULT_MAX_VIEW_BYTES, utf8Bytes, ValueBudget } from "./bounds";
+import { DEFAULT_MAX_VALUE_BYTES, DEFAULT_MAX_VIEW_BYTES, ValueBudget } from "./bounds";
 import { InspectError } from "./errors";
 import { type InspectedParts, inspectedParts } from "./parts";
 import { callsOf, executionsOf, executionViewOf } from "./programs";
@@ -528,7 +528,7 @@ export class Inspector {
     return {
       version: INSPECT_SHAPE_VERSION,
       path,
-      bytes: text === undefined ? 0 : utf8Bytes(text),
+      bytes: text === undefined ? 0 : utf8ByteLength(text),
       value: found.value,
     };
   }

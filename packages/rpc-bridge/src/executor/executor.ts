@@ -1,11 +1,16 @@
-import { type AlarmPart, claimPart, createEmitter, requestWake } from "@durablekit/compose";
+import {
+  type AlarmPart,
+  claimPart,
+  createEmitter,
+  requestWake,
+  utf8ByteLength,
+} from "@durablekit/compose";
 import {
   decode,
   type JournalEntry,
   type JournalPort,
   JournalReader,
   JournalStore,
-  utf8ByteLength,
 } from "@durablekit/handle-journal";
 import type { BridgeAccess, BridgeInterruptPolicy } from "../context";
 import { BridgeError, fromJournalFailure } from "../errors";

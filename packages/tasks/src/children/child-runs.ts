@@ -1,4 +1,5 @@
-import { isErrorRecord, utf8ByteLength } from "@durablekit/handle-journal";
+import { utf8ByteLength } from "@durablekit/compose";
+import { isErrorRecord } from "@durablekit/handle-journal";
 import { isTasksError, NonRetryableError, TasksError } from "../errors";
 import type { TaskEvent } from "../events";
 import type { ChildRow } from "../store/child-store";

@@ -1,3 +1,4 @@
+import { utf8ByteLength } from "@durablekit/compose";
 import {
   createJournalArgumentChecks,
   type JournalArgumentChecks,
@@ -7,7 +8,6 @@ import {
   type JournalPort,
   type JournalRecord,
   type JournalRecordResult,
-  utf8ByteLength,
 } from "@durablekit/handle-journal";
 import { checkName } from "../arguments";
 import type { AttemptEnded } from "../attempt/signals";
