@@ -20,11 +20,14 @@ describe("utf8ByteLength", () => {
       "\ude00\ud83d",
       "\u0000\u007f\u0080\u07ff\u0800\uffff",
     ];
-    for (const text of cases) expect(utf8ByteLength(text), JSON.stringify(text)).toBe(encoded(text));
+    for (const text of cases)
+      expect(utf8ByteLength(text), JSON.stringify(text)).toBe(encoded(text));
   });
 
   it("answers what TextEncoder does for random strings of every width", () => {
-    const pool = [0x41, 0x7f, 0x80, 0x7ff, 0x800, 0xd7ff, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0xe000, 0xffff];
+    const pool = [
+      0x41, 0x7f, 0x80, 0x7ff, 0x800, 0xd7ff, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0xe000, 0xffff,
+    ];
     let seed = 7;
     const next = () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;

@@ -32,7 +32,15 @@ const CHUNK_BATCH = 8;
 /** Longest id the parts accept (docs/composing.md, "Names"). */
 const MAX_ID = 256;
 const STATES = ["streaming", "completed", "errored"] as const;
-const RUN_STATES = ["pending", "running", "waiting", "completed", "failed", "cancelled"] as const;
+const RUN_STATES = [
+  "pending",
+  "running",
+  "waiting",
+  "paused",
+  "completed",
+  "failed",
+  "cancelled",
+] as const satisfies readonly InspectRunState[];
 const EXECUTION_STATES = ["running", "interrupted", "completed", "failed", "cancelled"] as const;
 
 /** Options of the {@link Inspector} constructor. */
@@ -180,7 +188,15 @@ function runCounts(tasks: InspectedParts["tasks"] & object): InspectCounts<Inspe
   }
   const page = tasks.list({ limit: COUNT_LIMIT, values: false });
   const counts: InspectCounts<InspectRunState> = {
-    byState: { pending: 0, running: 0, waiting: 0, completed: 0, failed: 0, cancelled: 0 },
+    byState: {
+      pending: 0,
+      running: 0,
+      waiting: 0,
+      paused: 0,
+      completed: 0,
+      failed: 0,
+      cancelled: 0,
+    },
     limit: COUNT_LIMIT,
     complete: page.next === null,
     capped: page.next === null ? [] : [...RUN_STATES],

@@ -1,5 +1,5 @@
 import type { ChatTurnInfo } from "@durablekit/chat-adapter";
-import type { TaskAttemptSnapshot } from "@durablekit/tasks";
+import type { TaskAttemptSnapshot, TaskRunState } from "@durablekit/tasks";
 
 /**
  * The JSON the inspector answers, version {@link INSPECT_SHAPE_VERSION}. Every view carries
@@ -42,14 +42,8 @@ export interface InspectValueView {
 /** The kinds of part an inspector reads, in the order it shows them. */
 export type InspectPartKind = "tasks" | "programs" | "streams" | "chat";
 
-/** The states of a task run, as `@durablekit/tasks` names them. */
-export type InspectRunState =
-  | "pending"
-  | "running"
-  | "waiting"
-  | "completed"
-  | "failed"
-  | "cancelled";
+/** The states of a task run: `@durablekit/tasks`'s own union (`paused`: held until `resume`). */
+export type InspectRunState = TaskRunState;
 
 /** A coded error as a part stored it: `name`, `message`, and `code` when it had one. */
 export interface InspectErrorInfo {

@@ -106,7 +106,15 @@ describe("no view scans a table", () => {
       const { rowsRead, queries } = counted(state, () => inspector.overview());
       const runs = inspector.overview().runs;
       expect(runs).toEqual({
-        byState: { pending: 0, running: 0, waiting: 0, completed: 1_000, failed: 10, cancelled: 0 },
+        byState: {
+          pending: 0,
+          running: 0,
+          waiting: 0,
+          paused: 0,
+          completed: 1_000,
+          failed: 10,
+          cancelled: 0,
+        },
         limit: 1_000,
         complete: false,
         capped: ["completed"],

@@ -67,6 +67,13 @@ export type TaskEvent =
   | ({ type: "task:completed" } & RunRef)
   | ({ type: "task:failed"; error: TaskErrorInfo } & RunRef)
   | ({ type: "task:cancelled"; reason: string | null } & RunRef)
+  /**
+   * The run is held (`pause`): `step` is the step its attempt stopped before or parked at, or null
+   * when no attempt was live (a pending or parked run held at once).
+   */
+  | ({ type: "task:paused"; step: string | null } & RunRef)
+  /** A held run was let go (`resume`): it is due now, or a pause not yet taken was withdrawn. */
+  | ({ type: "task:resumed" } & RunRef)
   | ({ type: "task:deleted" } & RunRef)
   /** A child run this run started answered its start (parent's side). */
   | ({

@@ -33,7 +33,13 @@ export function toRunSnapshot(
     case "pending":
       return { ...base, state: "pending" };
     case "running":
-      return { ...base, state: "running", startedAt: row.started_at ?? row.created_at, ...status };
+      return {
+        ...base,
+        state: "running",
+        startedAt: row.started_at ?? row.created_at,
+        ...status,
+        ...(row.pause_requested === 1 ? { pauseRequested: true as const } : {}),
+      };
     case "waiting":
       return {
         ...base,
@@ -43,6 +49,8 @@ export function toRunSnapshot(
         ...(row.wait_event === null ? {} : { eventType: row.wait_event }),
         ...status,
       };
+    case "paused":
+      return { ...base, state: "paused", ...status };
     case "completed":
       return {
         ...base,

@@ -221,11 +221,13 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         `run() option trace must be a W3C traceparent ("00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>", ids not all zero); got ${JSON.stringify(String(options.trace)).slice(0, 100)}.`,
       );
     }
-    if (options.retain !== undefined && typeof options.retain !== "boolean") {
-      throw new TasksError(
-        "tasks/invalid-argument",
-        `run() option retain must be a boolean; got ${String(options.retain)}.`,
-      );
+    for (const flag of ["retain", "paused"] as const) {
+      if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
+        throw new TasksError(
+          "tasks/invalid-argument",
+          `run() option ${flag} must be a boolean; got ${String(options[flag])}.`,
+        );
+      }
     }
     const byId = givenId === undefined ? undefined : this.#store.runs.getRun(givenId);
     const byKey = key === undefined ? undefined : this.#store.runs.getRunByKey(key);
@@ -276,6 +278,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         key: key ?? null,
         retain: options.retain !== false,
         trace: options.trace ?? null,
+        paused: options.paused === true,
         now,
       },
       link,
@@ -298,7 +301,12 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       this.#store.runs.insertRun(row);
       link?.(row.runId);
     });
-    this.#runner.emit({ type: "task:accepted", runId: row.runId, definition: row.definition });
+    const ref = { runId: row.runId, definition: row.definition };
+    this.#runner.emit({ type: "task:accepted", ...ref });
+    if (row.paused === true) {
+      this.#runner.emit({ type: "task:paused", ...ref, step: null });
+      return null;
+    }
     return this.#runner.start(row.runId, row.now);
   }
 
@@ -331,7 +339,8 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
   }
 
   /**
-   * A typed lens on one definition: its `get`, `getByIdempotencyKey` and `cancel` see only its runs.
+   * A typed lens on one definition: its `get`, `getByIdempotencyKey`, `cancel`, `pause` and
+   * `resume` see only its runs.
    *
    * @throws TasksError `tasks/invalid-argument`, `tasks/unknown-definition`.
    */
@@ -359,6 +368,14 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       cancel: async (runId, reason) => {
         checkName(runId, "A run id", false);
         return own(this.#store.runs.getRun(runId)) ? this.cancel(runId, reason) : false;
+      },
+      pause: async (runId) => {
+        checkName(runId, "A run id", false);
+        return own(this.#store.runs.getRun(runId)) ? this.pause(runId) : false;
+      },
+      resume: async (runId) => {
+        checkName(runId, "A run id", false);
+        return own(this.#store.runs.getRun(runId)) ? this.resume(runId) : false;
       },
     };
   }
@@ -616,6 +633,60 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     });
     // What the cancelled run owes other objects (its settlement, its children's cancels) is
     // delivered by the alarm: the wake is set before this answers.
+    await this.#runner.flushWakes();
+    return true;
+  }
+
+  /**
+   * Holds a run for an operator: it takes no new attempt and costs no wake until
+   * {@link resume}. A pending or parked run is held at once (a wait it was parked on is found
+   * again after the resume). A live attempt is not aborted: the step in flight finishes and is
+   * journaled, and the attempt holds the run at its next step boundary (before the next step
+   * runs, or where it would park); a handler that returns first completes the run. The pause is
+   * durable: an attempt that dies before its boundary leaves the run held, not reclaimed.
+   *
+   * @returns true when the run is held or will be at its next boundary (also when it already
+   *   was); false for a settled or unknown run, or one whose cancel is under way.
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id.
+   */
+  async pause(runId: string): Promise<boolean> {
+    checkName(runId, "A run id", false);
+    const row = this.#store.runs.getRun(runId);
+    if (!row || TERMINAL_STATES.has(row.state) || row.cancel_requested === 1) return false;
+    if (row.state === "paused") return true;
+    const now = this.#now();
+    const active = this.#runner.active.get(runId);
+    if (active) {
+      if (!this.#store.runs.requestPause(runId, now)) return false;
+      active.requestPause(true);
+      return true;
+    }
+    if (!this.#store.pause(runId, now)) return false;
+    this.#runner.emit({ type: "task:paused", runId, definition: row.definition, step: null });
+    return true;
+  }
+
+  /**
+   * Lets a held run go on: a paused run becomes due now and its next attempt replays the journal
+   * (steps completed before the pause are not run again); a pause not yet taken by a live attempt
+   * is withdrawn. The attempt's wake is set before this answers.
+   *
+   * @returns true when the run was held (or about to be); false otherwise.
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id.
+   */
+  async resume(runId: string): Promise<boolean> {
+    checkName(runId, "A run id", false);
+    const row = this.#store.runs.getRun(runId);
+    if (!row) return false;
+    const now = this.#now();
+    if (!this.#store.runs.resume(runId, now)) return false;
+    this.#runner.active.get(runId)?.requestPause(false);
+    this.#runner.emit({ type: "task:resumed", runId, definition: row.definition });
+    if (row.state === "paused") {
+      // Started here, like a run just accepted; the alarm starts it when this cannot (the wake).
+      this.#runner.requestWake(now);
+      this.#runner.start(runId, now);
+    }
     await this.#runner.flushWakes();
     return true;
   }

@@ -300,6 +300,11 @@ export interface TaskRunOptions {
   /** `false` deletes a completed run's records as it completes. Default `true`. */
   retain?: boolean;
   /**
+   * `true` accepts the run held (`paused`): it takes no attempt and costs no wake until
+   * `resume(runId)`. Default `false`.
+   */
+  paused?: boolean;
+  /**
    * The W3C `traceparent` of the span that starts the run (e.g. the request's), kept with the run so
    * every attempt — after evictions, restarts and resumes days later — can be traced under it
    * (`task:attempt:started` carries it). Version `00` only.
@@ -340,7 +345,13 @@ interface SnapshotBase {
 export type TaskRunSnapshot<Output = unknown> = SnapshotBase &
   (
     | { state: "pending" }
-    | { state: "running"; startedAt: number; statusMessage?: string }
+    | {
+        state: "running";
+        startedAt: number;
+        statusMessage?: string;
+        /** True when a pause was asked and the attempt holds the run at its next step boundary. */
+        pauseRequested?: true;
+      }
     | {
         state: "waiting";
         reason: TaskWaitReason;
@@ -348,6 +359,11 @@ export type TaskRunSnapshot<Output = unknown> = SnapshotBase &
         wakeAt: number | null;
         /** The event type an event wait waits for. */
         eventType?: string;
+        statusMessage?: string;
+      }
+    | {
+        /** Held by `pause` (or accepted with `paused: true`) until `resume`; no attempt, no wake. */
+        state: "paused";
         statusMessage?: string;
       }
     | { state: "completed"; result: Output; settledAt: number }
@@ -390,7 +406,8 @@ export interface TaskAttemptSnapshot {
   endedAt: number | null;
   /**
    * `running`; `completed`, `failed` or `cancelled` (it settled the run); `sleep`, `event` or
-   * `retry` (it parked the run at `step`: a sleep, an event wait, a failed step's back-off); or
+   * `retry` (it parked the run at `step`: a sleep, an event wait, a failed step's back-off);
+   * `paused` (it held the run for a pause, before `step` ran or where it parked); or
    * `interrupted`: the object died or was reset under it, or it gave the run up (a platform
    * failure), and a later attempt took the run over.
    */
@@ -402,8 +419,9 @@ export interface TaskAttemptSnapshot {
     | "sleep"
     | "event"
     | "retry"
+    | "paused"
     | "interrupted";
-  /** The step it parked at (`sleep`, `event`, `retry`). */
+  /** The step it parked at (`sleep`, `event`, `retry`) or was held at (`paused`). */
   step?: string;
   /** For `retry`: the error the step failed with. */
   error?: TaskErrorInfo;
@@ -508,4 +526,6 @@ export interface TaskHandle<Input, Output> {
   get(runId: string): TaskRunSnapshot<Output> | null;
   getByIdempotencyKey(key: string): TaskRunSnapshot<Output> | null;
   cancel(runId: string, reason?: string): Promise<boolean>;
+  pause(runId: string): Promise<boolean>;
+  resume(runId: string): Promise<boolean>;
 }

@@ -99,7 +99,7 @@ async function expectMigratedInPlace(
         .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE name = 'schema_version'")
         .one().value,
     ).toBe(TASKS_SCHEMA_VERSION);
-    expect(TASKS_SCHEMA_VERSION).toBe(8);
+    expect(TASKS_SCHEMA_VERSION).toBe(9);
     // A version-1 exchange cannot be proven: its messages are not carried over.
     expect(
       state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_outbox").one().n,
@@ -407,11 +407,29 @@ describe("bad input", () => {
     );
   });
 
+  it("migrates schema version 8 tables in place, copying the runs table for the paused state", async () => {
+    await expectMigratedInPlace(
+      8,
+      [],
+      [
+        [1, "sleep"],
+        [2, "completed"],
+      ],
+      [
+        "CREATE INDEX dk_tasks_runs_by_state ON dk_tasks_runs (state, created_at, run_id)",
+        "CREATE INDEX dk_tasks_runs_by_definition ON dk_tasks_runs (definition, state, created_at, run_id)",
+      ],
+    );
+  });
+
   it("refuses tables written by a newer version with tasks/schema-too-new", async () => {
     await inFixture(async (fixture, state) => {
       state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 99 WHERE name = 'schema_version'");
       await expectCode("tasks/schema-too-new", () => fixture.build(fixture.definitions()));
-      state.storage.sql.exec("UPDATE dk_tasks_meta SET value = 8 WHERE name = 'schema_version'");
+      state.storage.sql.exec(
+        "UPDATE dk_tasks_meta SET value = ? WHERE name = 'schema_version'",
+        TASKS_SCHEMA_VERSION,
+      );
     });
   });
 });

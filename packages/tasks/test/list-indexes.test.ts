@@ -62,11 +62,19 @@ describe("list() and countByState() read only what they answer", () => {
       const mark = fixture.counter.mark();
       const counts = fixture.tasks.countByState();
       expect(counts).toEqual({
-        byState: { pending: 0, running: 0, waiting: 0, completed: 1_000, failed: 3, cancelled: 0 },
+        byState: {
+          pending: 0,
+          running: 0,
+          waiting: 0,
+          paused: 0,
+          completed: 1_000,
+          failed: 3,
+          cancelled: 0,
+        },
         capped: ["completed"],
       });
       // 1,001 index entries of the completed runs and 3 of the failed ones: no run row.
-      expect(fixture.counter.counts(mark).rowsRead).toBeLessThanOrEqual(1_001 + 3 + 6);
+      expect(fixture.counter.counts(mark).rowsRead).toBeLessThanOrEqual(1_001 + 3 + 7);
       expect(fixture.tasks.countByState({ max: 5_000 }).byState.completed).toBe(1_500);
       expect(() => fixture.tasks.countByState({ max: 0 })).toThrow(
         expect.objectContaining({ code: "tasks/invalid-argument" }),

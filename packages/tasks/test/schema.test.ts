@@ -15,7 +15,7 @@ function dropAll(sql: SqlStorage): void {
 }
 
 describe("schema", () => {
-  it("makes on a new object, at once, the schema its eight migration steps make", async () => {
+  it("makes on a new object, at once, the schema its nine migration steps make", async () => {
     const stub = env.FIXTURE.getByName(`schema-${crypto.randomUUID()}`);
     await runInDurableObject(stub, async (_, ctx) => {
       const sql = ctx.storage.sql;
@@ -36,6 +36,53 @@ describe("schema", () => {
       expect(created.length).toBeGreaterThan(30);
       expect(created).toEqual(migrated);
       expect(MIGRATIONS.length).toBe(TASKS_SCHEMA_VERSION);
+    });
+  });
+
+  it("carries every run through v9's copy of the runs table, and then admits paused runs", async () => {
+    const stub = env.FIXTURE.getByName(`schema-v9-${crypto.randomUUID()}`);
+    await runInDurableObject(stub, async (_, ctx) => {
+      const sql = ctx.storage.sql;
+      dropAll(sql);
+      migrateSchema(ctx.storage, { table: "tasks", steps: MIGRATIONS.slice(0, 8) });
+      const states = ["pending", "running", "waiting", "completed", "failed", "cancelled"];
+      states.forEach((state, i) => {
+        sql.exec(
+          `INSERT INTO dk_tasks_runs (run_id, definition, state, input, retain, attempt, next_at,
+             cancel_requested, created_at, updated_at, progress, stalls, trace)
+           VALUES (?, 'work', ?, '{"json":1}', 1, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `run-${i}`,
+          state,
+          i,
+          i < 3 ? 1_000 + i : null,
+          i === 1 ? 1 : 0,
+          10 + i,
+          20 + i,
+          i,
+          i * 2,
+          i === 2 ? "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" : null,
+        );
+      });
+      const before = sql.exec("SELECT * FROM dk_tasks_runs ORDER BY run_id").toArray();
+      migrate(ctx.storage);
+      const after = sql.exec("SELECT * FROM dk_tasks_runs ORDER BY run_id").toArray();
+      expect(after).toEqual(before.map((row) => ({ ...row, pause_requested: 0 })));
+      expect(
+        sql.exec("SELECT name FROM sqlite_master WHERE name = 'dk_tasks_runs_v9'").toArray(),
+      ).toEqual([]);
+      // The wake index came back with the table: the due runs are found by it.
+      const plan = sql
+        .exec<{ detail: string }>(
+          "EXPLAIN QUERY PLAN SELECT run_id FROM dk_tasks_runs WHERE next_at IS NOT NULL AND next_at <= 5000 ORDER BY next_at",
+        )
+        .toArray()
+        .map((row) => row.detail)
+        .join(" ");
+      expect(plan).toContain("dk_tasks_runs_by_wake");
+      sql.exec("UPDATE dk_tasks_runs SET state = 'paused', next_at = NULL WHERE run_id = 'run-0'");
+      expect(() =>
+        sql.exec("UPDATE dk_tasks_runs SET state = 'resting' WHERE run_id = 'run-0'"),
+      ).toThrow(/CHECK/);
     });
   });
 });

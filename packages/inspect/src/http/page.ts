@@ -40,7 +40,7 @@ const HTML = (base: string, query: string) => `<!doctype html>
     <div id="counts"></div>
     <form id="run-filter">
       <label>state <select id="run-state">
-        <option value="">any</option><option>pending</option><option>running</option><option>waiting</option><option>completed</option><option>failed</option><option>cancelled</option>
+        <option value="">any</option><option>pending</option><option>running</option><option>waiting</option><option>paused</option><option>completed</option><option>failed</option><option>cancelled</option>
       </select></label>
       <label>definition <input id="run-definition" type="text" spellcheck="false"></label>
       <button type="submit">Show runs</button>

@@ -75,6 +75,8 @@ export class Attempt implements StepEngine {
   /** Set once; every later step call throws it again, so swallowing it cannot make the attempt write. */
   #ended: AttemptEnded | null = null;
   #cancel: { reason: string | null } | null = null;
+  /** A pause asked of this attempt: it holds the run at its next step boundary. */
+  #pause = false;
   /** The errors of steps that failed for good: rethrown by the handler, they fail the run. */
   readonly #stepFailures = new WeakSet<object>();
   #lastStatus: string | undefined;
@@ -116,6 +118,10 @@ export class Attempt implements StepEngine {
     return this.#cancel !== null;
   }
 
+  get pauseRequested(): boolean {
+    return this.#pause;
+  }
+
   now(): number {
     return this.#deps.now();
   }
@@ -133,8 +139,10 @@ export class Attempt implements StepEngine {
   enter(name: string, internal = false): void {
     if (this.#ended) throw this.#ended;
     this.boundaries.enter(name, internal);
-    // A cancel requested while the handler ran between steps settles the run at this boundary.
+    // A cancel requested while the handler ran between steps settles the run at this boundary;
+    // a pause holds it here, before the step runs.
     if (this.#cancel) throw this.settleCancelled();
+    if (this.#pause) throw this.holdPaused(name);
   }
 
   // ── Steps in flight ──
@@ -303,25 +311,28 @@ export class Attempt implements StepEngine {
     if (this.#ended) return this.#ended;
     // A pending cancel wins over the park (and the park's SQL refuses it too).
     if (this.#cancel) return this.settleCancelled();
+    // A pending pause holds the run instead; the step row is written all the same, so a sleep's
+    // deadline or a retry's back-off is fixed as it would have been.
+    const pause = this.#pause;
     const { store, now } = this.#deps;
     try {
       store.transaction(() => {
         const at = now();
-        if (
-          !store.runs.park(this.runId, this.generation, reason, wakeAt, waitStep, waitEvent, at)
-        ) {
-          throw new FenceLost(this.runId);
-        }
+        const held = pause
+          ? store.runs.pauseHeld(this.runId, this.generation, at)
+          : store.runs.park(this.runId, this.generation, reason, wakeAt, waitStep, waitEvent, at);
+        if (!held) throw new FenceLost(this.runId);
         if (row) store.steps.writeStep(this.runId, row);
         extra?.();
         // The attempt ends here: at the step it parked at, with a retried step's error.
         const error = reason === "retry" ? (row?.value ?? null) : null;
-        store.attempts.parked(this.runId, reason, step, error, at);
+        store.attempts.parked(this.runId, pause ? "paused" : reason, step, error, at);
       });
     } catch (error) {
       if (error instanceof FenceLost) return this.end("superseded");
       throw error;
     }
+    if (pause) return this.#paused(step);
     this.emit({
       type: "task:waiting",
       runId: this.runId,
@@ -439,6 +450,29 @@ export class Attempt implements StepEngine {
     return this.end("cancelled");
   }
 
+  /**
+   * Holds the run for a pause that reached a boundary: before step `step` runs (or with no step,
+   * when the handler is between steps). Nothing after the boundary runs until `resume`.
+   */
+  holdPaused(step: string | null): AttemptEnded {
+    if (this.#ended) return this.#ended;
+    if (this.#cancel) return this.settleCancelled();
+    const { store, now } = this.#deps;
+    const held = store.transaction(() => {
+      const at = now();
+      if (!store.runs.pauseHeld(this.runId, this.generation, at)) return false;
+      store.attempts.parked(this.runId, "paused", step, null, at);
+      return true;
+    });
+    if (!held) return this.end("superseded");
+    return this.#paused(step);
+  }
+
+  #paused(step: string | null): AttemptEnded {
+    this.emit({ type: "task:paused", runId: this.runId, definition: this.definition, step });
+    return this.end("paused");
+  }
+
   /** Settles the run as failed; `onError` sees the error. */
   #settleFailed(thrown: unknown): void {
     if (this.#ended) return;
@@ -475,6 +509,15 @@ export class Attempt implements StepEngine {
         "AbortError",
       ),
     );
+  }
+
+  /**
+   * Asks the attempt to hold the run at its next step boundary (`true`), or withdraws a pause not
+   * taken yet (`false`). Unlike a cancel, the step in flight is not aborted: it finishes and is
+   * journaled first.
+   */
+  requestPause(pause: boolean): void {
+    this.#pause = pause;
   }
 
   /** Gives the run up without writing: its claim deadline replays it on a healthy isolate. */

@@ -159,6 +159,13 @@ export class Runner {
       }
       return null;
     }
+    if (row.pause_requested === 1) {
+      // A pause asked of an attempt that is gone: the run is held now, with nothing more run.
+      if (this.#config.store.pause(runId, now)) {
+        this.emit({ type: "task:paused", runId, definition: row.definition, step: null });
+      }
+      return null;
+    }
     if (row.next_at === null || row.next_at > now) return null;
     const ref = { runId, definition: row.definition };
     if (!Object.hasOwn(this.#config.definitions, row.definition)) {

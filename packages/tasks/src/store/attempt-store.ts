@@ -1,5 +1,5 @@
 /** How an attempt ended, as stored in `dk_tasks_attempts.outcome`. */
-export type AttemptOutcome = "sleep" | "event" | "retry" | "interrupted";
+export type AttemptOutcome = "sleep" | "event" | "retry" | "paused" | "interrupted";
 
 /** One row of `dk_tasks_attempts`: an attempt that ended without settling its run. */
 export interface AttemptRow {
@@ -29,12 +29,13 @@ export class AttemptStore {
   }
 
   /**
-   * Records that the run's current attempt ended by parking the run (`sleep`, `event`, `retry`) at
-   * `step`, with a retried step's `error`. Run in the park's transaction.
+   * Records that the run's current attempt ended by parking the run (`sleep`, `event`, `retry`) or
+   * by holding it for a pause (`paused`) at `step`, with a retried step's `error`. Run in the
+   * transaction of the write that ends it.
    */
   parked(
     runId: string,
-    outcome: "sleep" | "event" | "retry",
+    outcome: "sleep" | "event" | "retry" | "paused",
     step: string | null,
     error: string | null,
     now: number,

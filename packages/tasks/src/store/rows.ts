@@ -1,5 +1,12 @@
 /** Run states as stored in `dk_tasks_runs.state`. */
-export type TaskRunState = "pending" | "running" | "waiting" | "completed" | "failed" | "cancelled";
+export type TaskRunState =
+  | "pending"
+  | "running"
+  | "waiting"
+  | "paused"
+  | "completed"
+  | "failed"
+  | "cancelled";
 
 /** Why a waiting run waits, as stored in `dk_tasks_runs.wait_reason`. */
 export type TaskWaitReason = "sleep" | "retry" | "event";
@@ -64,6 +71,8 @@ export interface RunRow {
   error: string | null;
   cancel_requested: number;
   cancel_reason: string | null;
+  /** 1 when a pause was asked of the live attempt, which takes it at its next step boundary (v9). */
+  pause_requested: number;
   /** Settled journal rows when the run was last claimed (the breaker's progress mark). */
   progress: number;
   /** Consecutive attempts that ended without settling a journal row (died or abandoned). */

@@ -1,7 +1,14 @@
 import { boundedColumn, type TaskTruncatedValue, truncatedOf } from "../truncated";
 import type { RunRow, TaskRunState, TaskWaitReason } from "./rows";
 
-const NON_TERMINAL = "('pending', 'running', 'waiting')";
+const NON_TERMINAL = "('pending', 'running', 'waiting', 'paused')";
+
+/** The states an attempt may claim: not settled, not held by an operator. */
+const CLAIMABLE = "('pending', 'running', 'waiting')";
+
+/** What holding a run writes: no attempt holds it, no wake is owed, no wait is kept. */
+const HOLD = `state = 'paused', generation = NULL, next_at = NULL, wait_reason = NULL,
+  wait_step = NULL, wait_event = NULL, pause_requested = 0, updated_at = ?`;
 
 /** Fenced on an attempt that holds the run: the generation matches and the run is running. */
 const HELD = "WHERE run_id = ? AND generation = ? AND state = 'running'";
@@ -39,6 +46,7 @@ export const RUN_STATES: readonly TaskRunState[] = [
   "pending",
   "running",
   "waiting",
+  "paused",
   "completed",
   "failed",
   "cancelled",
@@ -48,7 +56,7 @@ export const RUN_STATES: readonly TaskRunState[] = [
 const LIST_COLUMNS = `run_id, definition, state, NULL AS input, metadata, idempotency_key, retain,
   attempt, generation, next_at, wait_reason, wait_step, wait_event, status_message, result, error,
   cancel_requested, cancel_reason, created_at, started_at, updated_at, settled_at, progress, stalls,
-  attempt_started_at, trace`;
+  attempt_started_at, trace, pause_requested`;
 
 /** {@link LIST_COLUMNS} without the values: a run's facts only. */
 const SUMMARY_COLUMNS = LIST_COLUMNS.replace("metadata,", "NULL AS metadata,").replace(
@@ -134,20 +142,23 @@ export class RunStore {
     key: string | null;
     retain: boolean;
     trace: string | null;
+    /** True to accept the run held (`paused`, no wake) until `resume`. */
+    paused?: boolean;
     now: number;
   }): void {
     this.#sql.exec(
       `INSERT INTO dk_tasks_runs
         (run_id, definition, state, input, metadata, idempotency_key, retain, trace, next_at, created_at, updated_at)
-       VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       row.runId,
       row.definition,
+      row.paused === true ? "paused" : "pending",
       row.input,
       row.metadata,
       row.key,
       row.retain ? 1 : 0,
       row.trace,
-      row.now,
+      row.paused === true ? null : row.now,
       row.now,
       row.now,
     );
@@ -171,7 +182,8 @@ export class RunStore {
         `UPDATE dk_tasks_runs SET state = 'running', generation = ?, attempt = ?, next_at = ?,
            wait_reason = NULL, wait_step = NULL, wait_event = NULL, progress = ?, stalls = ?,
            started_at = coalesce(started_at, ?), attempt_started_at = ?, updated_at = ?
-         WHERE run_id = ? AND generation IS ? AND state IN ${NON_TERMINAL} AND cancel_requested = 0`,
+         WHERE run_id = ? AND generation IS ? AND state IN ${CLAIMABLE} AND cancel_requested = 0
+           AND pause_requested = 0`,
         generation,
         attempt,
         deadline,
@@ -276,6 +288,66 @@ export class RunStore {
       ).rowsWritten > 0
     );
   }
+  /**
+   * Holds a run no live attempt holds (pending, waiting, or running under an attempt that is gone):
+   * it takes no attempt and needs no wake until {@link resume}. Its journal stays; a wait it was
+   * parked on is found again by the replay after the resume. Any generation is cleared, which
+   * fences out whatever a gone attempt could still write.
+   */
+  pause(runId: string, now: number): boolean {
+    return (
+      this.#sql.exec(
+        `UPDATE dk_tasks_runs SET ${HOLD} WHERE run_id = ? AND state IN ${CLAIMABLE}`,
+        now,
+        runId,
+      ).rowsWritten > 0
+    );
+  }
+
+  /** Holds the run its attempt holds, at a step boundary (fenced; refused once a cancel was requested). */
+  pauseHeld(runId: string, generation: string, now: number): boolean {
+    return (
+      this.#sql.exec(
+        `UPDATE dk_tasks_runs SET ${HOLD}
+         WHERE run_id = ? AND generation = ? AND state = 'running' AND cancel_requested = 0`,
+        now,
+        runId,
+        generation,
+      ).rowsWritten > 0
+    );
+  }
+
+  /** Asks the live attempt of a running run to hold it at its next step boundary. */
+  requestPause(runId: string, now: number): boolean {
+    return (
+      this.#sql.exec(
+        `UPDATE dk_tasks_runs SET pause_requested = 1, updated_at = ?
+         WHERE run_id = ? AND state = 'running' AND cancel_requested = 0`,
+        now,
+        runId,
+      ).rowsWritten > 0
+    );
+  }
+
+  /**
+   * Lets a held run go on: a paused run becomes pending and due at `now` (its next attempt replays
+   * the journal), and a pause not yet taken by a running run is withdrawn. False when neither.
+   */
+  resume(runId: string, now: number): boolean {
+    return (
+      this.#sql.exec(
+        `UPDATE dk_tasks_runs
+         SET state = CASE state WHEN 'paused' THEN 'pending' ELSE state END,
+           next_at = CASE state WHEN 'paused' THEN ? ELSE next_at END,
+           pause_requested = 0, updated_at = ?
+         WHERE run_id = ? AND (state = 'paused' OR (state = 'running' AND pause_requested = 1))`,
+        now,
+        now,
+        runId,
+      ).rowsWritten > 0
+    );
+  }
+
   /** Writes the progress message of a live attempt (fenced). */
   writeStatus(runId: string, generation: string, message: string, now: number): boolean {
     return this.#updateHeld(WRITE_STATUS, message, runId, generation, now);

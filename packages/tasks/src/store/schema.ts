@@ -13,7 +13,7 @@ import { TasksError } from "../errors";
  */
 
 /** The schema version this code reads and writes (the number of migration steps). */
-export const TASKS_SCHEMA_VERSION = 8;
+export const TASKS_SCHEMA_VERSION = 9;
 
 /*
  * Statements shared by the migration that first made a table and by {@link CURRENT}, which makes
@@ -44,6 +44,31 @@ const RUNS_COLUMNS_V1 = `      run_id TEXT NOT NULL PRIMARY KEY,
       started_at INTEGER,
       updated_at INTEGER NOT NULL,
       settled_at INTEGER`;
+
+/**
+ * `dk_tasks_runs` as v9 makes it: the v1 columns and those v2 and v4 added, the state check
+ * admitting `paused` (a run an operator holds) and `queued` (a run flow control holds), and
+ * `pause_requested` (a pause asked of a live attempt, taken at its next step boundary). SQLite
+ * cannot change a check in place, so v9 copies the table; after its rename SQLite keeps the
+ * name quoted, as written here.
+ */
+const RUNS_TABLE_V9 = (name: string) => `CREATE TABLE ${name} (
+${RUNS_COLUMNS_V1.replace(
+  "state IN ('pending', 'running', 'waiting', 'completed', 'failed', 'cancelled')",
+  "state IN ('queued', 'pending', 'running', 'waiting', 'paused', 'completed', 'failed', 'cancelled')",
+)},
+      progress INTEGER NOT NULL DEFAULT 0,
+      stalls INTEGER NOT NULL DEFAULT 0,
+      attempt_started_at INTEGER,
+      trace TEXT,
+      pause_requested INTEGER NOT NULL DEFAULT 0
+    ) WITHOUT ROWID`;
+
+/** Every column v8 had, in order: what v9 copies. */
+const RUNS_COLUMNS_V8 = `run_id, definition, state, input, metadata, idempotency_key, retain, attempt,
+  generation, next_at, wait_reason, wait_step, wait_event, status_message, result, error,
+  cancel_requested, cancel_reason, created_at, started_at, updated_at, settled_at, progress, stalls,
+  attempt_started_at, trace`;
 
 /** The idempotency keys (v1). */
 const RUNS_BY_KEY = `CREATE UNIQUE INDEX dk_tasks_runs_by_key ON dk_tasks_runs (idempotency_key)
@@ -281,6 +306,22 @@ ${RUNS_COLUMNS_V1}
   // of `by_definition` per state; a count by state reads only index entries. Both change only
   // when a run is accepted, claimed, parked or settled (its state), never per step.
   [RUNS_BY_STATE, RUNS_BY_DEFINITION],
+  // v9: runs an operator holds (`pause`/`resume`). The table is copied into one whose state check
+  // admits `paused` (and `queued`, for flow control) and that has `pause_requested`; dropping the
+  // old table drops its indexes, which are made again on the new one. One pass over the runs, in
+  // the migration's one transaction.
+  [
+    RUNS_TABLE_V9("dk_tasks_runs_v9"),
+    `INSERT INTO dk_tasks_runs_v9 (${RUNS_COLUMNS_V8}) SELECT ${RUNS_COLUMNS_V8} FROM dk_tasks_runs`,
+    "DROP TABLE dk_tasks_runs",
+    "ALTER TABLE dk_tasks_runs_v9 RENAME TO dk_tasks_runs",
+    RUNS_BY_KEY,
+    RUNS_BY_WAKE,
+    RUNS_BY_CREATED,
+    RUNS_RUNNING,
+    RUNS_BY_STATE,
+    RUNS_BY_DEFINITION,
+  ],
 ];
 
 /**
@@ -289,13 +330,7 @@ ${RUNS_COLUMNS_V1}
  * the two), without tables built, altered and dropped again.
  */
 export const CURRENT: readonly string[] = [
-  `CREATE TABLE dk_tasks_runs (
-${RUNS_COLUMNS_V1},
-      progress INTEGER NOT NULL DEFAULT 0,
-      stalls INTEGER NOT NULL DEFAULT 0,
-      attempt_started_at INTEGER,
-      trace TEXT
-    ) WITHOUT ROWID`,
+  RUNS_TABLE_V9('"dk_tasks_runs"'),
   RUNS_BY_KEY,
   RUNS_BY_WAKE,
   RUNS_BY_CREATED,

@@ -69,6 +69,18 @@ export class TaskStore {
   }
 
   /**
+   * Holds a run no live attempt holds (see {@link RunStore.pause}); a run still marked running
+   * (its attempt gone) records that attempt as interrupted in the same transaction. False when the
+   * run is settled, already held, or unknown.
+   */
+  pause(runId: string, now: number): boolean {
+    return this.transaction(() => {
+      this.attempts.interrupted(runId);
+      return this.runs.pause(runId, now);
+    });
+  }
+
+  /**
    * Settles a run (fenced on `generation` when given, see {@link RunStore.settle}) and deletes the
    * events still buffered for it in the same transaction: no wait can consume them any more. False
    * (nothing written) when the run was not settled.
