@@ -74,6 +74,8 @@ export type TaskEvent =
   | ({ type: "task:paused"; step: string | null } & RunRef)
   /** A held run was let go (`resume`): it is due now, or a pause not yet taken was withdrawn. */
   | ({ type: "task:resumed" } & RunRef)
+  /** The run was restarted from step `from`: its `restart` number and the journal rows it dropped. */
+  | ({ type: "task:restarted"; from: string; restart: number; dropped: number } & RunRef)
   | ({ type: "task:deleted" } & RunRef)
   /** A child run this run started answered its start (parent's side). */
   | ({

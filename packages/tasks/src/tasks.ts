@@ -23,6 +23,9 @@ import type {
   TaskListPage,
   TaskOutput,
   TaskReceipt,
+  TaskRestartOptions,
+  TaskRestartResult,
+  TaskRestartSnapshot,
   TaskRunCounts,
   TaskRunHistory,
   TaskRunOptions,
@@ -33,6 +36,11 @@ import type {
   TasksOptions,
 } from "./types";
 import { DEFAULT_MAX_VALUE_BYTES, decodeValue, encodeValue } from "./values";
+
+/** The error for a run id that names no run. */
+function noSuchRun(runId: string): TasksError {
+  return new TasksError("tasks/not-found", `No run "${runId}" exists; check the run id.`);
+}
 
 const DEFAULT_CLAIM_TIMEOUT_MS = 5_000;
 
@@ -339,8 +347,8 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
   }
 
   /**
-   * A typed lens on one definition: its `get`, `getByIdempotencyKey`, `cancel`, `pause` and
-   * `resume` see only its runs.
+   * A typed lens on one definition: its `get`, `getByIdempotencyKey`, `cancel`, `pause`, `resume`
+   * and `restart` see only its runs.
    *
    * @throws TasksError `tasks/invalid-argument`, `tasks/unknown-definition`.
    */
@@ -376,6 +384,11 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       resume: async (runId) => {
         checkName(runId, "A run id", false);
         return own(this.#store.runs.getRun(runId)) ? this.resume(runId) : false;
+      },
+      restart: async (runId, options) => {
+        checkName(runId, "A run id", false);
+        if (!own(this.#store.runs.getRun(runId))) throw noSuchRun(runId);
+        return this.restart(runId, options);
       },
     };
   }
@@ -692,6 +705,94 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
   }
 
   /**
+   * Runs a run again from one of its journaled steps: the steps journaled before `from` are kept
+   * (they are not run again), `from` and every later step are dropped, and the run is due at once;
+   * its next attempt replays the kept steps and runs the rest anew. One transaction: the dropped
+   * rows are kept with the restart (`restarts(runId)`), the attempt that settled the run (or died
+   * holding it) stays in `attempts(runId)`, and the run's settlement, wait, cancel and pause are
+   * forgotten. Any run not held by a live attempt can be restarted, a settled one included (a
+   * retained one: `retain: false` runs are gone when they complete). Step journals
+   * (`step.journal`) are kept whole.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id or options.
+   * @throws TasksError `tasks/not-found` for an unknown run, or a step it has not journaled.
+   * @throws TasksError `tasks/conflict` while an attempt runs it here (pause it first); for a
+   *   settled child run (its parent has its settlement); or when the dropped steps started child
+   *   runs in other objects (they cannot be taken back).
+   */
+  async restart(runId: string, options: TaskRestartOptions): Promise<TaskRestartResult> {
+    checkName(runId, "A run id", false);
+    if (typeof options !== "object" || options === null || typeof options.from !== "string") {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        'restart() takes { from: <the name of a journaled step> }, e.g. restart(runId, { from: "charge" }).',
+      );
+    }
+    const from = options.from;
+    checkName(from, "A step name", false);
+    const row = this.#store.runs.getRun(runId);
+    if (!row) throw noSuchRun(runId);
+    if (this.#runner.active.has(runId)) {
+      throw new TasksError(
+        "tasks/conflict",
+        `Run "${runId}" has an attempt running now; pause it (pause(runId)) and restart it once it is paused.`,
+      );
+    }
+    if (TERMINAL_STATES.has(row.state) && this.#store.links.isChild(runId)) {
+      throw new TasksError(
+        "tasks/conflict",
+        `Run "${runId}" is a child run that has settled, and its parent has its settlement; start a new run instead.`,
+      );
+    }
+    const seq = this.#store.steps.seqOf(runId, from);
+    if (seq === null) {
+      throw new TasksError(
+        "tasks/not-found",
+        `Run "${runId}" has no journaled step "${from}"; restart from a step that steps(runId) lists.`,
+      );
+    }
+    if (this.#store.children.startedFrom(runId, seq) > 0) {
+      throw new TasksError(
+        "tasks/conflict",
+        `Steps of run "${runId}" from "${from}" on started child runs in other objects, which a restart cannot take back; restart from a step after them.`,
+      );
+    }
+    const now = this.#now();
+    const done = this.#store.restart(row, from, seq, now);
+    this.#runner.emit({
+      type: "task:restarted",
+      runId,
+      definition: row.definition,
+      from,
+      ...done,
+    });
+    // Started here, like a resumed run; the alarm starts it when this cannot (the wake).
+    this.#runner.requestWake(now);
+    this.#runner.start(runId, now);
+    await this.#runner.flushWakes();
+    return done;
+  }
+
+  /**
+   * A run's restarts in order, each with the journal rows it dropped; `null` for an unknown run.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id.
+   */
+  restarts(runId: string): TaskRestartSnapshot[] | null {
+    checkName(runId, "A run id", false);
+    if (!this.#store.runs.hasRun(runId)) return null;
+    const now = this.#now();
+    return this.#store.restarts.list(runId).map((record) => ({
+      restart: record.restart,
+      from: record.from_step,
+      at: record.at,
+      attempt: record.attempt,
+      state: record.state,
+      steps: toStepSnapshots(record.steps, now),
+    }));
+  }
+
+  /**
    * Deletes settled runs with their journals and buffered events, oldest settled first.
    *
    * @returns how many runs were deleted.
@@ -749,9 +850,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     // The `__dk` prefix is the engine's own (the waits of `awaitChildren`).
     checkName(type, "An event type");
     const row = this.#store.runs.getRun(runId);
-    if (!row) {
-      throw new TasksError("tasks/not-found", `No run "${runId}" exists; check the run id.`);
-    }
+    if (!row) throw noSuchRun(runId);
     if (TERMINAL_STATES.has(row.state)) {
       throw new TasksError(
         "tasks/closed",

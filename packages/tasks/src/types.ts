@@ -407,7 +407,8 @@ export interface TaskAttemptSnapshot {
   /**
    * `running`; `completed`, `failed` or `cancelled` (it settled the run); `sleep`, `event` or
    * `retry` (it parked the run at `step`: a sleep, an event wait, a failed step's back-off);
-   * `paused` (it held the run for a pause, before `step` ran or where it parked); or
+   * `paused` (it held the run for a pause, before `step` ran or where it parked); `completed`,
+   * `failed` and `cancelled` also name an attempt that settled the run before a `restart`; or
    * `interrupted`: the object died or was reset under it, or it gave the run up (a platform
    * failure), and a later attempt took the run over.
    */
@@ -516,6 +517,38 @@ export interface TaskDeleteOptions {
   limit?: number;
 }
 
+/** Options of `restart(runId, options)`. */
+export interface TaskRestartOptions {
+  /**
+   * The journaled step to run again: the steps journaled before it are kept (they are not run
+   * again), and it and every step journaled after it are dropped and run again.
+   */
+  from: string;
+}
+
+/** What `restart` did. */
+export interface TaskRestartResult {
+  /** The restart's number for this run: 1 for its first. */
+  restart: number;
+  /** Journal rows dropped (the `from` step and every later one), kept in `restarts(runId)`. */
+  dropped: number;
+}
+
+/** One restart of a run, as `restarts(runId)` shows it. */
+export interface TaskRestartSnapshot {
+  /** 1 for the run's first restart. */
+  restart: number;
+  /** The step it restarted from. */
+  from: string;
+  at: number;
+  /** Attempts the run had claimed before it (the next attempt is one more). */
+  attempt: number;
+  /** The run's state when it was restarted. */
+  state: TaskRunState;
+  /** The journal rows it dropped, as `steps()` showed them then. */
+  steps: TaskStepSnapshot[];
+}
+
 /** How `sendEvent` handled an event. */
 export type TaskSendEventResult = "delivered" | "buffered";
 
@@ -528,4 +561,5 @@ export interface TaskHandle<Input, Output> {
   cancel(runId: string, reason?: string): Promise<boolean>;
   pause(runId: string): Promise<boolean>;
   resume(runId: string): Promise<boolean>;
+  restart(runId: string, options: TaskRestartOptions): Promise<TaskRestartResult>;
 }

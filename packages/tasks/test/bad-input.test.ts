@@ -57,7 +57,13 @@ const CHILD_TABLES = [
 ];
 
 /** Version 8's indexes of runs by state and by definition: dropped to stand for any earlier version. */
-const V8_INDEXES = ["DROP INDEX dk_tasks_runs_by_state", "DROP INDEX dk_tasks_runs_by_definition"];
+/** What versions 8 and 9 added beside the runs table: undone for every older version tested. */
+const SINCE_V8 = [
+  "DROP INDEX dk_tasks_runs_by_state",
+  "DROP INDEX dk_tasks_runs_by_definition",
+  "DROP TABLE dk_tasks_restarts",
+  "DROP TABLE dk_tasks_dropped_steps",
+];
 
 /** The child-run tables as version 5 left them (messages of protocol version 1, no secrets). */
 const V5_CHILD_TABLES = [
@@ -86,7 +92,7 @@ async function expectMigratedInPlace(
     await fixture.until(runId, (s) => s === "waiting");
     // Version 6 has the child-run tables of today; earlier versions had none, or version 5's.
     const childTables = version >= 6 ? [] : CHILD_TABLES;
-    for (const statement of [...V8_INDEXES, ...downgrade, ...childTables, ...recreate]) {
+    for (const statement of [...SINCE_V8, ...downgrade, ...childTables, ...recreate]) {
       state.storage.sql.exec(statement);
     }
     state.storage.sql.exec(

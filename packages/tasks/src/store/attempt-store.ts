@@ -1,5 +1,14 @@
 /** How an attempt ended, as stored in `dk_tasks_attempts.outcome`. */
-export type AttemptOutcome = "sleep" | "event" | "retry" | "paused" | "interrupted";
+export type AttemptOutcome =
+  | "sleep"
+  | "event"
+  | "retry"
+  | "paused"
+  | "interrupted"
+  /** The attempt settled the run, which a restart then took back (see `settled`). */
+  | "completed"
+  | "failed"
+  | "cancelled";
 
 /** One row of `dk_tasks_attempts`: an attempt that ended without settling its run. */
 export interface AttemptRow {
@@ -63,6 +72,22 @@ export class AttemptStore {
       `INSERT INTO dk_tasks_attempts (run_id, attempt, started_at, outcome)
        SELECT run_id, attempt, ${CLAIMED_AT}, 'interrupted' FROM dk_tasks_runs
        WHERE run_id = ? AND state = 'running' AND attempt > 0
+       ON CONFLICT (run_id, attempt) DO NOTHING`,
+      runId,
+    );
+  }
+
+  /**
+   * Records the attempt that settled the run as an attempt row (its outcome the run's state, its end
+   * the settlement), for a run about to be restarted: the run row will no longer say how it ended.
+   * Nothing for a run that is not settled.
+   */
+  settled(runId: string): void {
+    this.#sql.exec(
+      `INSERT INTO dk_tasks_attempts (run_id, attempt, started_at, ended_at, outcome, step, error)
+       SELECT run_id, attempt, ${CLAIMED_AT}, coalesce(settled_at, updated_at), state, NULL, error
+       FROM dk_tasks_runs
+       WHERE run_id = ? AND attempt > 0 AND state IN ('completed', 'failed', 'cancelled')
        ON CONFLICT (run_id, attempt) DO NOTHING`,
       runId,
     );

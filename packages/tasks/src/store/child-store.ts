@@ -265,6 +265,28 @@ export class ChildStore {
     this.#sql.exec("DELETE FROM dk_tasks_child_waits WHERE run_id = ? AND step = ?", runId, step);
   }
 
+  /** How many child runs the run's journal rows from position `fromSeq` on started. */
+  startedFrom(runId: string, fromSeq: number): number {
+    return this.#sql
+      .exec<{ n: number }>(
+        `SELECT count(*) AS n FROM dk_tasks_children WHERE parent_run_id = ?1
+           AND step IN (SELECT name FROM dk_tasks_steps WHERE run_id = ?1 AND seq >= ?2)`,
+        runId,
+        fromSeq,
+      )
+      .one().n;
+  }
+
+  /** Forgets the waits of the run's journal rows from position `fromSeq` on (a restart drops them). */
+  deleteWaitsFrom(runId: string, fromSeq: number): void {
+    this.#sql.exec(
+      `DELETE FROM dk_tasks_child_waits WHERE run_id = ?1
+         AND step IN (SELECT name FROM dk_tasks_steps WHERE run_id = ?1 AND seq >= ?2)`,
+      runId,
+      fromSeq,
+    );
+  }
+
   /** Deletes a run's children and waits (with the run's other records). */
   deleteRun(runId: string): void {
     this.#sql.exec("DELETE FROM dk_tasks_children WHERE parent_run_id = ?", runId);

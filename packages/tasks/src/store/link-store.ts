@@ -41,6 +41,14 @@ export class LinkStore {
       .toArray()[0];
   }
 
+  /** True when run `runId` was started by a parent in another object (it has a link). */
+  isChild(runId: string): boolean {
+    return (
+      this.#sql.exec("SELECT 1 FROM dk_tasks_links WHERE child_run_id = ?", runId).toArray()
+        .length > 0
+    );
+  }
+
   /** Links child run `childRunId` to the start that created it. */
   link(message: StartMessage, childRunId: string): void {
     this.#sql.exec(

@@ -348,6 +348,26 @@ export class RunStore {
     );
   }
 
+  /**
+   * Makes a run pending and due at `now` again, as a restart leaves it: no attempt holds it, and
+   * its settlement, wait, cancel and pause are forgotten (its attempt count is kept). The caller has
+   * checked that no live attempt holds it.
+   */
+  restart(runId: string, now: number): boolean {
+    return (
+      this.#sql.exec(
+        `UPDATE dk_tasks_runs SET state = 'pending', next_at = ?, generation = NULL,
+           wait_reason = NULL, wait_step = NULL, wait_event = NULL, status_message = NULL,
+           result = NULL, error = NULL, cancel_requested = 0, cancel_reason = NULL,
+           pause_requested = 0, settled_at = NULL, progress = 0, stalls = 0, updated_at = ?
+         WHERE run_id = ?`,
+        now,
+        now,
+        runId,
+      ).rowsWritten > 0
+    );
+  }
+
   /** Writes the progress message of a live attempt (fenced). */
   writeStatus(runId: string, generation: string, message: string, now: number): boolean {
     return this.#updateHeld(WRITE_STATUS, message, runId, generation, now);

@@ -70,6 +70,33 @@ const RUNS_COLUMNS_V8 = `run_id, definition, state, input, metadata, idempotency
   cancel_requested, cancel_reason, created_at, started_at, updated_at, settled_at, progress, stalls,
   attempt_started_at, trace`;
 
+/** The restarts of each run (v9): one row per `restart(runId, { from })`, with what it replaced. */
+const RESTARTS_TABLE = `CREATE TABLE dk_tasks_restarts (
+      run_id TEXT NOT NULL,
+      restart INTEGER NOT NULL,
+      from_step TEXT NOT NULL,
+      at INTEGER NOT NULL,
+      attempt INTEGER NOT NULL,
+      state TEXT NOT NULL,
+      PRIMARY KEY (run_id, restart)
+    ) WITHOUT ROWID`;
+
+/** The journal rows each restart dropped (v9), kept as the run's history until it is deleted. */
+const DROPPED_STEPS_TABLE = `CREATE TABLE dk_tasks_dropped_steps (
+      run_id TEXT NOT NULL,
+      restart INTEGER NOT NULL,
+      name TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      kind TEXT NOT NULL,
+      state TEXT NOT NULL,
+      attempt INTEGER NOT NULL,
+      value TEXT,
+      wake_at INTEGER,
+      event_type TEXT,
+      at INTEGER NOT NULL,
+      PRIMARY KEY (run_id, restart, name)
+    ) WITHOUT ROWID`;
+
 /** The idempotency keys (v1). */
 const RUNS_BY_KEY = `CREATE UNIQUE INDEX dk_tasks_runs_by_key ON dk_tasks_runs (idempotency_key)
       WHERE idempotency_key IS NOT NULL`;
@@ -306,7 +333,7 @@ ${RUNS_COLUMNS_V1}
   // of `by_definition` per state; a count by state reads only index entries. Both change only
   // when a run is accepted, claimed, parked or settled (its state), never per step.
   [RUNS_BY_STATE, RUNS_BY_DEFINITION],
-  // v9: runs an operator holds (`pause`/`resume`). The table is copied into one whose state check
+  // v9: runs an operator holds (`pause`/`resume`) and restarts (`restart`). The table is copied into one whose state check
   // admits `paused` (and `queued`, for flow control) and that has `pause_requested`; dropping the
   // old table drops its indexes, which are made again on the new one. One pass over the runs, in
   // the migration's one transaction.
@@ -321,6 +348,8 @@ ${RUNS_COLUMNS_V1}
     RUNS_RUNNING,
     RUNS_BY_STATE,
     RUNS_BY_DEFINITION,
+    RESTARTS_TABLE,
+    DROPPED_STEPS_TABLE,
   ],
 ];
 
@@ -348,6 +377,8 @@ export const CURRENT: readonly string[] = [
   LINKS_BY_EXPIRY,
   OUTBOX_TABLE,
   OUTBOX_NEXT,
+  RESTARTS_TABLE,
+  DROPPED_STEPS_TABLE,
 ];
 
 /**

@@ -281,6 +281,38 @@ export class StepStore {
     );
   }
 
+  /** The journal position (`seq`) of step `name` of a run, or null when it has no row. */
+  seqOf(runId: string, name: string): number | null {
+    const row = this.#sql
+      .exec<{ seq: number }>(
+        "SELECT seq FROM dk_tasks_steps WHERE run_id = ? AND name = ?",
+        runId,
+        name,
+      )
+      .toArray()[0];
+    return row?.seq ?? null;
+  }
+
+  /**
+   * Drops a run's journal rows from position `fromSeq` on (a restart), in two statements: the rows
+   * before it forget a dropped row named as their next step (it is no longer evidence of anything),
+   * then the rows go. Answers how many were dropped.
+   */
+  dropFrom(runId: string, fromSeq: number): number {
+    this.#sql.exec(
+      `UPDATE dk_tasks_steps SET next_step = NULL
+       WHERE run_id = ?1 AND seq < ?2
+         AND next_step IN (SELECT name FROM dk_tasks_steps WHERE run_id = ?1 AND seq >= ?2)`,
+      runId,
+      fromSeq,
+    );
+    return this.#sql.exec(
+      "DELETE FROM dk_tasks_steps WHERE run_id = ? AND seq >= ?",
+      runId,
+      fromSeq,
+    ).rowsWritten;
+  }
+
   /** Deletes a run's journal. */
   deleteRun(runId: string): void {
     this.#sql.exec("DELETE FROM dk_tasks_steps WHERE run_id = ?", runId);

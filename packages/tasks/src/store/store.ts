@@ -7,6 +7,8 @@ import { ChildStore } from "./child-store";
 import { EventBuffer } from "./event-buffer";
 import { LinkStore } from "./link-store";
 import { FIRST_LEASE_MS, OutboxStore } from "./outbox-store";
+import { RestartStore } from "./restart-store";
+import type { RunRow } from "./rows";
 import { RunStore, type Settlement } from "./run-store";
 import { StepStore } from "./step-store";
 
@@ -42,6 +44,8 @@ export class TaskStore {
   readonly links: LinkStore;
   /** The messages owed to other objects. */
   readonly outbox: OutboxStore;
+  /** What each restart of a run replaced. */
+  readonly restarts: RestartStore;
   /**
    * Called with the messages queued in the outbox (by id), in the transaction that queued them, and
    * the time they are due again unless delivered first (the wake that backs their first delivery up).
@@ -61,6 +65,7 @@ export class TaskStore {
     this.children = new ChildStore(storage.sql);
     this.links = new LinkStore(storage.sql);
     this.outbox = new OutboxStore(storage.sql);
+    this.restarts = new RestartStore(storage.sql);
   }
 
   /** Runs `fn` as one SQLite transaction: it commits when `fn` returns and rolls back if it throws. */
@@ -201,6 +206,31 @@ export class TaskStore {
     this.attempts.deleteRun(runId);
     this.events.deleteRun(runId);
     this.children.deleteRun(runId);
+    this.restarts.deleteRun(runId);
+  }
+
+  /**
+   * Restarts `run` from its journal row `from` (at position `fromSeq`), in one transaction: the
+   * attempt that settled it (or died holding it) is recorded, the rows from `fromSeq` on are copied
+   * to the restart's record and dropped from the journal with the child waits they held, and the
+   * run is pending and due at `now`. Answers the restart's number and how many rows it dropped.
+   */
+  restart(
+    run: RunRow,
+    from: string,
+    fromSeq: number,
+    now: number,
+  ): { restart: number; dropped: number } {
+    return this.transaction(() => {
+      this.attempts.interrupted(run.run_id);
+      this.attempts.settled(run.run_id);
+      const restart = this.restarts.next(run.run_id);
+      this.restarts.record(run.run_id, restart, from, fromSeq, run, now);
+      this.children.deleteWaitsFrom(run.run_id, fromSeq);
+      const dropped = this.steps.dropFrom(run.run_id, fromSeq);
+      this.runs.restart(run.run_id, now);
+      return { restart, dropped };
+    });
   }
 
   /**
