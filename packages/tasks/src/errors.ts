@@ -39,6 +39,7 @@ import {
  * - `tasks/too-many-attempts`: `maxAttemptsWithoutProgress` attempts in a row ended (the object died or
  *   was reset, or the attempt was abandoned) without journaling a step.
  * - `tasks/non-retryable`: a step threw a {@link NonRetryableError}.
+ * - `tasks/run-timeout`: the run passed its `deadlineMs` (across attempts, sleeps and waits).
  *
  * Thrown into the run's handler (the handler may catch them):
  * - `tasks/step-timeout`: a step attempt outlived its timeout (retryable: the step's retry policy applies).
@@ -66,6 +67,7 @@ export type TasksErrorCode = ErrorCodeOf<
   | "step-timeout"
   | "event-timeout"
   | "cancelled"
+  | "run-timeout"
 >;
 
 /**
@@ -171,5 +173,16 @@ export class EventTimeoutError extends TasksError {
       `Step "${step}" waited for an event of type "${eventType}" and timed out. Send it with tasks.sendEvent(runId, "${eventType}", payload) before the timeout, or catch this error to continue without it.`,
     );
     this.eventType = eventType;
+  }
+}
+
+/** The run passed the deadline `run(…, { deadlineMs })` gave it: it fails, wherever it was. */
+export class RunTimeoutError extends TasksError {
+  override readonly name: string = "RunTimeoutError";
+  constructor(runId: string, deadlineAt: number) {
+    super(
+      "tasks/run-timeout",
+      `Run "${runId}" passed its deadline (${new Date(deadlineAt).toISOString()}) and was stopped. Give it a longer deadlineMs, or restart it (restart(runId, { from })) to go on.`,
+    );
   }
 }

@@ -22,6 +22,7 @@ export {
   MissingDefinitionError,
   NonRetryableError,
   ReplayDivergedError,
+  RunTimeoutError,
   StepTimeoutError,
   TasksError,
   type TasksErrorCode,

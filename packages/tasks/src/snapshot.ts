@@ -26,6 +26,10 @@ export function toRunSnapshot(
         ? {}
         : { metadata: decodeValue(row.metadata) }),
     ...(row.trace === null || row.trace === undefined ? {} : { trace: row.trace }),
+    ...(row.deadline_at === null || row.deadline_at === undefined
+      ? {}
+      : { deadlineAt: row.deadline_at }),
+    ...(row.stalls > 0 ? { attemptsWithoutProgress: row.stalls } : {}),
   };
   const status = row.status_message === null ? {} : { statusMessage: row.status_message };
   const settledAt = row.settled_at ?? row.updated_at;

@@ -229,6 +229,10 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         `run() option trace must be a W3C traceparent ("00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>", ids not all zero); got ${JSON.stringify(String(options.trace)).slice(0, 100)}.`,
       );
     }
+    const deadlineMs =
+      options.deadlineMs === undefined
+        ? null
+        : check.ms(options.deadlineMs, "run() option deadlineMs", 0, { min: 1 });
     for (const flag of ["retain", "paused"] as const) {
       if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
         throw new TasksError(
@@ -287,6 +291,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         retain: options.retain !== false,
         trace: options.trace ?? null,
         paused: options.paused === true,
+        deadlineAt: deadlineMs === null ? null : now + deadlineMs,
         now,
       },
       link,
@@ -730,6 +735,10 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     }
     const from = options.from;
     checkName(from, "A step name", false);
+    const deadlineMs =
+      options.deadlineMs === undefined
+        ? null
+        : check.ms(options.deadlineMs, "restart() option deadlineMs", 0, { min: 1 });
     const row = this.#store.runs.getRun(runId);
     if (!row) throw noSuchRun(runId);
     if (this.#runner.active.has(runId)) {
@@ -758,7 +767,8 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       );
     }
     const now = this.#now();
-    const done = this.#store.restart(row, from, seq, now);
+    const deadlineAt = deadlineMs === null ? null : now + deadlineMs;
+    const done = this.#store.restart(row, from, seq, deadlineAt, now);
     this.#runner.emit({
       type: "task:restarted",
       runId,

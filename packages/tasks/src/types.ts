@@ -305,6 +305,13 @@ export interface TaskRunOptions {
    */
   paused?: boolean;
   /**
+   * A deadline for the whole run, in milliseconds from its acceptance, across its attempts, sleeps,
+   * retries and waits (and pauses): once it passes, the run fails with `tasks/run-timeout` — at its
+   * next wake, or, for an attempt running, there and then (its steps in flight are aborted with a
+   * `TimeoutError`). A handler that has returned is never failed afterwards. None by default.
+   */
+  deadlineMs?: number;
+  /**
    * The W3C `traceparent` of the span that starts the run (e.g. the request's), kept with the run so
    * every attempt — after evictions, restarts and resumes days later — can be traced under it
    * (`task:attempt:started` carries it). Version `00` only.
@@ -339,6 +346,14 @@ interface SnapshotBase {
   metadata?: unknown;
   /** The W3C `traceparent` the run was started under (`run(…, { trace })`). */
   trace?: string;
+  /** When the run fails with `tasks/run-timeout` (`run(…, { deadlineMs })`), if it has a deadline. */
+  deadlineAt?: number;
+  /**
+   * Consecutive attempts that ended (the object died, or they were abandoned) without journaling a
+   * step, when there are any: at `maxAttemptsWithoutProgress` the run fails with
+   * `tasks/too-many-attempts`.
+   */
+  attemptsWithoutProgress?: number;
 }
 
 /** A read-only view of one run, discriminated by `state`. */
@@ -524,6 +539,11 @@ export interface TaskRestartOptions {
    * again), and it and every step journaled after it are dropped and run again.
    */
   from: string;
+  /**
+   * A new deadline for the run, in milliseconds from the restart (see `TaskRunOptions.deadlineMs`).
+   * Without it the restarted run has none: a restart is an operator's decision to go on.
+   */
+  deadlineMs?: number;
 }
 
 /** What `restart` did. */

@@ -18,22 +18,27 @@ async function dieThreeTimes(
     const { runId } = await fixture.tasks.run(definition);
     return runId;
   }, stub());
+  /** The run's `attemptsWithoutProgress` as each attempt runs (absent reads as 0). */
+  const stalls: number[] = [];
   for (let death = 1; death <= 3; death++) {
     await inFixture(async (fixture) => {
       for (let i = 0; i < 200 && (fixture.executions()[counted] ?? 0) < death; i++) await sleep(5);
       expect(fixture.executions()).toEqual({ [counted]: death });
+      stalls.push(fixture.tasks.get(runId)?.attemptsWithoutProgress ?? 0);
     }, stub());
     // The object dies in the middle of the step; its claim deadline replays the run.
     await abortAllDurableObjects();
     await sleep(350);
     await runDurableObjectAlarm(stub());
   }
-  return { runId, stub };
+  return { runId, stub, stalls };
 }
 
 describe("the breaker for attempts without progress", () => {
   it("fails a run whose object keeps dying inside the same step with tasks/too-many-attempts", async () => {
-    const { runId, stub } = await dieThreeTimes("doomed@v1", "dies");
+    const { runId, stub, stalls } = await dieThreeTimes("doomed@v1", "dies");
+    // The run's snapshot counts the attempts that ended without progress as they pile up.
+    expect(stalls).toEqual([0, 1, 2]);
     await inFixture(async (fixture) => {
       const done = await fixture.settled(runId);
       expect(done).toMatchObject({
@@ -50,7 +55,8 @@ describe("the breaker for attempts without progress", () => {
   }, 20_000);
 
   it("counts calls recorded through a step journal as progress: a program that records calls before each death keeps its run going", async () => {
-    const { runId, stub } = await dieThreeTimes("program-dies@v1", "program");
+    const { runId, stub, stalls } = await dieThreeTimes("program-dies@v1", "program");
+    expect(stalls).toEqual([0, 0, 0]);
     await inFixture(async (fixture) => {
       // Three deaths, each after one more recorded call: the fourth attempt runs and completes.
       expect(await fixture.settled(runId)).toMatchObject({

@@ -66,7 +66,9 @@ describe("schema", () => {
       const before = sql.exec("SELECT * FROM dk_tasks_runs ORDER BY run_id").toArray();
       migrate(ctx.storage);
       const after = sql.exec("SELECT * FROM dk_tasks_runs ORDER BY run_id").toArray();
-      expect(after).toEqual(before.map((row) => ({ ...row, pause_requested: 0 })));
+      expect(after).toEqual(
+        before.map((row) => ({ ...row, pause_requested: 0, deadline_at: null })),
+      );
       expect(
         sql.exec("SELECT name FROM sqlite_master WHERE name = 'dk_tasks_runs_v9'").toArray(),
       ).toEqual([]);

@@ -1,6 +1,6 @@
 import { checkName } from "../arguments";
 import type { ChildSteps } from "../children/child-steps";
-import { isNonRetryable, TasksError } from "../errors";
+import { isNonRetryable, RunTimeoutError, TasksError } from "../errors";
 import type { TaskEvent } from "../events";
 import { retryDelay, type StepPolicy } from "../policy";
 import { StepBoundaries } from "../steps/boundaries";
@@ -44,6 +44,8 @@ export interface AttemptInit {
   journal: Journal;
   /** Attempt 1 starts live; a replay goes live at its frontier (see {@link Attempt.goLive}). */
   startsLive: boolean;
+  /** When the run fails with `tasks/run-timeout`, or null. */
+  deadlineAt: number | null;
 }
 
 /**
@@ -74,7 +76,11 @@ export class Attempt implements StepEngine {
   #live: boolean;
   /** Set once; every later step call throws it again, so swallowing it cannot make the attempt write. */
   #ended: AttemptEnded | null = null;
-  #cancel: { reason: string | null } | null = null;
+  /** A stop asked of this attempt (a cancel, or the run's deadline passed): it settles at its next boundary. */
+  #stop: { kind: "cancel"; reason: string | null } | { kind: "timeout"; error: TasksError } | null =
+    null;
+  /** When the run fails with `tasks/run-timeout`, or null. */
+  readonly #deadlineAt: number | null;
   /** A pause asked of this attempt: it holds the run at its next step boundary. */
   #pause = false;
   /** The errors of steps that failed for good: rethrown by the handler, they fail the run. */
@@ -92,6 +98,7 @@ export class Attempt implements StepEngine {
     this.boundaries = new StepBoundaries(init.journal, init.runId, deps.maxSteps);
     this.#retain = init.retain;
     this.#live = init.startsLive;
+    this.#deadlineAt = init.deadlineAt;
     this.#watchdog = new Watchdog(deps.now);
     this.#writer = new JournalWriter(
       deps.store,
@@ -114,8 +121,14 @@ export class Attempt implements StepEngine {
     return this.#ended;
   }
 
-  get cancelRequested(): boolean {
-    return this.#cancel !== null;
+  /** True when a cancel was asked or the run's deadline passed: the attempt settles at its next boundary. */
+  get stopRequested(): boolean {
+    return this.#stop !== null;
+  }
+
+  /** When the run fails with `tasks/run-timeout`, or null. */
+  get deadlineAt(): number | null {
+    return this.#deadlineAt;
   }
 
   get pauseRequested(): boolean {
@@ -139,9 +152,10 @@ export class Attempt implements StepEngine {
   enter(name: string, internal = false): void {
     if (this.#ended) throw this.#ended;
     this.boundaries.enter(name, internal);
-    // A cancel requested while the handler ran between steps settles the run at this boundary;
-    // a pause holds it here, before the step runs.
-    if (this.#cancel) throw this.settleCancelled();
+    // A cancel requested (or the deadline passed) while the handler ran between steps settles the
+    // run at this boundary; a pause holds it here, before the step runs.
+    this.checkDeadline();
+    if (this.#stop) throw this.settleStopped();
     if (this.#pause) throw this.holdPaused(name);
   }
 
@@ -174,7 +188,7 @@ export class Attempt implements StepEngine {
   ): Error | AttemptEnded {
     if (isAttemptEnded(thrown)) return thrown;
     if (this.#ended) return this.#ended;
-    if (this.#cancel) return this.settleCancelled();
+    if (this.#stop) return this.settleStopped();
     if (isPlatformReset(thrown)) return this.abandon();
     // A result the codec refuses fails the same way on every attempt: it is never retried.
     const unstorable =
@@ -310,17 +324,21 @@ export class Attempt implements StepEngine {
   ): AttemptEnded {
     if (this.#ended) return this.#ended;
     // A pending cancel wins over the park (and the park's SQL refuses it too).
-    if (this.#cancel) return this.settleCancelled();
+    if (this.#stop) return this.settleStopped();
     // A pending pause holds the run instead; the step row is written all the same, so a sleep's
     // deadline or a retry's back-off is fixed as it would have been.
     const pause = this.#pause;
+    // A run with a deadline wakes at it at the latest (to fail there), whatever it waits for.
+    const deadline = this.#deadlineAt;
+    const due =
+      deadline === null ? wakeAt : wakeAt === null ? deadline : Math.min(wakeAt, deadline);
     const { store, now } = this.#deps;
     try {
       store.transaction(() => {
         const at = now();
         const held = pause
           ? store.runs.pauseHeld(this.runId, this.generation, at)
-          : store.runs.park(this.runId, this.generation, reason, wakeAt, waitStep, waitEvent, at);
+          : store.runs.park(this.runId, this.generation, reason, due, waitStep, waitEvent, at);
         if (!held) throw new FenceLost(this.runId);
         if (row) store.steps.writeStep(this.runId, row);
         extra?.();
@@ -341,7 +359,7 @@ export class Attempt implements StepEngine {
       wakeAt,
       ...(waitEvent === null ? {} : { eventType: waitEvent }),
     });
-    if (wakeAt !== null) this.#deps.requestWake(wakeAt);
+    if (due !== null) this.#deps.requestWake(due);
     return this.end("parked");
   }
 
@@ -384,7 +402,7 @@ export class Attempt implements StepEngine {
   /** Settles the run as completed with the handler's result. */
   settleCompleted(value: unknown): void {
     if (this.#ended) return;
-    if (this.boundaries.fatal || this.#cancel) {
+    if (this.boundaries.fatal || this.#stop) {
       this.settleThrown(this.boundaries.fatal);
       return;
     }
@@ -427,8 +445,8 @@ export class Attempt implements StepEngine {
       this.#settleFailed(this.boundaries.fatal);
       return;
     }
-    if (this.#cancel) {
-      this.settleCancelled();
+    if (this.#stop) {
+      this.settleStopped();
       return;
     }
     // A platform failure of the handler's own code (not a step's journaled failure rethrown).
@@ -439,10 +457,18 @@ export class Attempt implements StepEngine {
     this.#settleFailed(thrown);
   }
 
-  /** Settles the run as cancelled (a requested cancel reached a boundary). */
-  settleCancelled(): AttemptEnded {
+  /**
+   * Settles the run for a stop that reached a boundary: cancelled for a cancel, failed with
+   * `tasks/run-timeout` for a deadline that passed.
+   */
+  settleStopped(): AttemptEnded {
     if (this.#ended) return this.#ended;
-    const reason = this.#cancel?.reason ?? null;
+    const stop = this.#stop;
+    if (stop?.kind === "timeout") {
+      this.#settleFailed(stop.error);
+      return this.#ended ?? this.end("settled");
+    }
+    const reason = stop?.reason ?? null;
     if (!this.#settleHeld({ state: "cancelled", cancelReason: reason })) {
       return this.end("superseded");
     }
@@ -456,7 +482,7 @@ export class Attempt implements StepEngine {
    */
   holdPaused(step: string | null): AttemptEnded {
     if (this.#ended) return this.#ended;
-    if (this.#cancel) return this.settleCancelled();
+    if (this.#stop) return this.settleStopped();
     const { store, now } = this.#deps;
     const held = store.transaction(() => {
       const at = now();
@@ -502,13 +528,30 @@ export class Attempt implements StepEngine {
 
   /** Asks the attempt to stop: the in-flight step is aborted and the run settles at its next boundary. */
   requestCancel(reason: string | null): void {
-    this.#cancel = { reason };
+    this.#stop = { kind: "cancel", reason };
     this.#watchdog.failAll(
       new DOMException(
         `Run "${this.runId}" was cancelled${reason === null ? "" : `: ${reason}`}.`,
         "AbortError",
       ),
     );
+  }
+
+  /**
+   * When the run's deadline has passed, stops the attempt as a cancel would (its steps in flight are
+   * aborted with a `TimeoutError`), to settle the run failed with `tasks/run-timeout`. Answers
+   * whether it has passed. A cancel asked first stays a cancel.
+   */
+  checkDeadline(): boolean {
+    const deadline = this.#deadlineAt;
+    if (deadline === null || this.#deps.now() < deadline) return false;
+    if (this.#stop === null) {
+      this.#stop = { kind: "timeout", error: new RunTimeoutError(this.runId, deadline) };
+      this.#watchdog.failAll(
+        new DOMException(`Run "${this.runId}" passed its deadline.`, "TimeoutError"),
+      );
+    }
+    return true;
   }
 
   /**

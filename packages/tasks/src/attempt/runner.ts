@@ -1,6 +1,6 @@
 import { createEmitter, isComposeError, requestWake } from "@durablekit/compose";
 import type { ChildSteps } from "../children/child-steps";
-import { MissingDefinitionError, TasksError } from "../errors";
+import { MissingDefinitionError, RunTimeoutError, TasksError } from "../errors";
 import type { TaskEvent } from "../events";
 import type { StepPolicy } from "../policy";
 import { Journal } from "../steps/journal";
@@ -97,8 +97,13 @@ export class Runner {
     for (const runId of store.runs.dueRuns(now, RUNS_PER_ALARM)) {
       const active = this.active.get(runId);
       if (active) {
-        if (active.cancelRequested) active.settleCancelled();
-        else store.runs.refreshClaim(runId, active.generation, now + claimTimeoutMs, now);
+        // A cancel, or a deadline, that the attempt has not reached a boundary for settles here.
+        active.checkDeadline();
+        if (active.stopRequested) active.settleStopped();
+        else {
+          const deadline = claimDeadline(now + claimTimeoutMs, active.deadlineAt);
+          store.runs.refreshClaim(runId, active.generation, deadline, now);
+        }
         continue;
       }
       const attempt = this.start(runId, now);
@@ -168,6 +173,10 @@ export class Runner {
     }
     if (row.next_at === null || row.next_at > now) return null;
     const ref = { runId, definition: row.definition };
+    if (row.deadline_at !== null && row.deadline_at !== undefined && now >= row.deadline_at) {
+      this.#failTimedOut(row, row.deadline_at, now);
+      return null;
+    }
     if (!Object.hasOwn(this.#config.definitions, row.definition)) {
       const error = new MissingDefinitionError(row.definition);
       const record = errorText(error);
@@ -195,7 +204,8 @@ export class Runner {
     }
     const generation = crypto.randomUUID();
     const number = row.attempt + 1;
-    const deadline = now + this.#config.claimTimeoutMs;
+    // The claim's wake comes at the run's deadline at the latest, to stop the attempt there.
+    const deadline = claimDeadline(now + this.#config.claimTimeoutMs, row.deadline_at ?? null);
     const claimed = this.#config.store.claim(
       runId,
       row.generation,
@@ -223,6 +233,7 @@ export class Runner {
       retain: row.retain === 1,
       journal,
       startsLive: number === 1,
+      deadlineAt: row.deadline_at ?? null,
     });
     this.active.set(runId, attempt);
     this.emit({
@@ -232,6 +243,21 @@ export class Runner {
       ...(row.trace === null || row.trace === undefined ? {} : { trace: row.trace }),
     });
     return this.#drive(attempt, handler, row.input, new ReplayStep(attempt, interrupted));
+  }
+
+  /** Fails a run found past its deadline when it is due (`tasks/run-timeout`), without an attempt. */
+  #failTimedOut(row: RunRow, deadlineAt: number, now: number): void {
+    const error = new RunTimeoutError(row.run_id, deadlineAt);
+    const record = errorText(error);
+    if (this.#config.store.settle(row.run_id, null, { state: "failed", error: record }, now)) {
+      this.emit({
+        type: "task:failed",
+        runId: row.run_id,
+        definition: row.definition,
+        error: errorInfo(record),
+      });
+      this.reportError(error, row.run_id, row.definition);
+    }
   }
 
   /** Fails a run whose attempts keep ending without journal progress (`tasks/too-many-attempts`). */
@@ -311,4 +337,9 @@ export class Runner {
         : "a wake request failed; the run's wake time stays in nextWakeAt().";
     console.warn(`@durablekit/tasks: ${message}`, error);
   }
+}
+
+/** A claim's deadline: `claimAt`, or the run's own deadline when that comes first. */
+function claimDeadline(claimAt: number, deadlineAt: number | null): number {
+  return deadlineAt === null ? claimAt : Math.min(claimAt, deadlineAt);
 }

@@ -73,6 +73,8 @@ export interface RunRow {
   cancel_reason: string | null;
   /** 1 when a pause was asked of the live attempt, which takes it at its next step boundary (v9). */
   pause_requested: number;
+  /** When the run fails with `tasks/run-timeout` (v9); null for a run without a deadline. */
+  deadline_at: number | null;
   /** Settled journal rows when the run was last claimed (the breaker's progress mark). */
   progress: number;
   /** Consecutive attempts that ended without settling a journal row (died or abandoned). */

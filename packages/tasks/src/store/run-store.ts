@@ -56,7 +56,7 @@ export const RUN_STATES: readonly TaskRunState[] = [
 const LIST_COLUMNS = `run_id, definition, state, NULL AS input, metadata, idempotency_key, retain,
   attempt, generation, next_at, wait_reason, wait_step, wait_event, status_message, result, error,
   cancel_requested, cancel_reason, created_at, started_at, updated_at, settled_at, progress, stalls,
-  attempt_started_at, trace, pause_requested`;
+  attempt_started_at, trace, pause_requested, deadline_at`;
 
 /** {@link LIST_COLUMNS} without the values: a run's facts only. */
 const SUMMARY_COLUMNS = LIST_COLUMNS.replace("metadata,", "NULL AS metadata,").replace(
@@ -144,12 +144,15 @@ export class RunStore {
     trace: string | null;
     /** True to accept the run held (`paused`, no wake) until `resume`. */
     paused?: boolean;
+    /** When the run fails with `tasks/run-timeout`, or null. */
+    deadlineAt?: number | null;
     now: number;
   }): void {
     this.#sql.exec(
       `INSERT INTO dk_tasks_runs
-        (run_id, definition, state, input, metadata, idempotency_key, retain, trace, next_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        (run_id, definition, state, input, metadata, idempotency_key, retain, trace, next_at,
+         deadline_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       row.runId,
       row.definition,
       row.paused === true ? "paused" : "pending",
@@ -159,6 +162,7 @@ export class RunStore {
       row.retain ? 1 : 0,
       row.trace,
       row.paused === true ? null : row.now,
+      row.deadlineAt ?? null,
       row.now,
       row.now,
     );
@@ -350,18 +354,20 @@ export class RunStore {
 
   /**
    * Makes a run pending and due at `now` again, as a restart leaves it: no attempt holds it, and
-   * its settlement, wait, cancel and pause are forgotten (its attempt count is kept). The caller has
-   * checked that no live attempt holds it.
+   * its settlement, wait, cancel and pause are forgotten (its attempt count is kept), and its
+   * deadline is `deadlineAt`. The caller has checked that no live attempt holds it.
    */
-  restart(runId: string, now: number): boolean {
+  restart(runId: string, deadlineAt: number | null, now: number): boolean {
     return (
       this.#sql.exec(
         `UPDATE dk_tasks_runs SET state = 'pending', next_at = ?, generation = NULL,
            wait_reason = NULL, wait_step = NULL, wait_event = NULL, status_message = NULL,
            result = NULL, error = NULL, cancel_requested = 0, cancel_reason = NULL,
-           pause_requested = 0, settled_at = NULL, progress = 0, stalls = 0, updated_at = ?
+           pause_requested = 0, settled_at = NULL, progress = 0, stalls = 0, deadline_at = ?,
+           updated_at = ?
          WHERE run_id = ?`,
         now,
+        deadlineAt,
         now,
         runId,
       ).rowsWritten > 0

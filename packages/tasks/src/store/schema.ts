@@ -47,8 +47,9 @@ const RUNS_COLUMNS_V1 = `      run_id TEXT NOT NULL PRIMARY KEY,
 
 /**
  * `dk_tasks_runs` as v9 makes it: the v1 columns and those v2 and v4 added, the state check
- * admitting `paused` (a run an operator holds) and `queued` (a run flow control holds), and
- * `pause_requested` (a pause asked of a live attempt, taken at its next step boundary). SQLite
+ * admitting `paused` (a run an operator holds) and `queued` (a run flow control holds),
+ * `pause_requested` (a pause asked of a live attempt, taken at its next step boundary) and
+ * `deadline_at` (when the run fails with `tasks/run-timeout`, from `run(…, { deadlineMs })`). SQLite
  * cannot change a check in place, so v9 copies the table; after its rename SQLite keeps the
  * name quoted, as written here.
  */
@@ -61,7 +62,8 @@ ${RUNS_COLUMNS_V1.replace(
       stalls INTEGER NOT NULL DEFAULT 0,
       attempt_started_at INTEGER,
       trace TEXT,
-      pause_requested INTEGER NOT NULL DEFAULT 0
+      pause_requested INTEGER NOT NULL DEFAULT 0,
+      deadline_at INTEGER
     ) WITHOUT ROWID`;
 
 /** Every column v8 had, in order: what v9 copies. */

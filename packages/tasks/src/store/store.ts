@@ -213,12 +213,14 @@ export class TaskStore {
    * Restarts `run` from its journal row `from` (at position `fromSeq`), in one transaction: the
    * attempt that settled it (or died holding it) is recorded, the rows from `fromSeq` on are copied
    * to the restart's record and dropped from the journal with the child waits they held, and the
-   * run is pending and due at `now`. Answers the restart's number and how many rows it dropped.
+   * run is pending and due at `now`, with the deadline `deadlineAt` (or none). Answers the
+   * restart's number and how many rows it dropped.
    */
   restart(
     run: RunRow,
     from: string,
     fromSeq: number,
+    deadlineAt: number | null,
     now: number,
   ): { restart: number; dropped: number } {
     return this.transaction(() => {
@@ -228,7 +230,7 @@ export class TaskStore {
       this.restarts.record(run.run_id, restart, from, fromSeq, run, now);
       this.children.deleteWaitsFrom(run.run_id, fromSeq);
       const dropped = this.steps.dropFrom(run.run_id, fromSeq);
-      this.runs.restart(run.run_id, now);
+      this.runs.restart(run.run_id, deadlineAt, now);
       return { restart, dropped };
     });
   }
