@@ -1,5 +1,6 @@
 export { InspectError, type InspectErrorCode, isInspectError } from "./errors";
 export type { InspectEvent } from "./events";
+export type { InspectControlOptions, InspectTasksControl } from "./http/control";
 export { type InspectResponseOptions, inspectorResponse } from "./http/response";
 export {
   type InspectChunkOptions,

@@ -9,4 +9,4 @@ export const unknownWord: InspectErrorCode = "inspect/unauthorized";
 // @ts-expect-error another package's prefix
 export const otherPrefix: InspectErrorCode = "streams/not-found";
 // @ts-expect-error the guard takes only the package's codes
-export const guarded = isInspectError(undefined, "inspect/forbidden");
+export const guarded = isInspectError(undefined, "inspect/conflict");

@@ -20,7 +20,7 @@ function carriedQuery(params: URLSearchParams): string {
   return query === "" ? "" : `?${query.replaceAll("&", "&amp;")}`;
 }
 
-const HTML = (base: string, query: string) => `<!doctype html>
+const HTML = (base: string, query: string, controls: boolean) => `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -29,7 +29,7 @@ const HTML = (base: string, query: string) => `<!doctype html>
 <link rel="stylesheet" href="${base}/inspect.css${query}">
 <script type="module" src="${base}/inspect.js${query}"></script>
 </head>
-<body data-base="${base}">
+<body data-base="${base}"${controls ? ' data-controls="on"' : ""}>
 <header>
   <h1><a href="#/">durablekit inspector</a></h1>
   <p id="object"></p>
@@ -67,6 +67,12 @@ const HTML = (base: string, query: string) => `<!doctype html>
   <section id="detail-view" hidden>
     <h2 id="detail-title"></h2>
     <dl id="detail-facts"></dl>
+    <form id="detail-controls" hidden>
+      <button type="button" id="control-pause">Pause</button>
+      <button type="button" id="control-resume">Resume</button>
+      <label>restart from <select id="control-from"></select></label>
+      <button type="button" id="control-restart">Restart</button>
+    </form>
     <p id="detail-life" class="life"></p>
     <div id="detail-bar" class="bar" hidden><span></span></div>
     <div id="detail-timeline" class="timeline" hidden></div>
@@ -115,6 +121,45 @@ async function api(path) {
   const body = await response.json().catch(() => null);
   if (!response.ok) throw new Error((body && body.error && body.error.message) || "HTTP " + response.status);
   return body;
+}
+/**
+ * The run controls (when the host gave them): a POST of JSON to the run's control route. The live
+ * view shows what it changed.
+ */
+const controls = document.body.dataset.controls === "on";
+let controlled = null;
+async function control(action, body) {
+  if (controlled === null) return;
+  const response = await fetch(carry(base + "/api/runs/" + encodeURIComponent(controlled) + "/" + action), {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json" },
+    body: JSON.stringify(body || {}),
+  });
+  const answer = await response.json().catch(() => null);
+  show(response.ok ? null : (answer && answer.error && answer.error.message) || "HTTP " + response.status);
+}
+if (controls) {
+  $("control-pause").addEventListener("click", () => control("pause"));
+  $("control-resume").addEventListener("click", () => control("resume"));
+  $("control-restart").addEventListener("click", () => control("restart", { from: $("control-from").value }));
+}
+function renderControls(view) {
+  const form = $("detail-controls");
+  form.hidden = !controls;
+  if (!controls) return;
+  const r = view.run;
+  controlled = r.runId;
+  const state = r.state;
+  $("control-pause").disabled = !(state === "pending" || state === "running" || state === "waiting");
+  $("control-resume").disabled = state !== "paused";
+  const select = $("control-from");
+  const chosen = select.value;
+  const names = view.steps.map((step) => step.name);
+  if (select.options.length !== names.length || names.some((name, i) => select.options[i].value !== name)) {
+    select.replaceChildren(...names.map((name) => { const option = el("option", name); option.value = name; return option; }));
+    if (names.includes(chosen)) select.value = chosen;
+  }
+  $("control-restart").disabled = names.length === 0 || state === "running";
 }
 /**
  * Keeps one view live: its JSON arrives as "view" events whenever it changes. The server ends the
@@ -450,6 +495,7 @@ function renderRun(view) {
   const waiting = r.waitingFor ? r.waitingFor + (r.eventType ? " (" + r.eventType + ")" : "") : null;
   facts([["definition", r.definition], ["state", r.state], ["attempts", r.attempts], ["waiting for", waiting], ["wakes", time(r.wakeAt) || null], ["status", r.statusMessage], ["error", r.error ? (r.error.code ? r.error.code + ": " : "") + r.error.message : null], ["idempotency key", r.idempotencyKey], ["created", time(r.createdAt)], ["started", time(r.startedAt) || null], ["settled", time(r.settledAt) || null], ["input", view.input === undefined ? null : valueNode(view.input)], ["result", "result" in view ? valueNode(view.result) : null]]);
   life(r.createdAt, r.settledAt, null, "settled");
+  renderControls(view);
   timeline(view);
   const attempts = $("detail-attempts").tBodies[0];
   attempts.replaceChildren();
@@ -535,6 +581,8 @@ function route() {
   $("detail-chunks").hidden = kind === "runs" || kind === "executions";
   $("detail-journals").hidden = kind !== "runs" && kind !== "executions";
   $("detail-children").hidden = true;
+  $("detail-controls").hidden = true;
+  controlled = null;
   if (kind === "runs" && id) {
     live("/runs/" + id, renderRun);
   } else if (kind === "executions" && id) {
@@ -622,9 +670,10 @@ table.calls tr[data-outcome="error"] td { color: #a11; }
 export function pageFiles(
   basePath: string,
   query: URLSearchParams = new URLSearchParams(),
+  controls = false,
 ): ReadonlyMap<string, { body: string; contentType: string }> {
   const html = {
-    body: HTML(basePath, carriedQuery(query)),
+    body: HTML(basePath, carriedQuery(query), controls),
     contentType: "text/html; charset=utf-8",
   };
   return new Map([

@@ -4,6 +4,7 @@ import { InspectError } from "../errors";
 import type { InspectEvent } from "../events";
 import type { Inspector } from "../inspector";
 import { answerApi } from "./api";
+import { checkControl, controlResponse, type InspectControlOptions } from "./control";
 import { liveResponse } from "./live";
 import { INSPECT_PAGE_CSP, pageFiles } from "./page";
 
@@ -29,6 +30,12 @@ export interface InspectResponseOptions {
   maxLiveMs?: number;
   /** Receives {@link InspectEvent}s: each read of a live view, and why a live view stopped. */
   onEvent?: (event: InspectEvent) => void;
+  /**
+   * The controls that change task runs (pause, resume, restart) from a run's page, behind an
+   * `authorize` of their own. Without it the inspector only reads, and answers 405 to anything
+   * but `GET` and `HEAD`.
+   */
+  control?: InspectControlOptions;
 }
 
 /**
@@ -108,16 +115,31 @@ export async function inspectorResponse(
   const liveIntervalMs = check.ms(options.liveIntervalMs, "liveIntervalMs", 1000, { min: 10 });
   const maxLiveMs = check.ms(options.maxLiveMs, "maxLiveMs", 60_000, { min: 10 });
   check.callback(options.onEvent, "onEvent");
+  const control = checkControl(options.control);
   const url = new URL(request.url);
   if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) {
     return json(404, { error: { code: "inspect/not-found", message: "Not an inspector route." } });
   }
-  if (request.method !== "GET" && request.method !== "HEAD") {
-    const answer = json(405, { error: { message: "The inspector only reads: use GET." } });
-    answer.headers.set("allow", "GET, HEAD");
+  if (request.method === "POST" && control !== undefined) {
+    const path = url.pathname.slice(basePath.length);
+    const answer = path.startsWith("/api/")
+      ? await controlResponse(request, path.slice("/api".length), control)
+      : json(404, { error: { code: "inspect/not-found", message: "Not an inspector route." } });
+    for (const [name, value] of headers("application/json; charset=utf-8")) {
+      answer.headers.set(name, value);
+    }
     return answer;
   }
-  const answer = route(request, inspector, url, basePath, {
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    const message =
+      control === undefined
+        ? "The inspector only reads: use GET."
+        : "Use GET to read, and POST for the run controls.";
+    const answer = json(405, { error: { message } });
+    answer.headers.set("allow", control === undefined ? "GET, HEAD" : "GET, HEAD, POST");
+    return answer;
+  }
+  const answer = route(request, inspector, url, basePath, control !== undefined, {
     liveIntervalMs,
     maxLiveMs,
     emit: createEmitter("@durablekit/inspect", options.onEvent),
@@ -135,10 +157,11 @@ function route(
   inspector: Inspector,
   url: URL,
   basePath: string,
+  controls: boolean,
   live: { liveIntervalMs: number; maxLiveMs: number; emit: (event: InspectEvent) => void },
 ): Response {
   const path = url.pathname.slice(basePath.length) || "/";
-  const file = pageFiles(basePath, url.searchParams).get(path);
+  const file = pageFiles(basePath, url.searchParams, controls).get(path);
   if (file !== undefined) {
     return new Response(file.body, { headers: headers(file.contentType) });
   }
