@@ -12,6 +12,14 @@ export interface TaskRetryOptions {
   delayMs?: number;
   /** `constant` (d), `linear` (d·n) or `exponential` (d·2^(n-1)) after the n-th failed attempt. */
   backoff?: TaskBackoff;
+  /**
+   * What a step whose attempts are all used up does: `"fail"` (the default) fails the step, and the
+   * run unless the handler catches it; `"pause"` holds the run at the step instead (`paused`, its
+   * last error in the attempt's row), so an operator can fix the cause and `resume` it: the step
+   * then runs once more, and pauses again if that attempt fails too. A `NonRetryableError`, and a
+   * result too large or unserializable, fail the step either way.
+   */
+  onExhausted?: "fail" | "pause";
 }
 
 /** Per-call options of `step.do`. */
@@ -27,6 +35,7 @@ export interface StepPolicy {
   delayMs: number;
   backoff: TaskBackoff;
   timeoutMs: number;
+  onExhausted: "fail" | "pause";
 }
 
 /** The longest delay between two attempts: backoff growth stops at one day. */
@@ -38,6 +47,7 @@ export const DEFAULT_STEP_POLICY: StepPolicy = {
   delayMs: 1_000,
   backoff: "exponential",
   timeoutMs: 300_000,
+  onExhausted: "fail",
 };
 
 /**
@@ -66,9 +76,17 @@ export function resolvePolicy(
       `Invalid ${what} retries.backoff: expected "constant", "linear" or "exponential", got ${JSON.stringify(backoff)}.`,
     );
   }
+  const onExhausted = retries?.onExhausted ?? base.onExhausted;
+  if (onExhausted !== "fail" && onExhausted !== "pause") {
+    throw new TasksError(
+      "tasks/invalid-argument",
+      `Invalid ${what} retries.onExhausted: expected "fail" or "pause", got ${JSON.stringify(onExhausted)}.`,
+    );
+  }
   return {
     limit,
     backoff,
+    onExhausted,
     delayMs:
       retries?.delayMs === undefined
         ? base.delayMs

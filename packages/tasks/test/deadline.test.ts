@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isTasksError } from "../src/index";
+import { isTasksError, RunTimeoutError } from "../src/index";
 import { inFixture, sleep } from "./helpers";
 
 describe("a deadline for the whole run", () => {
@@ -21,6 +21,31 @@ describe("a deadline for the whole run", () => {
         "tasks/run-timeout",
       ]);
       expect(fixture.tasks.nextWakeAt()).toBeNull();
+    });
+  });
+
+  it("aborts the signal of a step in flight with a TimeoutError when the deadline passes", async () => {
+    await inFixture(async (fixture) => {
+      const tasks = fixture.build({
+        "waits@v1": async (_input: undefined, step) =>
+          step.do(
+            "wait",
+            ({ signal }) =>
+              new Promise((_resolve, reject) => {
+                signal.addEventListener("abort", () => {
+                  fixture.note((signal.reason as Error).name);
+                  reject(signal.reason);
+                });
+              }),
+          ),
+      });
+      const { runId } = await tasks.run("waits@v1", undefined, { deadlineMs: 100 });
+      expect(await fixture.settled(runId, tasks)).toMatchObject({
+        state: "failed",
+        error: { code: "tasks/run-timeout", name: "RunTimeoutError" },
+      });
+      expect(fixture.notes()).toEqual(["TimeoutError"]);
+      expect(fixture.errors.at(-1)).toBeInstanceOf(RunTimeoutError);
     });
   });
 

@@ -1,7 +1,7 @@
 import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { isTasksError, type TaskDefinitions, type Tasks } from "../src/index";
+import { isTasksError, NonRetryableError, type TaskDefinitions, type Tasks } from "../src/index";
 import { freshFixture, inFixture, sleep } from "./helpers";
 
 /** Polls `tasks.get(runId)` until its state is `state`. */
@@ -229,6 +229,70 @@ describe("what holding a run costs (SQLite cursor counters, index writes include
       expect(pause).toEqual([["UPDATE dk_tasks_runs", 3]]);
       // The same, and its wake entry back; the claim that follows is any wake's.
       expect(resume).toEqual(["UPDATE dk_tasks_runs", 4]);
+    });
+  });
+});
+
+describe("pausing instead of failing when a step's retries are used up", () => {
+  it("holds the run at the step with its last error; a resume runs the step once more, and pauses again if it fails", async () => {
+    await inFixture(async (fixture) => {
+      let broken = 3;
+      const tasks = fixture.build(
+        {
+          "fragile@v1": async (_input: undefined, step) => {
+            await step.do("a", () => fixture.bump("a"));
+            const b = await step.do("b", ({ attempt }) => {
+              fixture.bump("b");
+              if (broken > 0) {
+                broken--;
+                throw new Error(`b failed on attempt ${attempt}`);
+              }
+              return attempt;
+            });
+            await step.do("c", () => fixture.bump("c"));
+            return b;
+          },
+          "refused@v1": async (_input: undefined, step) =>
+            step.do("x", () => {
+              throw new NonRetryableError("declined");
+            }),
+        },
+        { retries: { limit: 2, delayMs: 10, backoff: "constant", onExhausted: "pause" } },
+      );
+      const { runId } = await tasks.run("fragile@v1");
+      await reach(tasks, runId, "paused");
+      expect(fixture.executions()).toEqual({ a: 1, b: 2 });
+      const attempts = tasks.attempts(runId) ?? [];
+      expect(attempts.at(-1)).toMatchObject({
+        outcome: "paused",
+        step: "b",
+        error: { message: "b failed on attempt 2" },
+      });
+      expect(tasks.nextWakeAt()).toBeNull();
+
+      // Still broken: one more attempt, and the run is held again.
+      expect(await tasks.resume(runId)).toBe(true);
+      await reach(tasks, runId, "paused");
+      expect(fixture.executions()).toEqual({ a: 1, b: 3 });
+      // Fixed: the resume runs the step once more and the run goes on.
+      expect(await tasks.resume(runId)).toBe(true);
+      expect(await fixture.settled(runId, tasks)).toMatchObject({ state: "completed", result: 4 });
+      expect(fixture.executions()).toEqual({ a: 1, b: 4, c: 1 });
+
+      // A non-retryable error fails the run whatever onExhausted says.
+      const { runId: refused } = await tasks.run("refused@v1");
+      expect(await fixture.settled(refused, tasks)).toMatchObject({
+        state: "failed",
+        error: { code: "tasks/non-retryable" },
+      });
+    });
+  });
+
+  it("refuses an onExhausted that is not fail or pause", async () => {
+    await inFixture(async (fixture) => {
+      expect(() => fixture.build({}, { retries: { onExhausted: "retry" as never } })).toThrow(
+        expect.objectContaining({ code: "tasks/invalid-argument" }),
+      );
     });
   });
 });

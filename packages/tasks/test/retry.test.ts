@@ -128,7 +128,7 @@ describe("retries", () => {
 
   it("grows delays by the backoff and caps them at one day", async () => {
     const { retryDelay } = await import("../src/policy");
-    const policy = { limit: 10, delayMs: 1_000, timeoutMs: 1 };
+    const policy = { limit: 10, delayMs: 1_000, timeoutMs: 1, onExhausted: "fail" as const };
     expect([1, 2, 3].map((n) => retryDelay({ ...policy, backoff: "constant" }, n))).toEqual([
       1_000, 1_000, 1_000,
     ]);

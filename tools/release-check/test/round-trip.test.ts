@@ -209,9 +209,11 @@ describe("a release installed from a registry", () => {
     console.info(
       `npm ${(await npm(["--version"], { cwd: parent, env, timeoutMs: 30_000 })).trim()} on Node ${machine.trim()}`,
     );
+    // A cache of its own: npx keeps what it installed for a spec under the cache, and a release
+    // republished here under the same version must not meet an older install of it.
     const created = await npm(["create", "durablekit@latest", "my-app"], {
       cwd: parent,
-      env: { ...env, npm_config_yes: "true" },
+      env: { ...env, npm_config_yes: "true", npm_config_cache: scratchDir("dk-npm-cache-") },
       timeoutMs: 120_000,
     });
     expect(created).toContain("  cd my-app\n  npm install && npm test\n");

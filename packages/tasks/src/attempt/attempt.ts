@@ -197,7 +197,8 @@ export class Attempt implements StepEngine {
         thrown.code === "tasks/too-large" ||
         thrown.code === "tasks/too-deep");
     const record = errorText(thrown);
-    if (!isNonRetryable(thrown) && !unstorable && attempt < policy.limit) {
+    const retryable = !isNonRetryable(thrown) && !unstorable;
+    if (retryable && attempt < policy.limit) {
       const retryAt = this.#deps.now() + retryDelay(policy, attempt);
       this.emit({
         type: "task:step:retry",
@@ -217,6 +218,17 @@ export class Attempt implements StepEngine {
           value: record,
           wake_at: retryAt,
         }),
+      );
+    }
+    if (retryable && policy.onExhausted === "pause") {
+      // Its attempts are used up: the run is held at the step, its last error kept, until an
+      // operator resumes it; the step then runs once more (a due retry, from its row).
+      this.#pause = true;
+      const now = this.#deps.now();
+      return this.#park(
+        "retry",
+        now,
+        stepRow(name, seq, "do", now, { state: "waiting", attempt, value: record, wake_at: now }),
       );
     }
     // Whatever its properties (`retryable` included), an error thrown by a step callback is the
