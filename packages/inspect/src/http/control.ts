@@ -136,21 +136,38 @@ export async function controlResponse(
 
 /** The request's JSON body (null when empty), or the refusal of one too large or not JSON. */
 async function readBody(request: Request): Promise<unknown> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) {
-    return refusal(
+  const tooLarge = () =>
+    refusal(
       413,
       "inspect/too-large",
       `A control request's body is at most ${MAX_BODY_BYTES} bytes.`,
     );
+  if (Number(request.headers.get("content-length") ?? "0") > MAX_BODY_BYTES) return tooLarge();
+  // Read at most MAX_BODY_BYTES, whatever the request declared (a chunked body declares nothing).
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  const reader = request.body?.getReader();
+  while (reader !== undefined) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+    if (bytes > MAX_BODY_BYTES) {
+      await reader.cancel();
+      return tooLarge();
+    }
+    chunks.push(value);
   }
-  const text = await request.text();
-  if (text.length > MAX_BODY_BYTES) {
-    return refusal(
-      413,
-      "inspect/too-large",
-      `A control request's body is at most ${MAX_BODY_BYTES} bytes.`,
-    );
+  const joined = new Uint8Array(bytes);
+  let at = 0;
+  for (const chunk of chunks) {
+    joined.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(joined);
+  } catch {
+    return refusal(400, "inspect/invalid-argument", "The body is not UTF-8 text.");
   }
   if (text.trim() === "") return null;
   try {
