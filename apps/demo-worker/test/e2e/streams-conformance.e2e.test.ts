@@ -100,14 +100,17 @@ describe("@durable-streams/server-conformance-tests against the demo under wrang
     const report = await runSuite(dev.url);
     let failed = cases(report).filter((result) => result.status === "failed");
     const rerun: string[] = [];
-    if (failed.length > 0) {
-      // A few cases hold a 0.5 s timing margin (TTL 2 s, refreshed at 1.5 s). On a starved CPU a
-      // request can reach its object later than that; such a case gets one more run, and the
-      // report below names it.
-      rerun.push(...failed.map((result) => result.fullName));
-      const again = await runSuite(dev.url, rerun);
+    // Two artifacts of a starved CPU, not of the demo, get up to two more runs of the case, and the
+    // report below names it: a few cases hold a 0.5 s timing margin (TTL 2 s, refreshed at 1.5 s)
+    // that a late request misses; and the 10 MiB "large payload" POST, which the demo answers 413
+    // before reading it, can meet wrangler dev's entry worker still forwarding the upload, which
+    // then answers its own 500 ("Network connection lost", see bad-input.e2e.test.ts).
+    for (let round = 0; round < 2 && failed.length > 0; round++) {
+      const names = failed.map((result) => result.fullName);
+      for (const name of names) if (!rerun.includes(name)) rerun.push(name);
+      const again = await runSuite(dev.url, names);
       failed = cases(again).filter(
-        (result) => rerun.includes(result.fullName) && result.status !== "passed",
+        (result) => names.includes(result.fullName) && result.status !== "passed",
       );
     }
     const skipped = cases(report).filter(
