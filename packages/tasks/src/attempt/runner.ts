@@ -174,16 +174,11 @@ export class Runner {
     if (row.next_at === null || row.next_at > now) return null;
     const ref = { runId, definition: row.definition };
     if (row.deadline_at !== null && row.deadline_at !== undefined && now >= row.deadline_at) {
-      this.#failTimedOut(row, row.deadline_at, now);
+      this.#failUnclaimed(row, new RunTimeoutError(row.run_id, row.deadline_at), now);
       return null;
     }
     if (!Object.hasOwn(this.#config.definitions, row.definition)) {
-      const error = new MissingDefinitionError(row.definition);
-      const record = errorText(error);
-      if (this.#config.store.settle(runId, null, { state: "failed", error: record }, now)) {
-        this.emit({ type: "task:failed", ...ref, error: errorInfo(record) });
-        this.reportError(error, runId, row.definition);
-      }
+      this.#failUnclaimed(row, new MissingDefinitionError(row.definition), now);
       return null;
     }
     const handler = this.#config.definitions[row.definition] as unknown as Handler;
@@ -199,7 +194,14 @@ export class Runner {
     const progress = journal.settled;
     const stalls = row.state === "running" && progress <= row.progress ? row.stalls + 1 : 0;
     if (stalls >= this.#config.maxAttemptsWithoutProgress) {
-      this.#failStalled(row, stalls, now);
+      this.#failUnclaimed(
+        row,
+        new TasksError(
+          "tasks/too-many-attempts",
+          `Run "${row.run_id}" failed: its last ${stalls} attempts ended (the object died or was reset, or the attempt was abandoned) without journaling a step; raise maxAttemptsWithoutProgress if that is expected.`,
+        ),
+        now,
+      );
       return null;
     }
     const generation = crypto.randomUUID();
@@ -245,27 +247,12 @@ export class Runner {
     return this.#drive(attempt, handler, row.input, new ReplayStep(attempt, interrupted));
   }
 
-  /** Fails a run found past its deadline when it is due (`tasks/run-timeout`), without an attempt. */
-  #failTimedOut(row: RunRow, deadlineAt: number, now: number): void {
-    const error = new RunTimeoutError(row.run_id, deadlineAt);
-    const record = errorText(error);
-    if (this.#config.store.settle(row.run_id, null, { state: "failed", error: record }, now)) {
-      this.emit({
-        type: "task:failed",
-        runId: row.run_id,
-        definition: row.definition,
-        error: errorInfo(record),
-      });
-      this.reportError(error, row.run_id, row.definition);
-    }
-  }
-
-  /** Fails a run whose attempts keep ending without journal progress (`tasks/too-many-attempts`). */
-  #failStalled(row: RunRow, stalls: number, now: number): void {
-    const error = new TasksError(
-      "tasks/too-many-attempts",
-      `Run "${row.run_id}" failed: its last ${stalls} attempts ended (the object died or was reset, or the attempt was abandoned) without journaling a step; raise maxAttemptsWithoutProgress if that is expected.`,
-    );
+  /**
+   * Fails a run without claiming it, with `error`: its definition is gone
+   * (`tasks/missing-definition`), its deadline has passed (`tasks/run-timeout`), or its attempts
+   * keep ending without journal progress (`tasks/too-many-attempts`).
+   */
+  #failUnclaimed(row: RunRow, error: TasksError, now: number): void {
     const record = errorText(error);
     if (this.#config.store.settle(row.run_id, null, { state: "failed", error: record }, now)) {
       this.emit({

@@ -1,4 +1,4 @@
-import type { StepRow, TaskRunState, TaskStepKind, TaskStepState } from "./rows";
+import type { StepRow, TaskRunState } from "./rows";
 
 /** One row of `dk_tasks_restarts`: a restart of a run, and the run as it stood before it. */
 export interface RestartRow {
@@ -90,18 +90,8 @@ export class RestartStore {
        FROM dk_tasks_dropped_steps WHERE run_id = ? ORDER BY restart, seq`,
       runId,
     )) {
-      byNumber.get(row.restart)?.steps.push({
-        name: row.name,
-        seq: row.seq,
-        kind: row.kind,
-        state: row.state,
-        attempt: row.attempt,
-        value: row.value,
-        wake_at: row.wake_at,
-        event_type: row.event_type,
-        next_step: null,
-        at: row.at,
-      });
+      const { restart, ...step } = row;
+      byNumber.get(restart)?.steps.push({ ...step, next_step: null });
     }
     return records;
   }
@@ -113,15 +103,5 @@ export class RestartStore {
   }
 }
 
-interface DroppedRow {
-  restart: number;
-  name: string;
-  seq: number;
-  kind: TaskStepKind;
-  state: TaskStepState;
-  attempt: number;
-  value: string | null;
-  wake_at: number | null;
-  event_type: string | null;
-  at: number;
-}
+/** A row of `dk_tasks_dropped_steps`: a journal row as it was, and the restart that dropped it. */
+type DroppedRow = Omit<StepRow, "next_step"> & { restart: number };

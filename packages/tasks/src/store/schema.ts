@@ -239,6 +239,16 @@ const LINKS_BY_RUN = `CREATE UNIQUE INDEX dk_tasks_links_by_run ON dk_tasks_link
 const LINKS_BY_EXPIRY = `CREATE INDEX dk_tasks_links_by_expiry ON dk_tasks_links (expires_at)
       WHERE expires_at IS NOT NULL`;
 
+/** Every index of `dk_tasks_runs` today: what v9 makes again on its copy, and what CURRENT makes. */
+const RUNS_INDEXES = [
+  RUNS_BY_KEY,
+  RUNS_BY_WAKE,
+  RUNS_BY_CREATED,
+  RUNS_RUNNING,
+  RUNS_BY_STATE,
+  RUNS_BY_DEFINITION,
+];
+
 /** `MIGRATIONS[n]` brings the tables from version n to n + 1. */
 export const MIGRATIONS: ReadonlyArray<readonly string[]> = [
   // v1
@@ -344,12 +354,7 @@ ${RUNS_COLUMNS_V1}
     `INSERT INTO dk_tasks_runs_v9 (${RUNS_COLUMNS_V8}) SELECT ${RUNS_COLUMNS_V8} FROM dk_tasks_runs`,
     "DROP TABLE dk_tasks_runs",
     "ALTER TABLE dk_tasks_runs_v9 RENAME TO dk_tasks_runs",
-    RUNS_BY_KEY,
-    RUNS_BY_WAKE,
-    RUNS_BY_CREATED,
-    RUNS_RUNNING,
-    RUNS_BY_STATE,
-    RUNS_BY_DEFINITION,
+    ...RUNS_INDEXES,
     RESTARTS_TABLE,
     DROPPED_STEPS_TABLE,
   ],
@@ -362,12 +367,7 @@ ${RUNS_COLUMNS_V1}
  */
 export const CURRENT: readonly string[] = [
   RUNS_TABLE_V9('"dk_tasks_runs"'),
-  RUNS_BY_KEY,
-  RUNS_BY_WAKE,
-  RUNS_BY_CREATED,
-  RUNS_RUNNING,
-  RUNS_BY_STATE,
-  RUNS_BY_DEFINITION,
+  ...RUNS_INDEXES,
   STEPS_TABLE,
   EVENTS_TABLE,
   CALLS_TABLE,
