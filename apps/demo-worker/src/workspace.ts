@@ -301,6 +301,30 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
     return answer;
   }
 
+  /**
+   * `GET /tasks/:runId/events`: a run's lifecycle (`tasks.events`) as Server-Sent Events, from the
+   * request's `Last-Event-ID` (+1) or `?from=N`, tailing until the run settles; a 404
+   * `tasks/not-found` for an unknown run. `corsOrigins` may read it from other origins.
+   */
+  async taskEventsSse(runId: string, request: Request, corsOrigins: string[]): Promise<Response> {
+    const response = sseResponse(this.tasks.events, runId, {
+      request,
+      ...(corsOrigins.length === 0 ? {} : { cors: { origin: corsOrigins } }),
+    });
+    if (response.status !== 404) return response;
+    await response.body?.cancel();
+    const answer = errorResponse(
+      404,
+      "tasks/not-found",
+      `No run "${runId}" exists; check the run id (POST /tasks/:definition answers it).`,
+    );
+    for (const name of ["access-control-allow-origin", "vary"]) {
+      const value = response.headers.get(name);
+      if (value !== null) answer.headers.set(name, value);
+    }
+    return answer;
+  }
+
   /** A stream's chunks, state and cursor (`GET /debug/streams/:streamId`), or null. */
   streamChunks(
     streamId: string,

@@ -117,3 +117,51 @@ describe("task routes", () => {
     }
   });
 });
+
+/** The `id:` and the JSON `data:` of each message frame of an SSE body, and its control events. */
+function frames(text: string) {
+  const messages: Array<{ id: number; data: { type: string; seq: number } }> = [];
+  const controls: string[] = [];
+  for (const block of text.split("\n\n")) {
+    const id = /^id: (\d+)$/m.exec(block)?.[1];
+    const data = /^data: (.*)$/m.exec(block)?.[1];
+    const event = /^event: (.*)$/m.exec(block)?.[1];
+    if (event !== undefined) controls.push(event);
+    else if (id !== undefined && data !== undefined) {
+      messages.push({ id: Number(id), data: JSON.parse(data) });
+    }
+  }
+  return { messages, controls };
+}
+
+describe("GET /tasks/:runId/events", () => {
+  it("serves a run's events as Server-Sent Events, resumable with Last-Event-ID", async () => {
+    const started = await call("POST", "/tasks/demo.count@v1", { input: { steps: 2 } });
+    const runId = started.body.runId as string;
+    // Read while the run goes on: the body replays, tails, and ends with the settlement.
+    const response = await exports.default.fetch(`${base}/tasks/${runId}/events`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const all = frames(await response.text());
+    expect(all.messages.map((m) => m.data.type)).toEqual([
+      "task:accepted",
+      "task:attempt:started",
+      "task:step:completed",
+      "task:step:completed",
+      "task:completed",
+    ]);
+    expect(all.messages.map((m) => m.id)).toEqual([0, 1, 2, 3, 4]);
+    expect(all.messages.every((m) => m.data.seq === m.id)).toBe(true);
+    expect(all.controls.at(-1)).toBe("done");
+
+    // A client that saw up to id 2 gets the rest once.
+    const resumed = await exports.default.fetch(`${base}/tasks/${runId}/events`, {
+      headers: { "Last-Event-ID": "2" },
+    });
+    expect(frames(await resumed.text()).messages).toEqual(all.messages.slice(3));
+
+    const missing = await exports.default.fetch(`${base}/tasks/nope-${runId}/events`);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ error: { code: "tasks/not-found" } });
+  });
+});

@@ -17,4 +17,5 @@ export type {
   SseEvent,
 } from "./protocol/types";
 export { resumeFrom } from "./resume";
+export type { SseSource, SseSourceReadOptions, SseSourceStatus } from "./source";
 export { type SseCorsOptions, type SseResponseOptions, sseResponse } from "./sse-response";

@@ -1,8 +1,9 @@
 import { isWellFormedName } from "@durablekit/compose";
-import type { StreamEncoding, StreamGoneReason, StreamStatus, Streams } from "@durablekit/streams";
+import type { StreamEncoding, StreamGoneReason } from "@durablekit/streams";
 import { SseArgumentError } from "./errors";
 import { base64, chunkFrame, eventFrame, HEARTBEAT_FRAME, utf8 } from "./frames";
 import { resumeFrom } from "./resume";
+import type { SseSource, SseSourceStatus } from "./source";
 
 /** Options of {@link sseResponse}. */
 export interface SseResponseOptions {
@@ -122,7 +123,7 @@ function corsHeaders(cors: SseCorsOptions | undefined, request: Request | undefi
  * indexed row lookup.
  */
 async function waitForStream(
-  streams: Streams,
+  streams: SseSource,
   streamId: string,
   waitMs: number,
   signal: AbortSignal,
@@ -145,7 +146,8 @@ async function waitForStream(
 }
 
 /**
- * Serves one stream of a `Streams` log as Server-Sent Events: replay from the resume point, then
+ * Serves one stream of a `Streams` log (or of another {@link SseSource}, such as a run's events,
+ * `tasks.events`) as Server-Sent Events: replay from the resume point, then
  * tail until the stream settles.
  *
  * - `200` with `content-type: text/event-stream; charset=utf-8` and `cache-control: no-store`; a
@@ -172,22 +174,22 @@ async function waitForStream(
  * @throws {SseArgumentError} `sse/invalid-argument` for a malformed `streams`, `heartbeatMs`, `batchSize`, `from`, `request`, `signal`, `waitForStreamMs` or `cors` (the host's arguments, thrown at the call; a bad stream id is answered, not thrown).
  */
 export function sseResponse(
-  streams: Streams,
+  streams: SseSource,
   streamId: string,
   options: SseResponseOptions & { waitForStreamMs: number },
 ): Promise<Response>;
 export function sseResponse(
-  streams: Streams,
+  streams: SseSource,
   streamId: string,
   options?: SseResponseOptions & { waitForStreamMs?: undefined },
 ): Response;
 export function sseResponse(
-  streams: Streams,
+  streams: SseSource,
   streamId: string,
   options?: SseResponseOptions,
 ): Response | Promise<Response>;
 export function sseResponse(
-  streams: Streams,
+  streams: SseSource,
   streamId: string,
   options: SseResponseOptions = {},
 ): Response | Promise<Response> {
@@ -197,7 +199,9 @@ export function sseResponse(
     typeof streams.status !== "function" ||
     typeof streams.readBatches !== "function"
   ) {
-    throw new SseArgumentError("sseResponse takes the object's Streams as its first argument.");
+    throw new SseArgumentError(
+      "sseResponse takes the log it serves as its first argument: the object's Streams, or another SseSource such as tasks.events.",
+    );
   }
   if (options === null || typeof options !== "object") {
     throw new SseArgumentError(`sseResponse options must be an object; got ${String(options)}.`);
@@ -263,7 +267,7 @@ export function sseResponse(
     return appeared === null ? notFound() : serve(appeared);
   });
 
-  function serve(status: StreamStatus): Response {
+  function serve(status: SseSourceStatus): Response {
     const from = resumeFrom(options, status.cursor);
     const encoding = status.encoding;
     const abort = new AbortController();

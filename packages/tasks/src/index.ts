@@ -36,6 +36,17 @@ export {
   type TaskReplayResult,
 } from "./history";
 export type { TaskBackoff, TaskRetryOptions, TaskStepOptions } from "./policy";
+export {
+  type TaskRunEvent,
+  type TaskRunEventBatchOptions,
+  type TaskRunEventChunk,
+  TaskRunEventLog,
+  type TaskRunEventPage,
+  type TaskRunEventPageOptions,
+  type TaskRunEventReadOptions,
+  type TaskRunEventStatus,
+  type TaskRunEventType,
+} from "./run-event-log";
 export type {
   TaskInterruptedStep,
   TaskRunState,

@@ -6,6 +6,7 @@ import { refusal, type TaskChildReply } from "./children/protocol";
 import { DEFAULT_DELIVERY_TIMEOUT_MS, type TaskChildSnapshot } from "./children/types";
 import { TasksError } from "./errors";
 import { DEFAULT_STEP_POLICY, resolvePolicy } from "./policy";
+import { TaskRunEventLog } from "./run-event-log";
 import { toAttemptSnapshots, toRunSnapshot, toStepSnapshots } from "./snapshot";
 import { toEntry } from "./steps/step-journal";
 import { type RunRow, TERMINAL_STATES } from "./store/rows";
@@ -98,6 +99,12 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
   readonly #runner: Runner;
   /** Runs in other objects; null without the `children` option. */
   readonly #children: ChildRuns | null;
+  /**
+   * Each run's lifecycle as a durable stream with a cursor: `read(runId, { from })` replays, then
+   * tails; `sseResponse(this.tasks.events, runId, { request })` of `@durablekit/sse` serves it as
+   * Server-Sent Events. See {@link TaskRunEventLog}.
+   */
+  readonly events: TaskRunEventLog;
 
   /**
    * Creates the `dk_tasks_*` tables (or migrates them) and registers the definitions.
@@ -156,6 +163,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     this.#now = options.now ?? Date.now;
     migrate(ctx.storage);
     this.#store = new TaskStore(ctx.storage);
+    this.events = new TaskRunEventLog(this.#store.runs, this.#store.log);
     this.#runner = new Runner({
       ctx,
       store: this.#store,
@@ -313,6 +321,10 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     this.#store.transaction(() => {
       this.#store.runs.insertRun(row);
       link?.(row.runId);
+      this.#store.log.append(row.runId, "task:accepted", null, row.now);
+      if (row.paused === true) {
+        this.#store.log.append(row.runId, "task:paused", { step: null }, row.now);
+      }
     });
     const ref = { runId: row.runId, definition: row.definition };
     this.#runner.emit({ type: "task:accepted", ...ref });
@@ -698,6 +710,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     if (!row) return false;
     const now = this.#now();
     if (!this.#store.runs.resume(runId, now)) return false;
+    this.#store.log.append(runId, "task:resumed", null, now);
     this.#runner.active.get(runId)?.requestPause(false);
     this.#runner.emit({ type: "task:resumed", runId, definition: row.definition });
     if (row.state === "paused") {

@@ -57,8 +57,16 @@ const CHILD_TABLES = [
 ];
 
 /** Version 8's indexes of runs by state and by definition: dropped to stand for any earlier version. */
-/** What versions 8 and 9 added beside the runs table: undone for every older version tested. */
+/** What version 10 added: undone for every older version tested. */
+const SINCE_V10 = [
+  "DROP TABLE dk_tasks_run_log",
+  "ALTER TABLE dk_tasks_steps DROP COLUMN ev",
+  "ALTER TABLE dk_tasks_dropped_steps DROP COLUMN ev",
+];
+
+/** What versions 8 to 10 added beside the runs table: undone for every older version tested. */
 const SINCE_V8 = [
+  ...SINCE_V10,
   "DROP INDEX dk_tasks_runs_by_state",
   "DROP INDEX dk_tasks_runs_by_definition",
   "DROP TABLE dk_tasks_restarts",
@@ -86,13 +94,14 @@ async function expectMigratedInPlace(
   downgrade: string[],
   attempts: Array<[number, string]> = [[2, "completed"]],
   recreate: string[] = [],
+  since: string[] = SINCE_V8,
 ): Promise<void> {
   await inFixture(async (fixture, state) => {
     const { runId } = await fixture.tasks.run("sleepy@v1", { ms: 50 });
     await fixture.until(runId, (s) => s === "waiting");
     // Version 6 has the child-run tables of today; earlier versions had none, or version 5's.
     const childTables = version >= 6 ? [] : CHILD_TABLES;
-    for (const statement of [...SINCE_V8, ...downgrade, ...childTables, ...recreate]) {
+    for (const statement of [...since, ...downgrade, ...childTables, ...recreate]) {
       state.storage.sql.exec(statement);
     }
     state.storage.sql.exec(
@@ -105,7 +114,7 @@ async function expectMigratedInPlace(
         .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE name = 'schema_version'")
         .one().value,
     ).toBe(TASKS_SCHEMA_VERSION);
-    expect(TASKS_SCHEMA_VERSION).toBe(9);
+    expect(TASKS_SCHEMA_VERSION).toBe(10);
     // A version-1 exchange cannot be proven: its messages are not carried over.
     expect(
       state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_outbox").one().n,
@@ -119,6 +128,13 @@ async function expectMigratedInPlace(
     });
     // Before version 4 the attempt before the migration left no row; the one after it is recorded.
     expect(tasks.attempts(runId)?.map((a) => [a.attempt, a.outcome])).toEqual(attempts);
+    // The run's events are those written since the migration, numbered from 0.
+    const events = tasks.events.readPage(runId).events;
+    expect(events.map((e) => [e.seq, e.type])).toEqual([
+      [0, "task:attempt:started"],
+      [1, "task:step:completed"],
+      [2, "task:completed"],
+    ]);
   });
 }
 
@@ -425,6 +441,19 @@ describe("bad input", () => {
         "CREATE INDEX dk_tasks_runs_by_state ON dk_tasks_runs (state, created_at, run_id)",
         "CREATE INDEX dk_tasks_runs_by_definition ON dk_tasks_runs (definition, state, created_at, run_id)",
       ],
+    );
+  });
+
+  it("migrates schema version 9 tables in place, adding the run's event log", async () => {
+    await expectMigratedInPlace(
+      9,
+      [],
+      [
+        [1, "sleep"],
+        [2, "completed"],
+      ],
+      [],
+      SINCE_V10,
     );
   });
 

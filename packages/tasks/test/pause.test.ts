@@ -224,11 +224,18 @@ describe("what holding a run costs (SQLite cursor counters, index writes include
       expect(fixture.tasks.nextWakeAt()).toBeNull();
       const beforeResume = fixture.counter.mark();
       expect(await fixture.tasks.resume(runId)).toBe(true);
-      const resume = writesSince(beforeResume)[0];
-      // The run row and its entries in the state and definition indexes (its wake entry goes).
-      expect(pause).toEqual([["UPDATE dk_tasks_runs", 3]]);
+      const resume = writesSince(beforeResume).slice(0, 2);
+      // The run row and its entries in the state and definition indexes (its wake entry goes),
+      // and the pause's event (one row of the run's log).
+      expect(pause).toEqual([
+        ["UPDATE dk_tasks_runs", 3],
+        ["INSERT INTO", 1],
+      ]);
       // The same, and its wake entry back; the claim that follows is any wake's.
-      expect(resume).toEqual(["UPDATE dk_tasks_runs", 4]);
+      expect(resume).toEqual([
+        ["UPDATE dk_tasks_runs", 4],
+        ["INSERT INTO", 1],
+      ]);
     });
   });
 });

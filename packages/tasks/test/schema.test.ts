@@ -15,7 +15,7 @@ function dropAll(sql: SqlStorage): void {
 }
 
 describe("schema", () => {
-  it("makes on a new object, at once, the schema its nine migration steps make", async () => {
+  it("makes on a new object, at once, the schema its ten migration steps make", async () => {
     const stub = env.FIXTURE.getByName(`schema-${crypto.randomUUID()}`);
     await runInDurableObject(stub, async (_, ctx) => {
       const sql = ctx.storage.sql;

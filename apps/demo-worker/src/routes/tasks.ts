@@ -1,5 +1,6 @@
 import { type DemoDefinition, INPUT_SHAPES, MAX_REASON_LENGTH, type TaskCall } from "../demo-tasks";
 import { describeValue, errorResponse, json, readJsonBody, unexpectedFields } from "../http";
+import { RequestPolicy } from "../request-policy";
 import type { Route } from "../router";
 import { WORKSPACE_NAME } from "../workspace";
 
@@ -11,7 +12,8 @@ function answer<T>(call: TaskCall<T>, status = 200): Response {
 }
 
 /**
- * The task routes: start a run of a definition, read a run, cancel it, deliver an event. Every run
+ * The task routes: start a run of a definition, read a run, follow its events (Server-Sent Events,
+ * resumable with `Last-Event-ID`), cancel it, deliver an event. Every run
  * lives in the workspace object, whose alarm drives them (see README).
  */
 export const taskRoutes: Route[] = [
@@ -60,6 +62,16 @@ export const taskRoutes: Route[] = [
     async handle(_request, env, { runId }) {
       return answer(await env.WORKSPACE.getByName(WORKSPACE_NAME).getTask(runId as string));
     },
+  },
+  {
+    method: "GET",
+    path: "/tasks/:runId/events",
+    handle: (request, env, { runId }) =>
+      env.WORKSPACE.getByName(WORKSPACE_NAME).taskEventsSse(
+        runId as string,
+        request,
+        new RequestPolicy(env).origins,
+      ),
   },
   {
     method: "POST",

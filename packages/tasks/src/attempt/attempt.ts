@@ -357,6 +357,18 @@ export class Attempt implements StepEngine {
         // The attempt ends here: at the step it parked at, with a retried step's error.
         const error = reason === "retry" ? (row?.value ?? null) : null;
         store.attempts.parked(this.runId, pause ? "paused" : reason, step, error, at);
+        if (pause) store.log.append(this.runId, "task:paused", { step }, at);
+        else if (reason === "retry" && row !== null) {
+          store.log.append(
+            this.runId,
+            "task:step:retry",
+            { step, attempt: row.attempt, retryAt: wakeAt, error: errorInfo(error) },
+            at,
+          );
+        } else {
+          const eventType = waitEvent === null ? {} : { eventType: waitEvent };
+          store.log.append(this.runId, "task:waiting", { reason, step, wakeAt, ...eventType }, at);
+        }
       });
     } catch (error) {
       if (error instanceof FenceLost) return this.end("superseded");
@@ -500,6 +512,7 @@ export class Attempt implements StepEngine {
       const at = now();
       if (!store.runs.pauseHeld(this.runId, this.generation, at)) return false;
       store.attempts.parked(this.runId, "paused", step, null, at);
+      store.log.append(this.runId, "task:paused", { step }, at);
       return true;
     });
     if (!held) return this.end("superseded");

@@ -185,7 +185,7 @@ export class Runner {
     // A run never claimed has no journal yet: its first claim reads none.
     const load =
       row.attempt === 0
-        ? { packed: [], rows: [], calls: [], interrupted: null }
+        ? { packed: [], rows: [], calls: [], interrupted: null, maxEvent: null }
         : this.#config.store.steps.loadJournal(runId, row.state === "running");
     const journal = new Journal(load);
     const interrupted = load.interrupted;
@@ -218,6 +218,12 @@ export class Runner {
       now,
     );
     if (!claimed) return null;
+    // The claim's events, in the block (the transaction) that claimed.
+    if (row.state === "running") {
+      const cut = { attempt: row.attempt, step: interrupted?.name ?? null };
+      this.#config.store.log.append(runId, "task:attempt:interrupted", cut, now);
+    }
+    this.#config.store.log.append(runId, "task:attempt:started", { attempt: number }, now);
     if (row.state === "running") {
       this.emit({
         type: "task:attempt:interrupted",

@@ -54,8 +54,8 @@ export class RestartStore {
     );
     return this.#sql.exec(
       `INSERT INTO dk_tasks_dropped_steps
-         (run_id, restart, name, seq, kind, state, attempt, value, wake_at, event_type, at)
-       SELECT run_id, ?, name, seq, kind, state, attempt, value, wake_at, event_type, at
+         (run_id, restart, name, seq, kind, state, attempt, value, wake_at, event_type, at, ev)
+       SELECT run_id, ?, name, seq, kind, state, attempt, value, wake_at, event_type, at, ev
        FROM dk_tasks_steps WHERE run_id = ? AND seq >= ?`,
       restart,
       runId,

@@ -13,7 +13,7 @@ import { TasksError } from "../errors";
  */
 
 /** The schema version this code reads and writes (the number of migration steps). */
-export const TASKS_SCHEMA_VERSION = 9;
+export const TASKS_SCHEMA_VERSION = 10;
 
 /*
  * Statements shared by the migration that first made a table and by {@link CURRENT}, which makes
@@ -98,6 +98,31 @@ const DROPPED_STEPS_TABLE = `CREATE TABLE dk_tasks_dropped_steps (
       at INTEGER NOT NULL,
       PRIMARY KEY (run_id, restart, name)
     ) WITHOUT ROWID`;
+
+/**
+ * A run's lifecycle log (v10): one row per transition that is not a step's (accepted, an attempt
+ * started or cut short, a park, a retry, a pause, a resume, a restart, the settlement), numbered
+ * with the step rows' `ev` in one sequence per run (see `run-log-store.ts`).
+ */
+const RUN_LOG_TABLE = `CREATE TABLE dk_tasks_run_log (
+      run_id TEXT NOT NULL,
+      ev INTEGER NOT NULL,
+      type TEXT NOT NULL,
+      data TEXT,
+      at INTEGER NOT NULL,
+      PRIMARY KEY (run_id, ev)
+    ) WITHOUT ROWID`;
+
+/**
+ * A journal table as v10 makes it on a new object: with the `ev` column that v10 adds last (a
+ * settled step's number in its run's event sequence; null while the step runs or waits).
+ */
+function withEventColumn(table: string): string {
+  return table.replace(
+    "at INTEGER NOT NULL,\n      PRIMARY KEY",
+    "at INTEGER NOT NULL,\n      ev INTEGER,\n      PRIMARY KEY",
+  );
+}
 
 /** The idempotency keys (v1). */
 const RUNS_BY_KEY = `CREATE UNIQUE INDEX dk_tasks_runs_by_key ON dk_tasks_runs (idempotency_key)
@@ -358,6 +383,15 @@ ${RUNS_COLUMNS_V1}
     RESTARTS_TABLE,
     DROPPED_STEPS_TABLE,
   ],
+  // v10: a run's events as a stream (`tasks.events`). A settled step is its own event: its journal
+  // row (and the copy a restart keeps) carries its number in the run's sequence, so a step costs
+  // no row more; every other transition writes one row of `dk_tasks_run_log`, in the transaction
+  // of the write it records.
+  [
+    RUN_LOG_TABLE,
+    "ALTER TABLE dk_tasks_steps ADD COLUMN ev INTEGER",
+    "ALTER TABLE dk_tasks_dropped_steps ADD COLUMN ev INTEGER",
+  ],
 ];
 
 /**
@@ -368,7 +402,7 @@ ${RUNS_COLUMNS_V1}
 export const CURRENT: readonly string[] = [
   RUNS_TABLE_V9('"dk_tasks_runs"'),
   ...RUNS_INDEXES,
-  STEPS_TABLE,
+  withEventColumn(STEPS_TABLE),
   EVENTS_TABLE,
   CALLS_TABLE,
   ATTEMPTS_TABLE,
@@ -380,7 +414,8 @@ export const CURRENT: readonly string[] = [
   OUTBOX_TABLE,
   OUTBOX_NEXT,
   RESTARTS_TABLE,
-  DROPPED_STEPS_TABLE,
+  withEventColumn(DROPPED_STEPS_TABLE),
+  RUN_LOG_TABLE,
 ];
 
 /**

@@ -1,5 +1,11 @@
 import { boundedColumn, type TaskTruncatedValue, truncatedOf } from "../truncated";
-import type { CallRow, StepRow, TaskInterruptedStep } from "./rows";
+import {
+  type CallRow,
+  type StepRow,
+  type TaskInterruptedStep,
+  VERSION_MARKER_PREFIX,
+} from "./rows";
+import type { RunLogStore } from "./run-log-store";
 
 /**
  * The longest name + value (in characters) of a completed `do` row that is loaded packed. Rows over
@@ -24,13 +30,13 @@ const PACKED = `(kind = 'do' AND state = 'completed' AND wake_at IS NULL AND eve
  * positional: the tag, then the fields of the row's kind.
  */
 const LOAD = `SELECT 0, json_group_array(name), json_group_array(value), max(seq),
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, max(ev)
   FROM dk_tasks_steps WHERE run_id = ?1 AND ${PACKED} GROUP BY seq >> ${CHUNK_SHIFT}
 UNION ALL
-SELECT 1, name, seq, kind, state, attempt, value, wake_at, event_type, next_step, at
+SELECT 1, name, seq, kind, state, attempt, value, wake_at, event_type, next_step, at, ev
   FROM dk_tasks_steps WHERE run_id = ?1 AND NOT ${PACKED}
 UNION ALL
-SELECT 3, journal, call_key, seq, execution_id, module, method, args_digest, outcome, payload, at
+SELECT 3, journal, call_key, seq, execution_id, module, method, args_digest, outcome, payload, at, NULL
   FROM dk_tasks_calls WHERE run_id = ?1`;
 
 /**
@@ -42,10 +48,10 @@ SELECT 3, journal, call_key, seq, execution_id, module, method, args_digest, out
 const INTERRUPTED = `
 UNION ALL
 SELECT * FROM (
-  SELECT 2, name, attempt, seq AS ord, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  SELECT 2, name, attempt, seq AS ord, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM dk_tasks_steps WHERE run_id = ?1 AND kind = 'do' AND state = 'running'
   UNION ALL
-  SELECT 2, s.next_step, 1, s.seq + 0.5, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  SELECT 2, s.next_step, 1, s.seq + 0.5, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM dk_tasks_steps AS s
    WHERE s.run_id = ?1 AND s.next_step IS NOT NULL AND NOT EXISTS (
      SELECT 1 FROM dk_tasks_steps AS t WHERE t.run_id = ?1 AND t.name = s.next_step)
@@ -92,6 +98,8 @@ export interface JournalLoad {
   calls: CallRow[];
   /** Computed only when asked for (a reclaim); null otherwise or when nothing was in flight. */
   interrupted: TaskInterruptedStep | null;
+  /** The highest event number a journal row carries (see `RunLogStore`); null when none does. */
+  maxEvent: number | null;
 }
 
 /**
@@ -135,13 +143,13 @@ function readCallRow(r: SqlStorageValue[]): CallRow {
 }
 
 const UPSERT_STEP = `INSERT INTO dk_tasks_steps
-    (run_id, name, seq, kind, state, attempt, value, wake_at, event_type, next_step, at)`;
+    (run_id, name, seq, kind, state, attempt, value, wake_at, event_type, next_step, at, ev)`;
 const ON_STEP_CONFLICT = `ON CONFLICT (run_id, name) DO UPDATE SET
     state = excluded.state, attempt = excluded.attempt, value = excluded.value,
     wake_at = excluded.wake_at, event_type = excluded.event_type,
-    next_step = excluded.next_step, at = excluded.at`;
+    next_step = excluded.next_step, at = excluded.at, ev = excluded.ev`;
 
-function stepParams(runId: string, row: StepRow): SqlStorageValue[] {
+function stepParams(runId: string, row: StepRow, ev: number | null): SqlStorageValue[] {
   return [
     runId,
     row.name,
@@ -154,6 +162,7 @@ function stepParams(runId: string, row: StepRow): SqlStorageValue[] {
     row.event_type,
     row.next_step,
     row.at,
+    ev,
   ];
 }
 
@@ -164,19 +173,47 @@ function stepParams(runId: string, row: StepRow): SqlStorageValue[] {
  */
 export class StepStore {
   readonly #sql: SqlStorage;
+  readonly #log: RunLogStore;
 
-  constructor(sql: SqlStorage) {
+  constructor(sql: SqlStorage, log: RunLogStore) {
     this.#sql = sql;
+    this.#log = log;
+  }
+
+  /**
+   * The event number a row being written takes: the run's next one for a settled step (completed
+   * or failed), none for a row still running or waiting, or for a version marker (a decision of
+   * the code, not of the run).
+   */
+  #eventOf(runId: string, row: StepRow): number | null {
+    if (row.state !== "completed" && row.state !== "failed") return null;
+    if (row.name.startsWith(VERSION_MARKER_PREFIX)) return null;
+    return this.#log.next(runId);
+  }
+
+  /** A write of `rowsWritten` rows that stored event `ev` (if any) moves the run's sequence on. */
+  #stored(runId: string, ev: number | null, rowsWritten: number): boolean {
+    if (rowsWritten === 0) return false;
+    if (ev !== null) this.#log.took(runId, ev);
+    return true;
   }
 
   /**
    * The journal of a run for a replay — its steps and the calls of its step journals — in one query
    * ({@link LOAD}); with `reclaim`, the same query also finds the step a dead attempt left in flight
-   * ({@link INTERRUPTED}).
+   * ({@link INTERRUPTED}). It also tells the run's event sequence where its journal rows end.
    */
   loadJournal(runId: string, reclaim: boolean): JournalLoad {
-    const load: JournalLoad = { packed: [], rows: [], calls: [], interrupted: null };
+    const load: JournalLoad = {
+      packed: [],
+      rows: [],
+      calls: [],
+      interrupted: null,
+      maxEvent: null,
+    };
     for (const r of this.#sql.exec(reclaim ? LOAD + INTERRUPTED : LOAD, runId).raw()) {
+      const ev = r[11] as number | null;
+      if (ev !== null && (load.maxEvent === null || ev > load.maxEvent)) load.maxEvent = ev;
       if (r[0] === 0) {
         load.packed.push({
           names: JSON.parse(r[1] as string) as string[],
@@ -191,6 +228,7 @@ export class StepStore {
         load.interrupted = { name: r[1] as string, attempt: r[2] as number };
       }
     }
+    this.#log.seed(runId, load.maxEvent);
     return load;
   }
 
@@ -233,11 +271,14 @@ export class StepStore {
    * `do` step journaled for the first time — uses a plain insert with fewer bindings.
    */
   writeStepFenced(runId: string, generation: string, row: StepRow, exists: boolean): boolean {
+    const ev = this.#eventOf(runId, row);
     if (!exists && row.kind === "do" && row.state === "completed" && row.wake_at === null) {
-      return (
+      return this.#stored(
+        runId,
+        ev,
         this.#sql.exec(
-          `INSERT INTO dk_tasks_steps (run_id, name, seq, kind, state, attempt, value, next_step, at)
-           SELECT ?1, ?2, ?3, 'do', 'completed', ?4, ?5, ?6, ?7
+          `INSERT INTO dk_tasks_steps (run_id, name, seq, kind, state, attempt, value, next_step, at, ev)
+           SELECT ?1, ?2, ?3, 'do', 'completed', ?4, ?5, ?6, ?7, ?9
            WHERE EXISTS (SELECT 1 FROM dk_tasks_runs WHERE run_id = ?1 AND generation = ?8)`,
           runId,
           row.name,
@@ -247,37 +288,51 @@ export class StepStore {
           row.next_step,
           row.at,
           generation,
-        ).rowsWritten > 0
+          ev,
+        ).rowsWritten,
       );
     }
-    return (
+    return this.#stored(
+      runId,
+      ev,
       this.#sql.exec(
-        `${UPSERT_STEP} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+        `${UPSERT_STEP} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
          WHERE EXISTS (SELECT 1 FROM dk_tasks_runs WHERE run_id = ? AND generation = ?)
          ${ON_STEP_CONFLICT}`,
-        ...stepParams(runId, row),
+        ...stepParams(runId, row, ev),
         runId,
         generation,
-      ).rowsWritten > 0
+      ).rowsWritten,
     );
   }
 
   /** One journal row, unfenced: for use inside a transaction whose run write was fenced. */
   writeStep(runId: string, row: StepRow): void {
-    this.#sql.exec(
-      `${UPSERT_STEP} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ${ON_STEP_CONFLICT}`,
-      ...stepParams(runId, row),
+    const ev = this.#eventOf(runId, row);
+    this.#stored(
+      runId,
+      ev,
+      this.#sql.exec(
+        `${UPSERT_STEP} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ${ON_STEP_CONFLICT}`,
+        ...stepParams(runId, row, ev),
+      ).rowsWritten,
     );
   }
   /** Completes the waiting event row at `step` with the delivered payload. */
   completeWaiting(runId: string, step: string, payload: string, now: number): void {
-    this.#sql.exec(
-      `UPDATE dk_tasks_steps SET state = 'completed', value = ?, at = ?
-       WHERE run_id = ? AND name = ? AND state = 'waiting'`,
-      payload,
-      now,
+    const ev = this.#log.next(runId);
+    this.#stored(
       runId,
-      step,
+      ev,
+      this.#sql.exec(
+        `UPDATE dk_tasks_steps SET state = 'completed', value = ?, at = ?, ev = ?
+         WHERE run_id = ? AND name = ? AND state = 'waiting'`,
+        payload,
+        now,
+        ev,
+        runId,
+        step,
+      ).rowsWritten,
     );
   }
 

@@ -1,6 +1,6 @@
 import { cancelMessage, settledId, settledMessage, toStored } from "../children/protocol";
 import { TasksError } from "../errors";
-import { errorText } from "../values";
+import { errorInfo, errorText } from "../values";
 import { AttemptStore } from "./attempt-store";
 import { CallStore } from "./call-store";
 import { ChildStore } from "./child-store";
@@ -9,8 +9,16 @@ import { LinkStore } from "./link-store";
 import { FIRST_LEASE_MS, OutboxStore } from "./outbox-store";
 import { RestartStore } from "./restart-store";
 import type { RunRow } from "./rows";
+import { RunLogStore } from "./run-log-store";
 import { RunStore, type Settlement } from "./run-store";
 import { StepStore } from "./step-store";
+
+/** What a run's settlement records in its log: a failure's error, a cancel's reason. */
+function settledData(settlement: Settlement): object | null {
+  if (settlement.state === "failed") return { error: errorInfo(settlement.error ?? null) };
+  if (settlement.state === "cancelled") return { reason: settlement.cancelReason ?? null };
+  return null;
+}
 
 /** Raised inside a transaction when a fenced write finds another attempt holding the run. */
 export class FenceLost {
@@ -46,6 +54,8 @@ export class TaskStore {
   readonly outbox: OutboxStore;
   /** What each restart of a run replaced. */
   readonly restarts: RestartStore;
+  /** Each run's lifecycle log, and the tail of its event sequence (shared with the journal). */
+  readonly log: RunLogStore;
   /**
    * Called with the messages queued in the outbox (by id), in the transaction that queued them, and
    * the time they are due again unless delivered first (the wake that backs their first delivery up).
@@ -58,7 +68,8 @@ export class TaskStore {
   constructor(storage: DurableObjectStorage) {
     this.#storage = storage;
     this.runs = new RunStore(storage.sql);
-    this.steps = new StepStore(storage.sql);
+    this.log = new RunLogStore(storage.sql);
+    this.steps = new StepStore(storage.sql, this.log);
     this.calls = new CallStore(storage.sql);
     this.attempts = new AttemptStore(storage.sql);
     this.events = new EventBuffer(storage.sql);
@@ -70,7 +81,13 @@ export class TaskStore {
 
   /** Runs `fn` as one SQLite transaction: it commits when `fn` returns and rolls back if it throws. */
   transaction<T>(fn: () => T): T {
-    return this.#storage.transactionSync(fn);
+    try {
+      return this.#storage.transactionSync(fn);
+    } catch (error) {
+      // Event numbers taken inside it were rolled back with it: read them again.
+      this.log.forgetAll();
+      throw error;
+    }
   }
 
   /**
@@ -81,7 +98,9 @@ export class TaskStore {
   pause(runId: string, now: number): boolean {
     return this.transaction(() => {
       this.attempts.interrupted(runId);
-      return this.runs.pause(runId, now);
+      if (!this.runs.pause(runId, now)) return false;
+      this.log.append(runId, "task:paused", { step: null }, now);
+      return true;
     });
   }
 
@@ -95,6 +114,7 @@ export class TaskStore {
       // Settled without an attempt (a cancel, the breaker) while a dead attempt still marks it running.
       if (generation === null) this.attempts.interrupted(runId);
       if (!this.runs.settle(runId, generation, settlement, now)) return false;
+      this.log.append(runId, `task:${settlement.state}`, settledData(settlement), now);
       this.events.deleteRun(runId);
       this.#queueOwed(runId, settlement, now);
       return true;
@@ -207,6 +227,7 @@ export class TaskStore {
     this.events.deleteRun(runId);
     this.children.deleteRun(runId);
     this.restarts.deleteRun(runId);
+    this.log.deleteRun(runId);
   }
 
   /**
@@ -231,6 +252,7 @@ export class TaskStore {
       this.children.deleteWaitsFrom(run.run_id, fromSeq);
       const dropped = this.steps.dropFrom(run.run_id, fromSeq);
       this.runs.restart(run.run_id, deadlineAt, now);
+      this.log.append(run.run_id, "task:restarted", { from, restart, dropped }, now);
       return { restart, dropped };
     });
   }
@@ -241,6 +263,8 @@ export class TaskStore {
    */
   deliverEvent(runId: string, step: string, payload: string, now: number): boolean {
     return this.transaction(() => {
+      // Read while the run still waits: its log alone knows the number (see RunLogStore.next).
+      this.log.next(runId);
       if (!this.runs.wakeForEvent(runId, step, now)) return false;
       this.steps.completeWaiting(runId, step, payload, now);
       return true;

@@ -1,0 +1,304 @@
+import { check, checkName, checkOptions } from "./arguments";
+import { TasksError } from "./errors";
+import type { TaskErrorInfo } from "./events";
+import { type RunRow, type TaskStepKind, type TaskWaitReason, TERMINAL_STATES } from "./store/rows";
+import type { RunLogEntry, RunLogStore } from "./store/run-log-store";
+import type { RunStore } from "./store/run-store";
+import { errorInfo } from "./values";
+
+/** What every event of a run's stream carries: its number, time and run. */
+interface RunEventRef {
+  /** Its number in the run's sequence: 0, 1, 2, … in the order the events were written. */
+  seq: number;
+  /** When it was written (epoch ms, the engine's clock). */
+  at: number;
+  runId: string;
+  definition: string;
+}
+
+/**
+ * One event of a run's stream ({@link TaskRunEventLog}): its lifecycle as it was written, with the
+ * `type` names of `onEvent` ({@link TaskEvent}). A step is an event once it settles (completed, or
+ * failed for good); its result is not part of the stream (read it with `steps()`).
+ */
+export type TaskRunEvent =
+  | ({ type: "task:accepted" } & RunEventRef)
+  | ({ type: "task:attempt:started"; attempt: number } & RunEventRef)
+  /** The attempt before `attempt + 1` was cut short (its object died), in `step` if known. */
+  | ({ type: "task:attempt:interrupted"; attempt: number; step: string | null } & RunEventRef)
+  | ({
+      type: "task:step:completed";
+      step: string;
+      kind: TaskStepKind;
+      attempt: number;
+    } & RunEventRef)
+  | ({
+      type: "task:step:failed";
+      step: string;
+      kind: TaskStepKind;
+      attempt: number;
+      error: TaskErrorInfo;
+    } & RunEventRef)
+  | ({
+      type: "task:step:retry";
+      step: string;
+      /** The step's attempt that failed. */
+      attempt: number;
+      retryAt: number;
+      error: TaskErrorInfo;
+    } & RunEventRef)
+  | ({
+      type: "task:waiting";
+      reason: TaskWaitReason;
+      step: string | null;
+      /** When the run wakes, or null for an event wait without a timeout. */
+      wakeAt: number | null;
+      eventType?: string;
+    } & RunEventRef)
+  | ({ type: "task:paused"; step: string | null } & RunEventRef)
+  | ({ type: "task:resumed" } & RunEventRef)
+  | ({ type: "task:restarted"; from: string; restart: number; dropped: number } & RunEventRef)
+  | ({ type: "task:completed" } & RunEventRef)
+  | ({ type: "task:failed"; error: TaskErrorInfo } & RunEventRef)
+  | ({ type: "task:cancelled"; reason: string | null } & RunEventRef);
+
+/** The `type` of every {@link TaskRunEvent}. */
+export type TaskRunEventType = TaskRunEvent["type"];
+
+/** Where a run's stream stands ({@link TaskRunEventLog.status}). */
+export interface TaskRunEventStatus {
+  /** The number the next event takes: how many the run has written. */
+  cursor: number;
+  /** Always `"json"`: each event is a JSON object. */
+  encoding: "json";
+  /** `"completed"` once the run is settled (a restart opens it again), else `"streaming"`. */
+  state: "streaming" | "completed";
+  /** Always null (a failed run's error is its last event). */
+  error: null;
+}
+
+/** A run's event as a stream chunk: what `readBatches` yields. */
+export interface TaskRunEventChunk {
+  seq: number;
+  chunk: TaskRunEvent;
+}
+
+/** Options of {@link TaskRunEventLog.read}. */
+export interface TaskRunEventReadOptions {
+  /** First event number to yield (inclusive). Default 0. */
+  from?: number;
+  /** Ends the read, a tail included, by throwing the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link TaskRunEventLog.readBatches}. */
+export interface TaskRunEventBatchOptions extends TaskRunEventReadOptions {
+  /** Most events per replayed batch, 1–1000. Default 100. */
+  batchSize?: number;
+  /** Called once, when the reader first has every event written so far. */
+  onUpToDate?: () => void;
+  /** Called once, just before the read ends because the run was deleted under it. */
+  onGone?: (reason: "deleted") => void;
+}
+
+/** Options of {@link TaskRunEventLog.readPage}. */
+export interface TaskRunEventPageOptions {
+  /** First event number (inclusive). Default 0. */
+  from?: number;
+  /** Most events, 1–1000. Default 100. */
+  limit?: number;
+}
+
+/** One page of a run's events ({@link TaskRunEventLog.readPage}). */
+export interface TaskRunEventPage {
+  events: TaskRunEvent[];
+  /** The number the next event takes when the page was read. */
+  cursor: number;
+  /** Where the next page starts. */
+  next: number;
+  /** True when the page reaches `cursor`. */
+  upToDate: boolean;
+  state: TaskRunEventStatus["state"];
+}
+
+const MAX_BATCH = 1000;
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("The read was aborted.", "AbortError");
+}
+
+/**
+ * A run's lifecycle as a durable stream with a cursor: `tasks.events`. Every event has a number
+ * (`seq`), 0, 1, 2, … in the order it was written, and a read from any number replays the events
+ * from there and then tails the new ones, so a reader that stops (a reload, a dropped connection,
+ * the object restarted) resumes after the last number it saw and misses nothing.
+ *
+ * The stream costs no row per step: a settled step is its own journal row, which carries its
+ * number. Every other transition (accepted, an attempt started or cut short, a park, a retry, a
+ * pause, a resume, a restart, the settlement) is one row written in the transaction of the write it
+ * records. A restart keeps the events of the steps it dropped. A run's events are deleted with it
+ * (`retain: false` runs when they complete, settled runs by `delete()`).
+ *
+ * Its methods have the shape of `Streams`' reads, so `sseResponse(this.tasks.events, runId, {
+ * request })` of `@durablekit/sse` serves a run's events as Server-Sent Events that resume with
+ * `Last-Event-ID`.
+ */
+export class TaskRunEventLog {
+  readonly #runs: RunStore;
+  readonly #log: RunLogStore;
+
+  /** @internal Made by `Tasks`; read it as `tasks.events`. */
+  constructor(runs: RunStore, log: RunLogStore) {
+    this.#runs = runs;
+    this.#log = log;
+  }
+
+  /**
+   * Where a run's stream stands, or null when the run does not exist.
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id.
+   */
+  status(runId: string): TaskRunEventStatus | null {
+    checkName(runId, "A run id", false);
+    const row = this.#runs.getRun(runId);
+    if (row === undefined) return null;
+    return { cursor: this.#log.next(runId), encoding: "json", state: stateOf(row), error: null };
+  }
+
+  /**
+   * Reads up to `limit` events from `from` synchronously, with the cursor and state at that moment:
+   * a catch-up read that never waits.
+   * @throws TasksError `tasks/not-found` for an unknown run; `tasks/invalid-argument` for a malformed run id, `from` or `limit`.
+   */
+  readPage(runId: string, options: TaskRunEventPageOptions = {}): TaskRunEventPage {
+    checkName(runId, "A run id", false);
+    checkOptions(options, "readPage() options");
+    const from = checkFrom(options.from);
+    const limit = check.count(options.limit, "limit", 100, { max: MAX_BATCH });
+    const row = this.#runs.getRun(runId);
+    if (row === undefined) throw notFound(runId);
+    const cursor = this.#log.next(runId);
+    const events = this.#log.page(runId, from, limit).map((entry) => toEvent(entry, row));
+    const next = events.length === 0 ? from : (events[events.length - 1] as TaskRunEvent).seq + 1;
+    return { events, cursor, next, upToDate: next >= cursor, state: stateOf(row) };
+  }
+
+  /**
+   * Replays a run's events from `from` (inclusive), then tails new ones; ends when the run is
+   * settled and every event has been yielded, or quietly when it is deleted.
+   * @throws TasksError `tasks/invalid-argument` for a malformed run id or option (at the call), `tasks/not-found` (at the first iteration) for an unknown run.
+   * @throws the signal's reason when `signal` aborts.
+   */
+  read(runId: string, options: TaskRunEventReadOptions = {}): AsyncGenerator<TaskRunEvent> {
+    checkOptions(options, "read() options");
+    const batches = this.readBatches(runId, { ...options, batchSize: 256 });
+    return (async function* () {
+      for await (const batch of batches) for (const { chunk } of batch) yield chunk;
+    })();
+  }
+
+  /**
+   * {@link read} in non-empty arrays of `{ seq, chunk }` (the shape `@durablekit/sse` serves):
+   * replay in slices of `batchSize`; each wake of the tail yields everything new as one array.
+   * @throws as {@link read}, and `tasks/invalid-argument` for a malformed `batchSize`, `onUpToDate` or `onGone`.
+   */
+  readBatches(
+    runId: string,
+    options: TaskRunEventBatchOptions = {},
+  ): AsyncGenerator<TaskRunEventChunk[]> {
+    checkName(runId, "A run id", false);
+    checkOptions(options, "readBatches() options");
+    const from = checkFrom(options.from);
+    const batchSize = check.count(options.batchSize, "batchSize", 100, { max: MAX_BATCH });
+    const signal = options.signal;
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw new TasksError("tasks/invalid-argument", "signal must be an AbortSignal.");
+    }
+    check.callback(options.onUpToDate, "onUpToDate");
+    check.callback(options.onGone, "onGone");
+    return this.#batches(runId, from, batchSize, signal, options.onUpToDate, options.onGone);
+  }
+
+  async *#batches(
+    runId: string,
+    from: number,
+    batchSize: number,
+    signal: AbortSignal | undefined,
+    onUpToDate: (() => void) | undefined,
+    onGone: ((reason: "deleted") => void) | undefined,
+  ): AsyncGenerator<TaskRunEventChunk[]> {
+    const first = this.#runs.getRun(runId);
+    if (first === undefined) throw notFound(runId);
+    let next = from;
+    let reachedTail = false;
+    let waiter: (() => void) | null = null;
+    const onAbort = () => waiter?.();
+    signal?.addEventListener("abort", onAbort);
+    try {
+      for (;;) {
+        if (signal?.aborted) throw abortReason(signal);
+        // The page, the run's state and the park below are one synchronous block: an event
+        // written after the page wakes the park, never falls between them.
+        const row = this.#runs.getRun(runId);
+        if (row === undefined) {
+          onGone?.("deleted");
+          return;
+        }
+        const entries = this.#log.page(runId, next, batchSize);
+        if (entries.length > 0) {
+          next = (entries[entries.length - 1] as RunLogEntry).ev + 1;
+          yield entries.map((entry) => ({ seq: entry.ev, chunk: toEvent(entry, row) }));
+          // Events written while the consumer held the batch woke no one: read again first.
+          continue;
+        }
+        if (!reachedTail) {
+          reachedTail = true;
+          onUpToDate?.();
+          continue;
+        }
+        if (TERMINAL_STATES.has(row.state)) return;
+        if (signal?.aborted) throw abortReason(signal);
+        await new Promise<void>((wake) => {
+          waiter = wake;
+          this.#log.park(runId, wake);
+        });
+        if (waiter !== null) this.#log.unpark(runId, waiter);
+        waiter = null;
+      }
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      if (waiter !== null) this.#log.unpark(runId, waiter);
+    }
+  }
+}
+
+function stateOf(row: RunRow): TaskRunEventStatus["state"] {
+  return TERMINAL_STATES.has(row.state) ? "completed" : "streaming";
+}
+
+function notFound(runId: string): TasksError {
+  return new TasksError("tasks/not-found", `No run "${runId}" exists; check the run id.`);
+}
+
+function checkFrom(from: unknown): number {
+  if (from === undefined) return 0;
+  if (typeof from !== "number" || !Number.isSafeInteger(from) || from < 0) {
+    throw new TasksError(
+      "tasks/invalid-argument",
+      `from must be an event number (an integer ≥ 0); got ${String(from)}.`,
+    );
+  }
+  return from;
+}
+
+/** The event of one stored entry of a run's sequence. */
+function toEvent(entry: RunLogEntry, row: RunRow): TaskRunEvent {
+  const ref = { seq: entry.ev, at: entry.at, runId: row.run_id, definition: row.definition };
+  if (entry.source === "step") {
+    const step = { step: entry.name, kind: entry.kind, attempt: entry.attempt };
+    return entry.state === "failed"
+      ? { type: "task:step:failed", ...ref, ...step, error: errorInfo(entry.error) }
+      : { type: "task:step:completed", ...ref, ...step };
+  }
+  const data = entry.data === null ? {} : (JSON.parse(entry.data) as object);
+  return { type: entry.type, ...ref, ...data } as TaskRunEvent;
+}
