@@ -38,7 +38,8 @@ export const PAGE_HTML = `<!doctype html>
     <h2>Task → stream → this page over SSE</h2>
     <p><code>POST /tasks/demo.count@v1</code> runs <em>steps</em> durable steps; each appends
     <code>{"i": i}</code> to the stream, the last one closes it. The page reads
-    <code>GET /streams/:id/sse</code> with an <code>EventSource</code>.</p>
+    <code>GET /streams/:id/sse</code> with an <code>EventSource</code>, and the run's own
+    lifecycle (attempts, steps, waits, the settlement) from <code>GET /tasks/:runId/events</code>.</p>
     <form id="task-form">
       <label>steps <input id="task-steps" type="number" min="0" max="1000" value="10"></label>
       <label>stepMs <input id="task-step-ms" type="number" min="0" max="60000" value="500"></label>
@@ -107,6 +108,7 @@ export const PAGE_HTML = `<!doctype html>
         <tr><td><code>GET /health</code></td><td>the workspace object writes and reads its SQLite</td></tr>
         <tr><td><code>POST /tasks/:definition</code></td><td><code>{ "input": { … }, "idempotencyKey"?, "runId"? }</code> starts a run: <code>demo.count@v1</code>, <code>demo.flaky@v1</code>, <code>demo.approval@v1</code>, <code>demo.program@v1</code></td></tr>
         <tr><td><code>GET /tasks/:runId</code></td><td>a run's state and journal</td></tr>
+        <tr><td><code>GET /tasks/:runId/events</code></td><td>a run's events as Server-Sent Events, resumable with <code>Last-Event-ID</code></td></tr>
         <tr><td><code>POST /tasks/:runId/cancel</code></td><td>cancels a run</td></tr>
         <tr><td><code>POST /tasks/:runId/events/:type</code></td><td>delivers an event (e.g. <code>approve</code>)</td></tr>
         <tr><td><code>GET /streams/:id/sse</code></td><td>a stream as Server-Sent Events; resumes after <code>Last-Event-ID</code> or from <code>?from=N</code>; waits briefly for a stream not created yet</td></tr>
@@ -155,6 +157,8 @@ td, th { text-align: left; border-bottom: 1px solid #e6eaef; padding: 4px 6px; v
 .state.completed { background: #dde8fb; color: #1b4aa0; }
 .chunks { display: flex; flex-wrap: wrap; gap: 4px; list-style: none; padding: 0; margin: 8px 0 0; }
 .chunk { font: 12px ui-monospace, monospace; background: #f1f4f8; border-radius: 4px; padding: 2px 6px; }
+.run-events-box { margin-top: 8px; }
+.run-events { font: 12px ui-monospace, monospace; margin: 4px 0 0; padding-left: 0; list-style: none; max-height: 12em; overflow: auto; }
 .text { white-space: pre-wrap; margin: 8px 0 0; }
 pre { font-size: 12px; background: #f6f8fa; padding: 6px; overflow-x: auto; margin: 6px 0 0; }
 .remove { margin-left: auto; font-size: 12px; }
@@ -262,11 +266,13 @@ function watch(entry) {
   const card = el("div", { className: "card stream" }, [header, list]);
   card.dataset.stream = entry.streamId;
   document.getElementById("streams").prepend(card);
-  const view = { entry, list, state, source: null };
+  const view = { entry, list, state, source: null, events: null };
   views.set(entry.streamId, view);
   for (const chunk of entry.chunks) showChunk(view, chunk);
+  if (entry.runId) view.events = followRun(entry, card);
   remove.addEventListener("click", () => {
     if (view.source) view.source.close();
+    if (view.events) view.events.close();
     views.delete(entry.streamId);
     saved.streams = saved.streams.filter((item) => item !== entry);
     save();
@@ -334,6 +340,75 @@ function connect(view) {
       setState(view, "reconnecting");
     }
   });
+}
+
+// ── A run's events (EventSource over GET /tasks/:runId/events) ──
+
+/** One line of a run's event: its number, type and what it names. */
+function eventText(event) {
+  const type = String(event.type || "").replace(/^task:/, "");
+  const detail = event.step ? " " + event.step : event.attempt !== undefined ? " #" + event.attempt : "";
+  return "#" + event.seq + " " + type + detail;
+}
+
+/**
+ * Follows a run's lifecycle under its stream's card: the events are kept with the entry, shown
+ * once each in order, and a reload resumes after the last one (?from=, then Last-Event-ID).
+ */
+function followRun(entry, card) {
+  entry.events = entry.events || [];
+  if (entry.eventsLastId === undefined) entry.eventsLastId = null;
+  const list = el("ol", { className: "run-events" });
+  const state = el("span", { className: "state" });
+  card.append(el("details", { className: "run-events-box", open: true }, [
+    el("summary", {}, [el("span", { textContent: "run events " }), state]),
+    list,
+  ]));
+  const show = (event) => {
+    const item = el("li", { className: "run-event", textContent: eventText(event) });
+    item.dataset.seq = String(event.seq);
+    item.dataset.type = event.type;
+    list.append(item);
+  };
+  const mark = (name) => {
+    state.className = "state " + name;
+    state.textContent = name;
+    state.dataset.state = name;
+  };
+  for (const event of entry.events) show(event);
+  if (entry.eventsDone) {
+    mark("done");
+    return null;
+  }
+  const from = entry.eventsLastId === null ? "" : "?from=" + (entry.eventsLastId + 1);
+  const source = new EventSource("/tasks/" + encodeURIComponent(entry.runId) + "/events" + from);
+  mark("connecting");
+  source.addEventListener("message", (message) => {
+    const seq = Number(message.lastEventId);
+    if (!Number.isInteger(seq) || (entry.eventsLastId !== null && seq <= entry.eventsLastId)) return;
+    let event;
+    try {
+      event = JSON.parse(message.data);
+    } catch {
+      return;
+    }
+    entry.events.push(event);
+    entry.eventsLastId = seq;
+    save();
+    show(event);
+  });
+  source.addEventListener("up-to-date", () => mark("live"));
+  source.addEventListener("done", () => {
+    source.close();
+    entry.eventsDone = true;
+    save();
+    mark("done");
+  });
+  source.addEventListener("error", () => {
+    if (source.readyState === EventSource.CLOSED) mark("refused");
+    else mark("reconnecting");
+  });
+  return source;
 }
 
 function startWatching(streamId, runId) {

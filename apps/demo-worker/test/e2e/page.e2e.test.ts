@@ -20,7 +20,17 @@ function shownSeqs(page: Page): Promise<number[]> {
 }
 
 function shownState(page: Page): Promise<string | null> {
-  return page.$eval(".card.stream .state", (node) => node.getAttribute("data-state"));
+  return page.$eval(".card.stream header .state", (node) => node.getAttribute("data-state"));
+}
+
+/** The run events the page shows under its one stream's card: `[seq, type]`, in page order. */
+function shownEvents(page: Page): Promise<Array<[number, string]>> {
+  return page.$$eval(".card.stream li.run-event", (items) =>
+    items.map((item): [number, string] => [
+      Number(item.getAttribute("data-seq")),
+      item.getAttribute("data-type") ?? "",
+    ]),
+  );
 }
 
 describe("the demo page in headless Chromium under wrangler dev", () => {
@@ -61,7 +71,9 @@ describe("the demo page in headless Chromium under wrangler dev", () => {
 
     // Reload mid-stream: the page shows what it had and continues from there.
     await page.reload();
-    await page.waitForSelector('.card.stream .state[data-state="done"]', { timeout: 30_000 });
+    await page.waitForSelector('.card.stream header .state[data-state="done"]', {
+      timeout: 30_000,
+    });
     const after = await shownSeqs(page);
     expect(after).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(after.slice(0, before.length)).toEqual(before);
@@ -70,10 +82,22 @@ describe("the demo page in headless Chromium under wrangler dev", () => {
     );
     expect(values).toEqual(after.map((seq) => `#${seq} {"i":${seq}}`));
 
-    // Another reload of a finished stream shows the same chunks, still once each.
+    // The run's own events, over SSE across the reload: each once, numbered without a gap, from
+    // its acceptance to its settlement.
+    await page.waitForSelector('.card.stream .run-events-box .state[data-state="done"]', {
+      timeout: 30_000,
+    });
+    const events = await shownEvents(page);
+    expect(events.map(([seq]) => seq)).toEqual(events.map((_, i) => i));
+    expect(events[0]?.[1]).toBe("task:accepted");
+    expect(events.at(-1)?.[1]).toBe("task:completed");
+    expect(events.filter(([, type]) => type === "task:step:completed").length).toBeGreaterThanOrEqual(8);
+
+    // Another reload of a finished stream shows the same chunks and events, still once each.
     await page.reload();
-    await page.waitForSelector('.card.stream .state[data-state="done"]');
+    await page.waitForSelector('.card.stream header .state[data-state="done"]');
     expect(await shownSeqs(page)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(await shownEvents(page)).toEqual(events);
     expect(problems).toEqual([]);
 
     // For the record: the page as a person leaves it.
