@@ -122,6 +122,8 @@ export interface TaskRunEventPage {
 }
 
 const MAX_BATCH = 1000;
+/** Events a replay reads per query. */
+const REPLAY_PAGE = 1000;
 
 function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("The read was aborted.", "AbortError");
@@ -229,10 +231,13 @@ export class TaskRunEventLog {
     const first = this.#runs.getRun(runId);
     if (first === undefined) throw notFound(runId);
     let next = from;
+    // Entries read and not yet yielded (a replay's page is larger than a batch).
+    let read: RunLogEntry[] = [];
     let reachedTail = false;
     let waiter: (() => void) | null = null;
     const onAbort = () => waiter?.();
     signal?.addEventListener("abort", onAbort);
+    this.#log.follow(runId);
     try {
       for (;;) {
         if (signal?.aborted) throw abortReason(signal);
@@ -243,7 +248,14 @@ export class TaskRunEventLog {
           onGone?.("deleted");
           return;
         }
-        const entries = this.#log.page(runId, next, batchSize);
+        // A tailing reader takes what was just written from memory; a replay reads the tables,
+        // a few pages' worth per query (each query passes over the run's journal once).
+        if (read.length === 0) {
+          read =
+            this.#log.recent(runId, next, batchSize) ?? this.#log.page(runId, next, REPLAY_PAGE);
+        }
+        const entries = read.slice(0, batchSize);
+        read = read.slice(batchSize);
         if (entries.length > 0) {
           next = (entries[entries.length - 1] as RunLogEntry).ev + 1;
           yield entries.map((entry) => ({ seq: entry.ev, chunk: toEvent(entry, row) }));
@@ -267,6 +279,7 @@ export class TaskRunEventLog {
     } finally {
       signal?.removeEventListener("abort", onAbort);
       if (waiter !== null) this.#log.unpark(runId, waiter);
+      this.#log.unfollow(runId);
     }
   }
 }

@@ -180,6 +180,42 @@ describe("a run's events as a stream", () => {
     });
   });
 
+  it("tails from memory: a live reader gets each new event as the tables hold it, with no query per event", async () => {
+    await inFixture(async (fixture) => {
+      const tasks = fixture.build({
+        "slow@v1": async (_input: undefined, step) => {
+          for (let i = 0; i < 20; i++) {
+            await step.do(`s${i}`, async () => {
+              await sleep(2);
+              if (i === 3 && step.attempt === 1) throw new Error("once");
+              return i;
+            });
+          }
+        },
+      });
+      const { runId } = await tasks.run("slow@v1");
+      const mark = fixture.counter.mark();
+      const seen: TaskRunEvent[] = [];
+      for await (const event of tasks.events.read(runId)) seen.push(event);
+      const pages = fixture.counter
+        .statements(mark, /FROM dk_tasks_run_log WHERE run_id = \?1 AND ev >= \?2/)
+        .filter((query) => /^\s*SELECT/.test(query)).length;
+      const durable: TaskRunEvent[] = [];
+      for (let next = 0; ; ) {
+        const page = tasks.events.readPage(runId, { from: next, limit: 1000 });
+        durable.push(...page.events);
+        if (page.upToDate) break;
+        next = page.next;
+      }
+      expect(seen).toEqual(durable);
+      expectGapless(seen);
+      expect(seen.filter((e) => e.type === "task:step:retry")).toHaveLength(1);
+      expect(seen.length).toBeGreaterThan(20);
+      // The replay's first page, and a page after the retry's new attempt at most: not one per event.
+      expect(pages).toBeLessThanOrEqual(3);
+    });
+  });
+
   it("ends a tail with the signal's reason, and quietly (gone) when the run is deleted", async () => {
     await inFixture(async (fixture) => {
       const { runId } = await fixture.tasks.run("approval@v1", {});

@@ -58,6 +58,9 @@ const NEXT_LOGGED = `SELECT coalesce(max(ev), -1) + 1 AS n,
     (SELECT state FROM dk_tasks_runs WHERE run_id = ?1) AS state
   FROM dk_tasks_run_log WHERE run_id = ?1`;
 
+/** The most entries kept per followed run for its tailing readers. */
+const RECENT_MAX = 1024;
+
 /**
  * The SQL of `dk_tasks_run_log` and the tail of each run's event sequence.
  *
@@ -73,6 +76,12 @@ export class RunLogStore {
   readonly #sql: SqlStorage;
   readonly #next = new Map<string, number>();
   readonly #waiters = new Map<string, Set<() => void>>();
+  /**
+   * The latest entries of each run some reader in this isolate follows, in order without a gap (at
+   * most {@link RECENT_MAX}): a tailing reader takes what was just written from here, not from a
+   * query that passes over the run's journal. Cleared whenever it could disagree with the tables.
+   */
+  readonly #recent = new Map<string, { readers: number; entries: RunLogEntry[] }>();
 
   constructor(sql: SqlStorage) {
     this.#sql = sql;
@@ -109,10 +118,51 @@ export class RunLogStore {
     this.#next.set(runId, Math.max(logged, maxEvent === null ? 0 : maxEvent + 1));
   }
 
-  /** Marks `ev` as written for the run (its write stored it) and wakes the readers of its tail. */
-  took(runId: string, ev: number): void {
+  /**
+   * Marks `ev` as written for the run (its write stored it) and wakes the readers of its tail.
+   * `entry` is what a reader reads for it; without it, the readers read the tables again.
+   */
+  took(runId: string, ev: number, entry?: RunLogEntry): void {
     this.#next.set(runId, ev + 1);
+    const recent = this.#recent.get(runId);
+    if (recent !== undefined) {
+      const last = recent.entries[recent.entries.length - 1];
+      if (entry === undefined || (last !== undefined && last.ev !== ev - 1)) {
+        recent.entries = [];
+      }
+      if (entry !== undefined) {
+        recent.entries.push(entry);
+        if (recent.entries.length > RECENT_MAX) recent.entries.shift();
+      }
+    }
     this.#wake(runId);
+  }
+
+  /** A reader follows the run: its new entries are kept for it ({@link recent}) until {@link unfollow}. */
+  follow(runId: string): void {
+    const recent = this.#recent.get(runId);
+    if (recent === undefined) this.#recent.set(runId, { readers: 1, entries: [] });
+    else recent.readers++;
+  }
+
+  unfollow(runId: string): void {
+    const recent = this.#recent.get(runId);
+    if (recent === undefined) return;
+    if (--recent.readers === 0) this.#recent.delete(runId);
+  }
+
+  /**
+   * Up to `limit` entries from number `from` on, from the kept ones, when they hold `from` and
+   * everything after it up to the run's last number; null otherwise (read {@link page}).
+   */
+  recent(runId: string, from: number, limit: number): RunLogEntry[] | null {
+    const entries = this.#recent.get(runId)?.entries;
+    const first = entries?.[0];
+    const next = this.#next.get(runId);
+    if (entries === undefined || first === undefined || next === undefined) return null;
+    if (from < first.ev || from > next) return null;
+    const at = from - first.ev;
+    return entries.slice(at, at + limit);
   }
 
   /**
@@ -130,7 +180,10 @@ export class RunLogStore {
       data === null ? null : JSON.stringify(data),
       now,
     ).rowsWritten;
-    if (written > 0) this.took(runId, ev);
+    if (written > 0) {
+      const text = data === null ? null : JSON.stringify(data);
+      this.took(runId, ev, { source: "log", ev, at: now, type, data: text });
+    }
   }
 
   /** Up to `limit` entries of a run's event sequence from number `from` on, in order. */
@@ -185,12 +238,15 @@ export class RunLogStore {
   /** Forgets every kept number (after a transaction rolled back): each is read again when next needed. */
   forgetAll(): void {
     this.#next.clear();
+    for (const recent of this.#recent.values()) recent.entries = [];
   }
 
   /** Deletes a run's log rows; its readers wake (and find it gone). */
   deleteRun(runId: string): void {
     this.#sql.exec("DELETE FROM dk_tasks_run_log WHERE run_id = ?", runId);
     this.#next.delete(runId);
+    const recent = this.#recent.get(runId);
+    if (recent !== undefined) recent.entries = [];
     this.#wake(runId);
   }
 

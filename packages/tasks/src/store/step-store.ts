@@ -191,10 +191,31 @@ export class StepStore {
     return this.#log.next(runId);
   }
 
-  /** A write of `rowsWritten` rows that stored event `ev` (if any) moves the run's sequence on. */
-  #stored(runId: string, ev: number | null, rowsWritten: number): boolean {
+  /**
+   * A write of `rowsWritten` rows that stored event `ev` (if any) moves the run's sequence on;
+   * `row`, when given, is the row it wrote (what a tailing reader reads for it).
+   */
+  #stored(runId: string, ev: number | null, rowsWritten: number, row?: StepRow): boolean {
     if (rowsWritten === 0) return false;
-    if (ev !== null) this.#log.took(runId, ev);
+    if (ev !== null) {
+      const settled = row?.state === "completed" || row?.state === "failed";
+      this.#log.took(
+        runId,
+        ev,
+        row === undefined || !settled
+          ? undefined
+          : {
+              source: "step",
+              ev,
+              at: row.at,
+              name: row.name,
+              kind: row.kind,
+              state: row.state as "completed" | "failed",
+              attempt: row.attempt,
+              error: row.state === "failed" ? row.value : null,
+            },
+      );
+    }
     return true;
   }
 
@@ -290,6 +311,7 @@ export class StepStore {
           generation,
           ev,
         ).rowsWritten,
+        row,
       );
     }
     return this.#stored(
@@ -303,6 +325,7 @@ export class StepStore {
         runId,
         generation,
       ).rowsWritten,
+      row,
     );
   }
 
@@ -316,6 +339,7 @@ export class StepStore {
         `${UPSERT_STEP} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ${ON_STEP_CONFLICT}`,
         ...stepParams(runId, row, ev),
       ).rowsWritten,
+      row,
     );
   }
   /** Completes the waiting event row at `step` with the delivered payload. */
