@@ -61,7 +61,9 @@ describe("the demo page without DEMO_DEBUG, in headless Chromium under wrangler 
     await page.fill("#task-steps", "3");
     await page.fill("#task-step-ms", "50");
     await page.click("#task-start");
-    await page.locator('.card.stream header .state[data-state="done"]').waitFor({ timeout: 30_000 });
+    await page
+      .locator('.card.stream header .state[data-state="done"]')
+      .waitFor({ timeout: 30_000 });
     const answer = (await page.locator("#task-answer").textContent()) ?? "";
     expect(answer).toMatch(/^started run \S+ \(HTTP 202\)/);
     expect(answer).not.toContain("running");

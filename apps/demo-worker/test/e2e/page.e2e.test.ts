@@ -91,7 +91,9 @@ describe("the demo page in headless Chromium under wrangler dev", () => {
     expect(events.map(([seq]) => seq)).toEqual(events.map((_, i) => i));
     expect(events[0]?.[1]).toBe("task:accepted");
     expect(events.at(-1)?.[1]).toBe("task:completed");
-    expect(events.filter(([, type]) => type === "task:step:completed").length).toBeGreaterThanOrEqual(8);
+    expect(
+      events.filter(([, type]) => type === "task:step:completed").length,
+    ).toBeGreaterThanOrEqual(8);
 
     // Another reload of a finished stream shows the same chunks and events, still once each.
     await page.reload();
