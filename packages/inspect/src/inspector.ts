@@ -610,6 +610,24 @@ export class Inspector {
     return this.#parts.programs;
   }
 
+  /**
+   * What a live feed of the API view `path` can wait on instead of reading it on a timer: for a
+   * run's view (`/runs/<id>`), the run's next event (`tasks.events`, when the `Tasks` part has
+   * them); null for any other view.
+   */
+  changes(path: string): ((signal: AbortSignal) => Promise<void>) | null {
+    const match = /^\/runs\/([^/?]+)$/.exec(path);
+    const runChanged = this.#parts.tasks?.runChanged;
+    if (match === null || runChanged === undefined) return null;
+    let runId: string;
+    try {
+      runId = decodeURIComponent(match[1] as string);
+    } catch {
+      return null;
+    }
+    return (signal) => runChanged(runId, signal);
+  }
+
   #tasksPart(): NonNullable<InspectedParts["tasks"]> {
     if (this.#parts.tasks === null) {
       throw new InspectError("inspect/not-found", "This inspector was given no Tasks part.");

@@ -12,8 +12,35 @@ export type ChatReader = Readonly<Pick<ChatTurns, "listTurns" | "getTurn" | "sto
 
 /** The read methods of `Tasks` the inspector calls, and nothing else. */
 export type TasksReader = Readonly<
-  Pick<Tasks, "list" | "history"> & Partial<Pick<Tasks, "journals" | "children" | "countByState">>
+  Pick<Tasks, "list" | "history"> &
+    Partial<Pick<Tasks, "journals" | "children" | "countByState">> & {
+      /**
+       * Resolves when a run's event stream (`tasks.events`, from the version that has one) moves
+       * past where it stood when called, or when the run settled or went away; rejects when
+       * `signal` aborts. What a live view of a run waits on instead of reading on a timer.
+       */
+      runChanged?: (runId: string, signal: AbortSignal) => Promise<void>;
+    }
 >;
+
+/** The part of `tasks.events` a live view waits on. */
+interface RunEventReads {
+  status(runId: string): { cursor: number } | null;
+  readBatches(
+    runId: string,
+    options: { from: number; signal: AbortSignal },
+  ): AsyncIterable<unknown>;
+}
+
+/** A run's next event (or its end), over `tasks.events`: the `runChanged` of {@link TasksReader}. */
+function runChanged(events: RunEventReads) {
+  return async (runId: string, signal: AbortSignal): Promise<void> => {
+    const from = events.status(runId)?.cursor;
+    if (from === undefined) return;
+    // The first batch from the cursor is the next event; a settled run's read ends at once.
+    for await (const _ of events.readBatches(runId, { from, signal })) return;
+  };
+}
 
 /** The read methods of rpc-bridge's `Executor` the inspector calls, and nothing else. */
 export type ProgramsReader = Readonly<
@@ -98,7 +125,15 @@ export function inspectedParts(parts: unknown): InspectedParts {
     if (kind === "chat") found.chat = readView<ChatReader>(methods, CHAT_READS);
     else if (kind === "tasks") {
       const optional = TASKS_OPTIONAL_READS.filter((name) => typeof methods[name] === "function");
-      found.tasks = readView<TasksReader>(methods, [...TASKS_READS, ...optional]);
+      const view = readView<TasksReader>(methods, [...TASKS_READS, ...optional]);
+      const events = methods.events as Methods | undefined;
+      found.tasks =
+        typeof events === "object" &&
+        events !== null &&
+        typeof events.status === "function" &&
+        typeof events.readBatches === "function"
+          ? Object.freeze({ ...view, runChanged: runChanged(events as unknown as RunEventReads) })
+          : view;
     } else if (kind === "programs") {
       const optional = PROGRAMS_OPTIONAL_READS.filter(
         (name) => typeof methods[name] === "function",

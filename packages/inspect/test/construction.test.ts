@@ -62,7 +62,10 @@ describe("new Inspector(ctx, { parts })", () => {
         "history",
         "journals",
         "list",
+        // Waits on a run's event stream (tasks.events reads): no write of Tasks behind it.
+        "runChanged",
       ]);
+      expect(Object.isFrozen(held.tasks)).toBe(true);
       expect(Object.keys(held.streams ?? {}).sort()).toEqual(["list", "readPage", "status"]);
       expect(Object.keys(held.chat ?? {}).sort()).toEqual(["getTurn", "listTurns", "storedChunks"]);
       expect(Object.isFrozen(held.streams)).toBe(true);

@@ -28,6 +28,36 @@ describe("live feeds end", () => {
     expect(mine.at(-1)).toMatchObject({ type: "inspect:live:ended", reason: "final", reads: 1 });
   });
 
+  it("reads a live run's view when the run's events move, not on a timer", async () => {
+    const stub = freshStub();
+    const runId = await inFixture(
+      async ({ tasks }) => (await tasks.run("approval@v1")).runId,
+      stub,
+    );
+    await scheduler.wait(50);
+    const mark = liveEvents.length;
+    const response = await get(stub, live(`/runs/${runId}`));
+    const deliver = (async () => {
+      // Quiet for 400 ms: a timer every 20 ms (the fixture's liveIntervalMs) would read 20 times.
+      await scheduler.wait(400);
+      expect(
+        reported(`/runs/${runId}`, mark).filter((e) => e.type === "inspect:live:read"),
+      ).toHaveLength(1);
+      await runInDurableObject(stub, async ({ tasks }) => {
+        await tasks.sendEvent(runId, "approve", { by: "ops" });
+      });
+    })();
+    const seen = await events(response, (s) => s.some((e) => e.event === "end"), 5_000);
+    await deliver;
+    const views = seen.filter((e) => e.event === "view");
+    expect(views[0]).toMatchObject({ data: { body: { run: { state: "waiting" } } } });
+    expect(views.at(-1)).toMatchObject({ data: { body: { run: { state: "completed" } } } });
+    expect(seen.at(-1)).toEqual({ event: "end", data: { reason: "final" } });
+    // One read at the start, then one per change the run's events announced (a few at most).
+    const reads = reported(`/runs/${runId}`, mark).filter((e) => e.type === "inspect:live:read");
+    expect(reads.length).toBeLessThanOrEqual(5);
+  });
+
   it("ends a stream's feed when the stream closes, after the view that shows it closed", async () => {
     const stub = freshStub();
     await runInDurableObject(stub, ({ streams }) => {

@@ -5,6 +5,12 @@ import type { ApiAnswer } from "./api";
 export interface LiveOptions {
   /** The API path the feed shows, for its events. */
   view: string;
+  /**
+   * Resolves when what the view shows may have changed (a run's next event): the view is read
+   * then, and at the latest every {@link QUIET_READ_MS}, instead of every `intervalMs`. Null: read
+   * on the timer.
+   */
+  changes: ((signal: AbortSignal) => Promise<void>) | null;
   intervalMs: number;
   maxMs: number;
   signal: AbortSignal;
@@ -13,10 +19,14 @@ export interface LiveOptions {
 }
 
 const encoder = new TextEncoder();
+
+/** How long a feed that waits on changes goes without a read (and a comment to the client). */
+export const QUIET_READ_MS = 15_000;
 const HEARTBEAT = encoder.encode(":\n\n");
 
 /**
- * A view kept live over Server-Sent Events: the view is read at once and every `intervalMs`, and
+ * A view kept live over Server-Sent Events: the view is read at once and every `intervalMs` (a
+ * view with `changes`, a run's, when it changed, at least `intervalMs` apart), and
  * sent as `event: view` whenever its JSON changed (`data:` one line of JSON with `status` and
  * `body`), and an SSE comment (`:`) when it did not. The feed ends with `event: end` (`data: {"reason":…}`) as soon as what it shows is
  * final (`reason: "final"`: a settled run, a closed stream; the page then stops), or after `maxMs`
@@ -25,6 +35,7 @@ const HEARTBEAT = encoder.encode(":\n\n");
  */
 export function liveResponse(read: () => ApiAnswer, options: LiveOptions): Response {
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let abortWaits = () => {};
   let last = "";
   let reads = 0;
   let stopped = false;
@@ -33,6 +44,7 @@ export function liveResponse(read: () => ApiAnswer, options: LiveOptions): Respo
     if (stopped) return;
     stopped = true;
     if (timer !== undefined) clearTimeout(timer);
+    abortWaits();
     options.emit({ type: "inspect:live:ended", view: options.view, reason, reads });
   };
   const body = new ReadableStream<Uint8Array>({
@@ -60,7 +72,25 @@ export function liveResponse(read: () => ApiAnswer, options: LiveOptions): Respo
         }
         // What it shows can no longer change: reading it again would cost reads for nothing.
         if (answer.final) return end("final");
-        timer = setTimeout(tick, options.intervalMs);
+        if (options.changes === null) {
+          timer = setTimeout(tick, options.intervalMs);
+          return;
+        }
+        // Read again when it changes (at least `intervalMs` after this read, so a burst of events
+        // is one read), or after a quiet while; the wait ends with the feed.
+        const waited = new AbortController();
+        const left = options.maxMs - (Date.now() - started);
+        const quiet = setTimeout(() => waited.abort(), Math.max(0, Math.min(QUIET_READ_MS, left)));
+        const readAt = Date.now() + options.intervalMs;
+        abortWaits = () => waited.abort();
+        options
+          .changes(AbortSignal.any([waited.signal, options.signal]))
+          .catch(() => {})
+          .finally(() => {
+            clearTimeout(quiet);
+            waited.abort();
+            if (!stopped) timer = setTimeout(tick, Math.max(0, readAt - Date.now()));
+          });
       };
       controller.enqueue(encoder.encode("retry: 1000\n\n"));
       if (options.signal.aborted) {

@@ -181,6 +181,7 @@ function route(
     const read = () => answerApi(inspector, viewPath, new URLSearchParams(query));
     return liveResponse(read, {
       view,
+      changes: inspector.changes(viewPath),
       intervalMs: live.liveIntervalMs,
       maxMs: live.maxLiveMs,
       signal: request.signal,
