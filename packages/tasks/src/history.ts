@@ -13,6 +13,7 @@ import { StepJournal } from "./steps/step-journal";
 import type { CallStore } from "./store/call-store";
 import {
   type CallRow,
+  COMPENSATION_PREFIX,
   type EventRow,
   type StepRow,
   type TaskStepKind,
@@ -100,12 +101,14 @@ export async function replayRecordedRun(
 
 /** A stored step name: a version marker under its reserved prefix. */
 function storedName(step: Pick<TaskStepSnapshot, "name" | "kind">): string {
-  return step.kind === "version" ? VERSION_MARKER_PREFIX + step.name : step.name;
+  if (step.kind === "version") return VERSION_MARKER_PREFIX + step.name;
+  return step.kind === "compensation" ? COMPENSATION_PREFIX + step.name : step.name;
 }
 
 /** The journal row of a recorded step, its value as codec text (an error as its record). */
 function rowOf(step: TaskStepSnapshot, seq: number, maxValueBytes: number): StepRow {
-  const kind: TaskStepKind = step.kind === "version" ? "do" : step.kind;
+  const kind: TaskStepKind =
+    step.kind === "version" || step.kind === "compensation" ? "do" : step.kind;
   let value: string | null = null;
   if (step.error !== undefined) value = JSON.stringify({ $error: { ...step.error } });
   else if ("result" in step) value = encodeValue(step.result, maxValueBytes, `step "${step.name}"`);
@@ -240,6 +243,8 @@ class RecordedEngine implements StepEngine {
   }
 
   consumeEvent(): void {}
+
+  registerCompensation(): void {}
 
   failStep(_name: string, _seq: number, _kind: TaskStepKind, error: Error): Error {
     return error;

@@ -35,7 +35,7 @@ export {
   type TaskReplayOutcome,
   type TaskReplayResult,
 } from "./history";
-export type { TaskBackoff, TaskRetryOptions, TaskStepOptions } from "./policy";
+export type { TaskBackoff, TaskRetryOptions } from "./policy";
 export {
   type TaskRunEvent,
   type TaskRunEventBatchOptions,
@@ -86,6 +86,7 @@ export type {
   TaskStepAttemptContext,
   TaskStepJournal,
   TaskStepJournalSnapshot,
+  TaskStepOptions,
   TaskStepSnapshot,
   TasksOptions,
   TaskWaitForEventOptions,

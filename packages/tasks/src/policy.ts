@@ -22,13 +22,6 @@ export interface TaskRetryOptions {
   onExhausted?: "fail" | "pause";
 }
 
-/** Per-call options of `step.do`. */
-export interface TaskStepOptions {
-  retries?: TaskRetryOptions;
-  /** Time one attempt of the callback may take, in milliseconds; it then loses even if it ignores its signal. */
-  timeoutMs?: number;
-}
-
 /** A resolved step policy. */
 export interface StepPolicy {
   limit: number;

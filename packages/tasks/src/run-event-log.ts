@@ -1,7 +1,13 @@
 import { check, checkName, checkOptions } from "./arguments";
 import { TasksError } from "./errors";
 import type { TaskErrorInfo } from "./events";
-import { type RunRow, type TaskStepKind, type TaskWaitReason, TERMINAL_STATES } from "./store/rows";
+import {
+  COMPENSATION_PREFIX,
+  type RunRow,
+  type TaskStepKind,
+  type TaskWaitReason,
+  TERMINAL_STATES,
+} from "./store/rows";
 import type { RunLogEntry, RunLogStore } from "./store/run-log-store";
 import type { RunStore } from "./store/run-store";
 import { errorInfo } from "./values";
@@ -36,6 +42,19 @@ export type TaskRunEvent =
       type: "task:step:failed";
       step: string;
       kind: TaskStepKind;
+      attempt: number;
+      error: TaskErrorInfo;
+    } & RunEventRef)
+  /** A step's compensation (its `compensate` option) settled, after the run failed. */
+  | ({
+      type: "task:compensation:completed";
+      /** The step it undid. */
+      step: string;
+      attempt: number;
+    } & RunEventRef)
+  | ({
+      type: "task:compensation:failed";
+      step: string;
       attempt: number;
       error: TaskErrorInfo;
     } & RunEventRef)
@@ -306,6 +325,12 @@ function checkFrom(from: unknown): number {
 /** The event of one stored entry of a run's sequence. */
 function toEvent(entry: RunLogEntry, row: RunRow): TaskRunEvent {
   const ref = { seq: entry.ev, at: entry.at, runId: row.run_id, definition: row.definition };
+  if (entry.source === "step" && entry.name.startsWith(COMPENSATION_PREFIX)) {
+    const undo = { step: entry.name.slice(COMPENSATION_PREFIX.length), attempt: entry.attempt };
+    return entry.state === "failed"
+      ? { type: "task:compensation:failed", ...ref, ...undo, error: errorInfo(entry.error) }
+      : { type: "task:compensation:completed", ...ref, ...undo };
+  }
   if (entry.source === "step") {
     const step = { step: entry.name, kind: entry.kind, attempt: entry.attempt };
     return entry.state === "failed"

@@ -1,5 +1,10 @@
 import type { AttemptRow } from "./store/attempt-store";
-import { type RunRow, type StepRow, VERSION_MARKER_PREFIX } from "./store/rows";
+import {
+  COMPENSATION_PREFIX,
+  type RunRow,
+  type StepRow,
+  VERSION_MARKER_PREFIX,
+} from "./store/rows";
 import type { BoundedRunRead } from "./store/run-store";
 import type { TaskTruncatedValue } from "./truncated";
 import type { TaskAttemptSnapshot, TaskRunSnapshot, TaskStepSnapshot } from "./types";
@@ -100,9 +105,10 @@ export function toStepSnapshots(
           updatedAt: row.at,
         };
       }
+      const compensation = row.name.startsWith(COMPENSATION_PREFIX);
       const view: TaskStepSnapshot = {
-        name: row.name,
-        kind: row.kind,
+        name: compensation ? row.name.slice(COMPENSATION_PREFIX.length) : row.name,
+        kind: compensation ? "compensation" : row.kind,
         state: sleptOut ? "completed" : row.state,
         attempt: row.attempt,
         updatedAt: row.at,

@@ -12,7 +12,7 @@ import type {
   TaskChildTarget,
 } from "./children/types";
 import type { TaskErrorInfo, TaskEvent } from "./events";
-import type { TaskRetryOptions, TaskStepOptions } from "./policy";
+import type { TaskRetryOptions } from "./policy";
 import type {
   TaskInterruptedStep,
   TaskRunState,
@@ -123,7 +123,7 @@ export interface TaskStep {
   do<T>(name: string, fn: (context: TaskStepAttemptContext) => T | Promise<T>): Promise<Awaited<T>>;
   do<T>(
     name: string,
-    options: TaskStepOptions,
+    options: TaskStepOptions<Awaited<T>>,
     fn: (context: TaskStepAttemptContext) => T | Promise<T>,
   ): Promise<Awaited<T>>;
   /**
@@ -390,8 +390,12 @@ export type TaskRunSnapshot<Output = unknown> = SnapshotBase &
 export interface TaskStepSnapshot {
   /** The step's name (a version marker's name, as given to `step.version`). */
   name: string;
-  /** The step's kind; `"version"` for a version marker, whose `result` is the version. */
-  kind: TaskStepKind | "version";
+  /**
+   * The step's kind; `"version"` for a version marker, whose `result` is the version;
+   * `"compensation"` for the compensation of the step `name` (its `compensate` option), run when
+   * the run failed.
+   */
+  kind: TaskStepKind | "version" | "compensation";
   /** A sleep past its deadline reads as `completed`. */
   state: TaskStepState;
   attempt: number;
@@ -582,4 +586,18 @@ export interface TaskHandle<Input, Output> {
   pause(runId: string): Promise<boolean>;
   resume(runId: string): Promise<boolean>;
   restart(runId: string, options: TaskRestartOptions): Promise<TaskRestartResult>;
+}
+
+/** Per-call options of `step.do`. */
+export interface TaskStepOptions<Result = unknown> {
+  retries?: TaskRetryOptions;
+  /** Time one attempt of the callback may take, in milliseconds; it then loses even if it ignores its signal. */
+  timeoutMs?: number;
+  /**
+   * What undoes the step once it completed: when the run then fails for good, the compensations
+   * of its completed steps run in reverse start order, each a journaled step of its own (retried
+   * with this step's `retries` and `timeoutMs`), and the run fails with its error. Called with the
+   * step's result (as the journal gives it back) and the compensation's attempt context.
+   */
+  compensate?: (result: Result, context: TaskStepAttemptContext) => unknown;
 }

@@ -4,8 +4,10 @@ import { isNonRetryable, RunTimeoutError, TasksError } from "../errors";
 import type { TaskEvent } from "../events";
 import { retryDelay, type StepPolicy } from "../policy";
 import { StepBoundaries } from "../steps/boundaries";
+import { type Compensation, inReverse } from "../steps/compensation";
 import type { Journal } from "../steps/journal";
 import { JournalWriter, stepRow } from "../steps/journal-writer";
+import type { ReplayStep } from "../steps/step";
 import type { StepEngine } from "../steps/step-engine";
 import { StepJournal } from "../steps/step-journal";
 import type { EventRow, StepRow, TaskStepKind, TaskWaitReason } from "../store/rows";
@@ -85,6 +87,10 @@ export class Attempt implements StepEngine {
   #pause = false;
   /** The errors of steps that failed for good: rethrown by the handler, they fail the run. */
   readonly #stepFailures = new WeakSet<object>();
+  /** The compensations of the steps completed so far (see `steps/compensation.ts`). */
+  readonly #compensations: Compensation[] = [];
+  /** True once this attempt started the run's compensations. */
+  #compensating = false;
   #lastStatus: string | undefined;
   /** The step journals this attempt took, by name: one object per name, so one view of its rows. */
   readonly #stepJournals = new Map<string, StepJournal>();
@@ -385,6 +391,42 @@ export class Attempt implements StepEngine {
     });
     if (due !== null) this.#deps.requestWake(due);
     return this.end("parked");
+  }
+
+  // ── Compensations ──
+
+  registerCompensation(compensation: Compensation): void {
+    this.#compensations.push(compensation);
+  }
+
+  /**
+   * Whether the handler's failure (`thrown`) calls for the run's compensations before the run
+   * fails: a failure of the run's own (not a stop, a platform failure, an engine-fatal error or the
+   * end of the attempt) after at least one step with `compensate` completed.
+   */
+  mustCompensate(thrown: unknown): boolean {
+    if (this.#ended || this.#compensating || this.#compensations.length === 0) return false;
+    if (this.boundaries.fatal || this.#stop || isAttemptEnded(thrown)) return false;
+    return !(isPlatformFailure(thrown) && !this.#stepFailures.has(thrown as object));
+  }
+
+  /**
+   * Runs the compensations of the completed steps, last started first, each a journaled step of
+   * its own through `step` (a later attempt finds the ones that completed and goes on from there).
+   * A compensation that fails for good is journaled failed and the next one runs; one that parks
+   * (its retry), or the end of the attempt, rejects with the end signal.
+   */
+  async compensate(step: ReplayStep): Promise<void> {
+    this.#compensating = true;
+    for (const compensation of inReverse(this.#compensations)) {
+      try {
+        await step.compensate(compensation);
+      } catch (thrown) {
+        if (isAttemptEnded(thrown)) throw thrown;
+        if (this.#ended) throw this.#ended;
+        // Failed for good: its row says so, and the rest still run.
+      }
+    }
   }
 
   // ── Step journals ──

@@ -277,6 +277,15 @@ export class Runner {
       try {
         value = await handler(decodeValue(input), step);
       } catch (thrown) {
+        // A run that fails undoes its completed steps first (their `compensate` options).
+        if (attempt.mustCompensate(thrown)) {
+          try {
+            await attempt.compensate(step);
+          } catch (ended) {
+            attempt.settleThrown(ended);
+            return;
+          }
+        }
         attempt.settleThrown(thrown);
         return;
       }

@@ -6,6 +6,7 @@ import type { StepPolicy } from "../policy";
 import type { EventRow, StepRow, TaskStepKind, TaskWaitReason } from "../store/rows";
 import type { TaskStepJournal } from "../types";
 import type { StepBoundaries } from "./boundaries";
+import type { Compensation } from "./compensation";
 
 /**
  * The port between the steps a handler calls (`step.do`, `step.sleep`, …, see `step.ts`) and the
@@ -120,6 +121,10 @@ export interface StepEngine {
     error: Error,
     eventType: string | null,
   ): Error;
+
+  // ── Compensations ──
+  /** Keeps a completed step's compensation, for the run's failure (see {@link Compensation}). */
+  registerCompensation(compensation: Compensation): void;
 
   // ── Step journals ──
   /**

@@ -10,16 +10,22 @@ import {
   type TaskChildTarget,
 } from "../children/types";
 import { EventTimeoutError, StepTimeoutError, TasksError } from "../errors";
-import { resolvePolicy, type StepPolicy, type TaskStepOptions } from "../policy";
-import { type TaskInterruptedStep, VERSION_MARKER_PREFIX } from "../store/rows";
+import { resolvePolicy, type StepPolicy } from "../policy";
+import {
+  COMPENSATION_PREFIX,
+  type TaskInterruptedStep,
+  VERSION_MARKER_PREFIX,
+} from "../store/rows";
 import type {
   TaskAwaitChildrenOptions,
   TaskStep,
   TaskStepAttemptContext,
   TaskStepJournal,
+  TaskStepOptions,
   TaskWaitForEventOptions,
 } from "../types";
 import { decodeValue } from "../values";
+import type { Compensation } from "./compensation";
 import { stepRow } from "./journal-writer";
 import type { StepEngine } from "./step-engine";
 
@@ -35,6 +41,8 @@ export class ReplayStep implements TaskStep {
   readonly attempt: number;
   readonly interrupted: TaskInterruptedStep | null;
   readonly #a: StepEngine;
+  /** Step calls made so far: each `do`'s start order, which its compensation runs against. */
+  #calls = 0;
 
   constructor(attempt: StepEngine, interrupted: TaskInterruptedStep | null) {
     this.#a = attempt;
@@ -64,20 +72,45 @@ export class ReplayStep implements TaskStep {
     name: string,
     config: TaskStepOptions | undefined,
     fn: StepFn<T> | undefined,
+    internal = false,
   ): Promise<Awaited<T>> {
     const a = this.#a;
     if (typeof fn !== "function") {
       throw new TasksError("tasks/invalid-argument", `step.do("${name}") needs a callback.`);
     }
     checkOptions(config, `step.do("${name}") options`);
-    a.enter(name);
+    const compensate = config?.compensate;
+    if (compensate !== undefined && typeof compensate !== "function") {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `step.do("${name}") compensate must be a function (result, context) => …; got ${typeof compensate}.`,
+      );
+    }
+    a.enter(name, internal);
+    const order = this.#calls++;
+    // Kept each time the step completes, live or replayed: every attempt knows all of them.
+    const kept =
+      compensate === undefined
+        ? (value: Awaited<T>) => value
+        : (value: Awaited<T>) => {
+            a.registerCompensation({
+              step: name,
+              order,
+              result: value,
+              run: compensate as (result: unknown, context: TaskStepAttemptContext) => unknown,
+              options: { retries: config?.retries, timeoutMs: config?.timeoutMs },
+            });
+            return value;
+          };
     // The hot path of a replay: a completed step, loaded packed, answered from memory.
     const done = a.boundaries.journal.completedValue(name);
-    if (done !== undefined) return Promise.resolve(decodeValue(done) as Awaited<T>);
+    if (done !== undefined) return Promise.resolve(kept(decodeValue(done) as Awaited<T>));
     const row = a.boundaries.journal.get(name);
     if (row) {
       a.boundaries.expect(row, "do");
-      if (row.state === "completed") return Promise.resolve(decodeValue(row.value) as Awaited<T>);
+      if (row.state === "completed") {
+        return Promise.resolve(kept(decodeValue(row.value) as Awaited<T>));
+      }
       if (row.state === "failed") throw a.journaledFailure(row.value);
     }
     // Only a step that runs needs its policy: a journal hit stays as cheap as possible.
@@ -92,13 +125,33 @@ export class ReplayStep implements TaskStep {
       }
       // A retry that is due, or a step a dead attempt left running: the next attempt of it.
       const attempt = row.attempt + 1;
-      return this.#execute(name, row.seq, attempt, policy, fn);
+      return this.#execute(name, row.seq, attempt, policy, fn).then(kept);
     }
     a.goLive();
     const seq = a.boundaries.newStep();
     // The step a dead attempt left in flight without a row of its own: this is its next attempt.
     const attempt = this.interrupted?.name === name ? this.interrupted.attempt + 1 : 1;
-    return this.#execute(name, seq, attempt, policy, fn);
+    const running = this.#execute(name, seq, attempt, policy, fn);
+    return compensate === undefined ? running : running.then(kept);
+  }
+
+  /**
+   * Runs one step's compensation as a step of its own (`__dk:undo:<step>`), with the step's
+   * `retries` and `timeoutMs`: journaled, so a compensation that completed is not run again by a
+   * later attempt, and one cut short runs again. Resolves when it completed; rejects with its
+   * journaled failure, or the end signal when it parked (a retry) or the attempt ended.
+   */
+  compensate(compensation: Compensation): Promise<unknown> {
+    try {
+      return this.#do(
+        COMPENSATION_PREFIX + compensation.step,
+        compensation.options,
+        (context) => compensation.run(compensation.result, context),
+        true,
+      );
+    } catch (thrown) {
+      return Promise.reject(thrown);
+    }
   }
 
   /**

@@ -21,6 +21,12 @@ export type TaskStepKind = "do" | "sleep" | "event";
  */
 export const VERSION_MARKER_PREFIX = "__dk:version:";
 
+/**
+ * The stored name of a compensation: the compensation of step `<name>` (its `compensate` option) is
+ * journaled as a `do` row named `__dk:undo:<name>`. The `__dk` prefix is refused for step names.
+ */
+export const COMPENSATION_PREFIX = "__dk:undo:";
+
 /** Journal row states, as stored in `dk_tasks_steps.state`. */
 export type TaskStepState = "running" | "waiting" | "completed" | "failed";
 

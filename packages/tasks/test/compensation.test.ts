@@ -1,0 +1,143 @@
+import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { Fixture } from "./fixtures/worker";
+import { freshFixture, inFixture, sleep } from "./helpers";
+
+/** The compensations as `steps()` shows them, in journal order: `[step, state]`. */
+function compensations(fixture: Fixture, runId: string) {
+  return (fixture.tasks.steps(runId) ?? [])
+    .filter((step) => step.kind === "compensation")
+    .map((step) => [step.name, step.state]);
+}
+
+/** The run's event types from its stream, with the step each names. */
+function eventShape(fixture: Fixture, runId: string) {
+  return fixture.tasks.events
+    .readPage(runId, { limit: 1000 })
+    .events.map((e) => ("step" in e && e.step !== null ? `${e.type} ${e.step}` : e.type));
+}
+
+describe("compensation (step.do(name, { compensate }, fn))", () => {
+  it("undoes the completed steps of a failed run in reverse start order, once each, and fails with its error", async () => {
+    await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("saga@v1", {});
+      expect(await fixture.settled(runId)).toMatchObject({
+        state: "failed",
+        error: { name: "NonRetryableError", message: "the card was declined" },
+      });
+      expect(fixture.notes()).toEqual([{ undone: "b3" }, { undone: "b2" }, { undone: "b1" }]);
+      expect(fixture.executions()).toEqual({
+        book1: 1,
+        book2: 1,
+        book3: 1,
+        pay: 1,
+        undo1: 1,
+        undo2: 1,
+        undo3: 1,
+      });
+      expect(compensations(fixture, runId)).toEqual([
+        ["book3", "completed"],
+        ["book2", "completed"],
+        ["book1", "completed"],
+      ]);
+      expect(eventShape(fixture, runId).slice(-5)).toEqual([
+        "task:step:failed pay",
+        "task:compensation:completed book3",
+        "task:compensation:completed book2",
+        "task:compensation:completed book1",
+        "task:failed",
+      ]);
+    });
+  });
+
+  it("runs no compensation for a run that completes", async () => {
+    await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("saga@v1", { fail: false });
+      expect(await fixture.settled(runId)).toMatchObject({ state: "completed", result: "booked" });
+      expect(compensations(fixture, runId)).toEqual([]);
+      expect(fixture.notes()).toEqual([]);
+    });
+  });
+
+  it("goes on after the object dies inside compensation 2: 3 is not run again, 2 runs again, then 1", async () => {
+    let stub = freshFixture();
+    const runId = await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("saga@v1", { cut: true });
+      for (let i = 0; i < 400 && fixture.executions().undo2 !== 1; i++) await sleep(5);
+      expect(fixture.executions()).toMatchObject({ undo3: 1, undo2: 1 });
+      return runId;
+    }, stub);
+    await abortAllDurableObjects();
+    stub = env.FIXTURE.get(stub.id);
+    await sleep(350);
+    await runDurableObjectAlarm(stub);
+    await inFixture(async (fixture) => {
+      expect(await fixture.settled(runId)).toMatchObject({
+        state: "failed",
+        error: { message: "the card was declined" },
+        attempt: 2,
+      });
+      // The booked steps and the failed payment were not run again; compensation 3 completed
+      // before the object died and stays done; 2 was cut, so it ran once more; 1 ran once.
+      expect(fixture.executions()).toEqual({
+        book1: 1,
+        book2: 1,
+        book3: 1,
+        pay: 1,
+        undo1: 1,
+        undo2: 2,
+        undo3: 1,
+      });
+      expect(fixture.notes()).toEqual([{ undone: "b3" }, { undone: "b2" }, { undone: "b1" }]);
+      expect(compensations(fixture, runId)).toEqual([
+        ["book3", "completed"],
+        ["book2", "completed"],
+        ["book1", "completed"],
+      ]);
+    }, stub);
+  });
+
+  it("journals a compensation that fails for good (after its step's retries) and still runs the rest", async () => {
+    await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("saga@v1", { brokenUndo: true });
+      expect(await fixture.settled(runId)).toMatchObject({
+        state: "failed",
+        error: { message: "the card was declined" },
+      });
+      // Its step's retries: two attempts, the second after a retry park.
+      expect(fixture.executions()).toMatchObject({ undo3: 1, undo2: 2, undo1: 1 });
+      expect(fixture.notes()).toEqual([{ undone: "b3" }, { undone: "b1" }]);
+      expect(compensations(fixture, runId)).toEqual([
+        ["book3", "completed"],
+        ["book2", "failed"],
+        ["book1", "completed"],
+      ]);
+      const undo2 = (fixture.tasks.steps(runId) ?? []).find(
+        (step) => step.kind === "compensation" && step.name === "book2",
+      );
+      expect(undo2?.error).toMatchObject({ message: "cannot cancel b2 (attempt 2)" });
+      expect(eventShape(fixture, runId)).toContain("task:compensation:failed book2");
+    });
+  });
+
+  it("refuses a compensate that is not a function, failing the step's call", async () => {
+    await inFixture(async (fixture) => {
+      const tasks = fixture.build({
+        "bad@v1": async (_input: undefined, step) => {
+          try {
+            await step.do("x", { compensate: "refund" as never }, () => 1);
+            return "ran";
+          } catch (error) {
+            return (error as { code?: string }).code;
+          }
+        },
+      });
+      const { runId } = await tasks.run("bad@v1");
+      expect(await fixture.settled(runId, tasks)).toMatchObject({
+        state: "completed",
+        result: "tasks/invalid-argument",
+      });
+    });
+  });
+});
