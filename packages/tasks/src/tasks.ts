@@ -629,7 +629,9 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
 
   /**
    * Cancels a run. A parked run settles as cancelled at once; a live attempt is aborted through its
-   * signal and settles at its next step boundary. Returns false for a settled or unknown run.
+   * signal and settles at its next step boundary. A run with completed steps that have a
+   * compensation (`compensate`) undoes them first, last started first, then settles cancelled: a
+   * parked one is replayed for it at once. Returns false for a settled or unknown run.
    *
    * @throws TasksError `tasks/invalid-argument` for a malformed run id or a reason that is not a string.
    */
@@ -648,6 +650,15 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     if (active) {
       this.#store.runs.requestCancel(runId, reason ?? null, now);
       active.requestCancel(reason ?? null);
+      return true;
+    }
+    if (row.compensable === 1 && Object.hasOwn(this.#definitions, row.definition)) {
+      // Completed steps to undo first: an attempt replays the run to its frontier, runs their
+      // compensations and settles it cancelled; it starts here, or at the wake set before this answers.
+      if (!this.#store.runs.requestCancelDue(runId, reason ?? null, now)) return false;
+      this.#runner.requestWake(now);
+      this.#runner.start(runId, now);
+      await this.#runner.flushWakes();
       return true;
     }
     if (

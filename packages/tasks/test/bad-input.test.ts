@@ -62,6 +62,7 @@ const SINCE_V10 = [
   "DROP TABLE dk_tasks_run_log",
   "ALTER TABLE dk_tasks_steps DROP COLUMN ev",
   "ALTER TABLE dk_tasks_dropped_steps DROP COLUMN ev",
+  "ALTER TABLE dk_tasks_runs DROP COLUMN compensable",
 ];
 
 /** What versions 8 to 10 added beside the runs table: undone for every older version tested. */

@@ -165,6 +165,30 @@ describe("child runs: first N, timeouts, failures and cancellation", { timeout: 
   });
 });
 
+describe("child runs take part in compensation", { timeout: 30_000 }, () => {
+  it("cancelling a parent compensates its children: each child undoes its completed steps, once", async () => {
+    const { prefix, parent, children } = world(2);
+    const runId = await fan(parent, { shards: 2, prefix, definition: "reserve-hang@v1" });
+    for (let i = 0; ; i++) {
+      const run = (await parent().get(runId)) as Snapshot | null;
+      if (run?.state === "waiting" && run.eventType === "__dk:children") break;
+      if (i > 200) throw new Error(`the parent did not reach its wait: ${JSON.stringify(run)}`);
+      await sleep(20);
+    }
+    expect(await parent().cancel(runId)).toBe(true);
+    expect((await settle(parent, runId, children)).state).toBe("cancelled");
+    for (let i = 0; i < 2; i++) {
+      const shard = children[i] as () => Shard;
+      for (let n = 0; n < 200; n++) {
+        if ((await childRun(shard, runId, i))?.state === "cancelled") break;
+        await sleep(20);
+      }
+      expect((await childRun(shard, runId, i))?.state).toBe("cancelled");
+      expect(await shard().counts()).toEqual({ reserve: 1, unreserve: 1 });
+    }
+  });
+});
+
 /**
  * Starts a child run of `work@v1` in a fresh shard whose parent is an object without
  * `receiveTasks`: the child runs, and every delivery of its settlement fails.

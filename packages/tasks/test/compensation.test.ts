@@ -141,3 +141,84 @@ describe("compensation (step.do(name, { compensate }, fn))", () => {
     });
   });
 });
+
+describe("compensation on cancel", () => {
+  it("undoes a parked run's completed steps when it is cancelled, then settles it cancelled", async () => {
+    await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("saga@v1", { wait: true });
+      await fixture.until(runId, (state) => state === "waiting");
+      expect(await fixture.tasks.cancel(runId, "changed my mind")).toBe(true);
+      expect(await fixture.settled(runId)).toMatchObject({
+        state: "cancelled",
+        reason: "changed my mind",
+      });
+      expect(fixture.notes()).toEqual([{ undone: "b3" }, { undone: "b2" }, { undone: "b1" }]);
+      // The bookings were replayed, not run again; the payment never ran.
+      expect(fixture.executions()).toEqual({
+        book1: 1,
+        book2: 1,
+        book3: 1,
+        undo1: 1,
+        undo2: 1,
+        undo3: 1,
+      });
+      expect(compensations(fixture, runId)).toEqual([
+        ["book3", "completed"],
+        ["book2", "completed"],
+        ["book1", "completed"],
+      ]);
+      expect(eventShape(fixture, runId).slice(-4)).toEqual([
+        "task:compensation:completed book3",
+        "task:compensation:completed book2",
+        "task:compensation:completed book1",
+        "task:cancelled",
+      ]);
+    });
+  });
+
+  it("undoes only the steps that completed when a live attempt is cancelled mid-step", async () => {
+    await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("saga@v1", { slow: true });
+      for (let i = 0; i < 400 && fixture.executions().book3 !== 1; i++) await sleep(5);
+      expect(await fixture.tasks.cancel(runId)).toBe(true);
+      expect(await fixture.settled(runId)).toMatchObject({ state: "cancelled" });
+      // The 3rd booking was cut (it never completed): nothing of it to undo.
+      expect(fixture.notes()).toEqual([{ undone: "b2" }, { undone: "b1" }]);
+      expect(compensations(fixture, runId)).toEqual([
+        ["book2", "completed"],
+        ["book1", "completed"],
+      ]);
+    });
+  });
+
+  it("settles a cancel at once, as before, for a run with nothing to undo", async () => {
+    await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("approval@v1", {});
+      await fixture.until(runId, (state) => state === "waiting");
+      await fixture.tasks.cancel(runId);
+      // No attempt: the cancel settled the parked run in the call.
+      expect(fixture.tasks.get(runId)).toMatchObject({ state: "cancelled", attempt: 1 });
+    });
+  });
+
+  it("goes on undoing after the object dies during a cancel's compensations", async () => {
+    let stub = freshFixture();
+    const runId = await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("saga@v1", { wait: true, cut: true });
+      await fixture.until(runId, (state) => state === "waiting");
+      await fixture.tasks.cancel(runId);
+      for (let i = 0; i < 400 && fixture.executions().undo2 !== 1; i++) await sleep(5);
+      expect(fixture.executions()).toMatchObject({ undo3: 1, undo2: 1 });
+      return runId;
+    }, stub);
+    await abortAllDurableObjects();
+    stub = env.FIXTURE.get(stub.id);
+    await sleep(350);
+    await runDurableObjectAlarm(stub);
+    await inFixture(async (fixture) => {
+      expect(await fixture.settled(runId)).toMatchObject({ state: "cancelled" });
+      expect(fixture.executions()).toMatchObject({ undo3: 1, undo2: 2, undo1: 1 });
+      expect(fixture.notes()).toEqual([{ undone: "b3" }, { undone: "b2" }, { undone: "b1" }]);
+    }, stub);
+  });
+});

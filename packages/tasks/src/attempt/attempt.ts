@@ -48,6 +48,12 @@ export interface AttemptInit {
   startsLive: boolean;
   /** When the run fails with `tasks/run-timeout`, or null. */
   deadlineAt: number | null;
+  /**
+   * A cancel recorded before the claim, for a run with compensations: the attempt replays the
+   * journal to its frontier (collecting them), then undoes the completed steps and settles the run
+   * cancelled. Null for an ordinary claim.
+   */
+  cancel: { reason: string | null } | null;
 }
 
 /**
@@ -89,6 +95,8 @@ export class Attempt implements StepEngine {
   readonly #stepFailures = new WeakSet<object>();
   /** The compensations of the steps completed so far (see `steps/compensation.ts`). */
   readonly #compensations: Compensation[] = [];
+  /** A cancel from before the claim: it stops the attempt at its frontier, not at a replayed step. */
+  #stopAtFrontier = false;
   /** True once this attempt started the run's compensations. */
   #compensating = false;
   #lastStatus: string | undefined;
@@ -105,6 +113,10 @@ export class Attempt implements StepEngine {
     this.#retain = init.retain;
     this.#live = init.startsLive;
     this.#deadlineAt = init.deadlineAt;
+    if (init.cancel !== null) {
+      this.#stop = { kind: "cancel", reason: init.cancel.reason };
+      this.#stopAtFrontier = true;
+    }
     this.#watchdog = new Watchdog(deps.now);
     this.#writer = new JournalWriter(
       deps.store,
@@ -132,6 +144,15 @@ export class Attempt implements StepEngine {
     return this.#stop !== null;
   }
 
+  /**
+   * True when a stop can settle the run from outside, without the handler reaching a boundary: a
+   * deadline, or a cancel of a run with no compensations to run first (those run in the attempt).
+   */
+  get stopSettlesNow(): boolean {
+    if (!this.#stopsHere()) return false;
+    return this.#stop?.kind === "timeout" || this.#compensations.length === 0;
+  }
+
   /** When the run fails with `tasks/run-timeout`, or null. */
   get deadlineAt(): number | null {
     return this.#deadlineAt;
@@ -153,6 +174,22 @@ export class Attempt implements StepEngine {
 
   goLive(): void {
     this.#live = true;
+    // A cancel from before the claim stops here, once every replayed step was passed (and kept
+    // its compensation).
+    if (this.#stopAtFrontier && this.#stopsHere()) throw this.settleStopped();
+  }
+
+  /**
+   * Whether a stop acts at this boundary: a deadline always; a cancel unless the attempt is undoing
+   * the run's steps (compensations run to the end), or is still replaying for a cancel that stops
+   * it at its frontier.
+   */
+  #stopsHere(): boolean {
+    const stop = this.#stop;
+    if (stop === null) return false;
+    if (stop.kind === "timeout") return true;
+    if (this.#compensating) return false;
+    return !this.#stopAtFrontier || this.#live;
   }
 
   enter(name: string, internal = false): void {
@@ -161,7 +198,7 @@ export class Attempt implements StepEngine {
     // A cancel requested (or the deadline passed) while the handler ran between steps settles the
     // run at this boundary; a pause holds it here, before the step runs.
     this.checkDeadline();
-    if (this.#stop) throw this.settleStopped();
+    if (this.#stopsHere()) throw this.settleStopped();
     if (this.#pause) throw this.holdPaused(name);
   }
 
@@ -194,7 +231,7 @@ export class Attempt implements StepEngine {
   ): Error | AttemptEnded {
     if (isAttemptEnded(thrown)) return thrown;
     if (this.#ended) return this.#ended;
-    if (this.#stop) return this.settleStopped();
+    if (this.#stopsHere()) return this.settleStopped();
     if (isPlatformReset(thrown)) return this.abandon();
     // A result the codec refuses fails the same way on every attempt: it is never retried.
     const unstorable =
@@ -341,8 +378,10 @@ export class Attempt implements StepEngine {
     extra?: () => void,
   ): AttemptEnded {
     if (this.#ended) return this.#ended;
-    // A pending cancel wins over the park (and the park's SQL refuses it too).
-    if (this.#stop) return this.settleStopped();
+    // A pending cancel wins over the park (and the park's SQL refuses it too), unless the attempt
+    // is undoing the run's steps for that cancel: a compensation's retry parks as any retry.
+    if (this.#stopsHere()) return this.settleStopped();
+    const cancelling = this.#stop?.kind === "cancel";
     // A pending pause holds the run instead; the step row is written all the same, so a sleep's
     // deadline or a retry's back-off is fixed as it would have been.
     const pause = this.#pause;
@@ -356,7 +395,16 @@ export class Attempt implements StepEngine {
         const at = now();
         const held = pause
           ? store.runs.pauseHeld(this.runId, this.generation, at)
-          : store.runs.park(this.runId, this.generation, reason, due, waitStep, waitEvent, at);
+          : store.runs.park(
+              this.runId,
+              this.generation,
+              reason,
+              due,
+              waitStep,
+              waitEvent,
+              at,
+              cancelling,
+            );
         if (!held) throw new FenceLost(this.runId);
         if (row) store.steps.writeStep(this.runId, row);
         extra?.();
@@ -396,17 +444,25 @@ export class Attempt implements StepEngine {
   // ── Compensations ──
 
   registerCompensation(compensation: Compensation): void {
+    // The run row learns it once (a cancel of the parked run then replays it to undo its steps).
+    if (this.#compensations.length === 0) this.#deps.store.runs.markCompensable(this.runId);
     this.#compensations.push(compensation);
   }
 
   /**
-   * Whether the handler's failure (`thrown`) calls for the run's compensations before the run
-   * fails: a failure of the run's own (not a stop, a platform failure, an engine-fatal error or the
-   * end of the attempt) after at least one step with `compensate` completed.
+   * Whether the handler's end calls for the run's compensations before the run settles, after at
+   * least one step with `compensate` completed: a cancel (`outcome` whatever it is), or a failure
+   * of the run's own (`outcome.thrown`: not a platform failure, an engine-fatal error, a deadline
+   * or the end of the attempt). `outcome` null: the handler returned.
    */
-  mustCompensate(thrown: unknown): boolean {
+  mustCompensate(outcome: { thrown: unknown } | null): boolean {
     if (this.#ended || this.#compensating || this.#compensations.length === 0) return false;
-    if (this.boundaries.fatal || this.#stop || isAttemptEnded(thrown)) return false;
+    if (this.boundaries.fatal) return false;
+    const stop = this.#stop;
+    if (stop !== null) return stop.kind === "cancel";
+    if (outcome === null) return false;
+    const thrown = outcome.thrown;
+    if (isAttemptEnded(thrown)) return false;
     return !(isPlatformFailure(thrown) && !this.#stepFailures.has(thrown as object));
   }
 
@@ -503,7 +559,9 @@ export class Attempt implements StepEngine {
   settleThrown(thrown: unknown): void {
     if (this.#ended) return;
     if (isAttemptEnded(thrown)) {
-      this.end(thrown.how);
+      // A stop the handler unwound from before the compensations ran: it settles now.
+      if (thrown.how === "stopping") this.settleStopped();
+      else this.end(thrown.how);
       return;
     }
     // A fatal error fails the run even when the handler caught it and threw something else.
@@ -534,6 +592,8 @@ export class Attempt implements StepEngine {
       this.#settleFailed(stop.error);
       return this.#ended ?? this.end("settled");
     }
+    // A cancel of a run with compensations: the handler unwinds first; they run, then it settles.
+    if (!this.#compensating && this.#compensations.length > 0) return new AttemptEnded("stopping");
     const reason = stop?.reason ?? null;
     if (!this.#settleHeld({ state: "cancelled", cancelReason: reason })) {
       return this.end("superseded");
@@ -548,7 +608,7 @@ export class Attempt implements StepEngine {
    */
   holdPaused(step: string | null): AttemptEnded {
     if (this.#ended) return this.#ended;
-    if (this.#stop) return this.settleStopped();
+    if (this.#stopsHere()) return this.settleStopped();
     const { store, now } = this.#deps;
     const held = store.transaction(() => {
       const at = now();

@@ -99,7 +99,7 @@ export class Runner {
       if (active) {
         // A cancel, or a deadline, that the attempt has not reached a boundary for settles here.
         active.checkDeadline();
-        if (active.stopRequested) active.settleStopped();
+        if (active.stopRequested && active.stopSettlesNow) active.settleStopped();
         else {
           const deadline = claimDeadline(now + claimTimeoutMs, active.deadlineAt);
           store.runs.refreshClaim(runId, active.generation, deadline, now);
@@ -153,7 +153,13 @@ export class Runner {
     if (this.active.has(runId)) return null;
     const row = this.#config.store.runs.getRun(runId);
     if (!row || TERMINAL_STATES.has(row.state)) return null;
-    if (row.cancel_requested === 1) {
+    // A cancel of a run with compensations to run is claimed like a due run (below): the attempt
+    // undoes the completed steps, then settles it cancelled.
+    const undo =
+      row.cancel_requested === 1 &&
+      row.compensable === 1 &&
+      Object.hasOwn(this.#config.definitions, row.definition);
+    if (row.cancel_requested === 1 && !undo) {
       if (this.#config.store.settle(runId, null, { state: "cancelled" }, now)) {
         this.emit({
           type: "task:cancelled",
@@ -216,6 +222,7 @@ export class Runner {
       deadline,
       { progress, stalls },
       now,
+      undo,
     );
     if (!claimed) return null;
     // The claim's events, in the block (the transaction) that claimed.
@@ -242,6 +249,7 @@ export class Runner {
       journal,
       startsLive: number === 1,
       deadlineAt: row.deadline_at ?? null,
+      cancel: undo ? { reason: row.cancel_reason } : null,
     });
     this.active.set(runId, attempt);
     this.emit({
@@ -277,19 +285,11 @@ export class Runner {
       try {
         value = await handler(decodeValue(input), step);
       } catch (thrown) {
-        // A run that fails undoes its completed steps first (their `compensate` options).
-        if (attempt.mustCompensate(thrown)) {
-          try {
-            await attempt.compensate(step);
-          } catch (ended) {
-            attempt.settleThrown(ended);
-            return;
-          }
-        }
-        attempt.settleThrown(thrown);
+        // A run that fails, or is cancelled, undoes its completed steps first (their `compensate`).
+        if (await this.#compensate(attempt, step, { thrown })) attempt.settleThrown(thrown);
         return;
       }
-      attempt.settleCompleted(value);
+      if (await this.#compensate(attempt, step, null)) attempt.settleCompleted(value);
     } catch (error) {
       // A storage failure while settling: give the run up; its claim deadline replays it.
       console.error(
@@ -298,6 +298,25 @@ export class Runner {
       );
     } finally {
       attempt.abandon();
+    }
+  }
+
+  /**
+   * Runs the run's compensations when the handler's end calls for them; false when the attempt
+   * ended while they ran (a compensation's retry parked the run, or the object is going away).
+   */
+  async #compensate(
+    attempt: Attempt,
+    step: ReplayStep,
+    outcome: { thrown: unknown } | null,
+  ): Promise<boolean> {
+    if (!attempt.mustCompensate(outcome)) return true;
+    try {
+      await attempt.compensate(step);
+      return true;
+    } catch (ended) {
+      attempt.settleThrown(ended);
+      return false;
     }
   }
 

@@ -13,7 +13,15 @@
  */
 export class AttemptEnded {
   constructor(
-    readonly how: "parked" | "paused" | "cancelled" | "settled" | "superseded" | "abandoned",
+    readonly how:
+      | "parked"
+      | "paused"
+      | "cancelled"
+      | "settled"
+      | "superseded"
+      | "abandoned"
+      /** Not an end: a cancel reached a boundary; the handler unwinds, the compensations run, then it settles. */
+      | "stopping",
   ) {}
 }
 

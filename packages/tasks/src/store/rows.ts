@@ -81,6 +81,8 @@ export interface RunRow {
   pause_requested: number;
   /** When the run fails with `tasks/run-timeout` (v9); null for a run without a deadline. */
   deadline_at: number | null;
+  /** 1 once a step with a compensation (`compensate`) completed (v10): a cancel replays the run to undo it. */
+  compensable?: number;
   /** Settled journal rows when the run was last claimed (the breaker's progress mark). */
   progress: number;
   /** Consecutive attempts that ended without settling a journal row (died or abandoned). */

@@ -180,13 +180,14 @@ export class RunStore {
     deadline: number,
     breaker: { progress: number; stalls: number },
     now: number,
+    cancelling = false,
   ): boolean {
     return (
       this.#sql.exec(
         `UPDATE dk_tasks_runs SET state = 'running', generation = ?, attempt = ?, next_at = ?,
            wait_reason = NULL, wait_step = NULL, wait_event = NULL, progress = ?, stalls = ?,
            started_at = coalesce(started_at, ?), attempt_started_at = ?, updated_at = ?
-         WHERE run_id = ? AND generation IS ? AND state IN ${CLAIMABLE} AND cancel_requested = 0
+         WHERE run_id = ? AND generation IS ? AND state IN ${CLAIMABLE} AND cancel_requested = ?
            AND pause_requested = 0`,
         generation,
         attempt,
@@ -198,6 +199,7 @@ export class RunStore {
         now,
         runId,
         seen,
+        cancelling ? 1 : 0,
       ).rowsWritten > 0
     );
   }
@@ -206,7 +208,10 @@ export class RunStore {
     return this.#updateHeld(REFRESH_CLAIM, deadline, runId, generation, now);
   }
 
-  /** Parks a running run (fenced; refused once a cancel was requested). */
+  /**
+   * Parks a running run (fenced; refused once a cancel was requested, unless `cancelling`: an
+   * attempt undoing the run's steps for its cancel parks on a compensation's retry).
+   */
   park(
     runId: string,
     generation: string,
@@ -215,12 +220,13 @@ export class RunStore {
     waitStep: string | null,
     waitEvent: string | null,
     now: number,
+    cancelling = false,
   ): boolean {
     return (
       this.#sql.exec(
         `UPDATE dk_tasks_runs SET state = 'waiting', wait_reason = ?, wait_step = ?, wait_event = ?,
            next_at = ?, generation = NULL, updated_at = ?
-         WHERE run_id = ? AND generation = ? AND state = 'running' AND cancel_requested = 0`,
+         WHERE run_id = ? AND generation = ? AND state = 'running' AND cancel_requested <= ?`,
         reason,
         waitStep,
         waitEvent,
@@ -228,6 +234,38 @@ export class RunStore {
         now,
         runId,
         generation,
+        cancelling ? 1 : 0,
+      ).rowsWritten > 0
+    );
+  }
+
+  /**
+   * Marks a run as having a completed step with a compensation (once: nothing is written when it
+   * already is).
+   */
+  markCompensable(runId: string): void {
+    this.#sql.exec(
+      "UPDATE dk_tasks_runs SET compensable = 1 WHERE run_id = ? AND compensable = 0",
+      runId,
+    );
+  }
+
+  /**
+   * A cancel of a run no live attempt holds that has compensations to run: the cancel is recorded
+   * and the run is due at `now` (a parked or held run pending again, its wait forgotten), so that
+   * an attempt replays it, undoes its completed steps and settles it cancelled.
+   */
+  requestCancelDue(runId: string, reason: string | null, now: number): boolean {
+    return (
+      this.#sql.exec(
+        `UPDATE dk_tasks_runs SET cancel_requested = 1, cancel_reason = ?, pause_requested = 0,
+           state = CASE WHEN state IN ('waiting', 'paused') THEN 'pending' ELSE state END,
+           wait_reason = NULL, wait_step = NULL, wait_event = NULL, next_at = ?, updated_at = ?
+         WHERE run_id = ? AND state IN ${NON_TERMINAL}`,
+        reason,
+        now,
+        now,
+        runId,
       ).rowsWritten > 0
     );
   }

@@ -66,6 +66,12 @@ ${RUNS_COLUMNS_V1.replace(
       deadline_at INTEGER
     ) WITHOUT ROWID`;
 
+/** `dk_tasks_runs` as a new object makes it: v9's table and the column v10 adds. */
+const RUNS_TABLE_CURRENT = RUNS_TABLE_V9('"dk_tasks_runs"').replace(
+  "deadline_at INTEGER\n",
+  "deadline_at INTEGER,\n      compensable INTEGER NOT NULL DEFAULT 0\n",
+);
+
 /** Every column v8 had, in order: what v9 copies. */
 const RUNS_COLUMNS_V8 = `run_id, definition, state, input, metadata, idempotency_key, retain, attempt,
   generation, next_at, wait_reason, wait_step, wait_event, status_message, result, error,
@@ -387,10 +393,13 @@ ${RUNS_COLUMNS_V1}
   // row (and the copy a restart keeps) carries its number in the run's sequence, so a step costs
   // no row more; every other transition writes one row of `dk_tasks_run_log`, in the transaction
   // of the write it records.
+  // `compensable` marks a run with a completed step that has a compensation (`compensate`), so a
+  // cancel of a parked run knows it must replay the run to undo them instead of settling it.
   [
     RUN_LOG_TABLE,
     "ALTER TABLE dk_tasks_steps ADD COLUMN ev INTEGER",
     "ALTER TABLE dk_tasks_dropped_steps ADD COLUMN ev INTEGER",
+    "ALTER TABLE dk_tasks_runs ADD COLUMN compensable INTEGER NOT NULL DEFAULT 0",
   ],
 ];
 
@@ -400,7 +409,7 @@ ${RUNS_COLUMNS_V1}
  * the two), without tables built, altered and dropped again.
  */
 export const CURRENT: readonly string[] = [
-  RUNS_TABLE_V9('"dk_tasks_runs"'),
+  RUNS_TABLE_CURRENT,
   ...RUNS_INDEXES,
   withEventColumn(STEPS_TABLE),
   EVENTS_TABLE,

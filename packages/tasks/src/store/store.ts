@@ -180,14 +180,17 @@ export class TaskStore {
     deadline: number,
     breaker: { progress: number; stalls: number },
     now: number,
+    cancelling = false,
   ): boolean {
     // A first claim ends no earlier attempt: its one conditional update is the whole claim.
     if (attempt === 1)
-      return this.runs.claim(runId, seen, generation, attempt, deadline, breaker, now);
+      return this.runs.claim(runId, seen, generation, attempt, deadline, breaker, now, cancelling);
     try {
       return this.transaction(() => {
         this.attempts.interrupted(runId);
-        if (!this.runs.claim(runId, seen, generation, attempt, deadline, breaker, now)) {
+        if (
+          !this.runs.claim(runId, seen, generation, attempt, deadline, breaker, now, cancelling)
+        ) {
           // Rolls the transaction back: nothing of a lost claim stays written.
           throw new FenceLost(runId);
         }
