@@ -88,8 +88,12 @@ export interface InspectStep {
   /** 0-based, in journal order. */
   index: number;
   name: string;
-  /** `version` for a version marker (`step.version`), whose `result` is the version. */
-  kind: "do" | "sleep" | "event" | "version";
+  /**
+   * `version` for a version marker (`step.version`), whose `result` is the version;
+   * `compensation` for the compensation of the step `name` (its `compensate`), run when the run
+   * failed or was cancelled.
+   */
+  kind: "do" | "sleep" | "event" | "version" | "compensation";
   state: "running" | "waiting" | "completed" | "failed";
   /** Attempts of a `do` step: 3 for one that failed twice, then succeeded; 0 for a wait or a marker. */
   attempts: number;

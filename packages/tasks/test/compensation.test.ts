@@ -51,12 +51,20 @@ describe("compensation (step.do(name, { compensate }, fn))", () => {
     });
   });
 
-  it("runs no compensation for a run that completes", async () => {
+  it("runs no compensation for a run that completes, and marks the run once whatever the count", async () => {
     await inFixture(async (fixture) => {
+      const mark = fixture.counter.mark();
       const { runId } = await fixture.tasks.run("saga@v1", { fail: false });
       expect(await fixture.settled(runId)).toMatchObject({ state: "completed", result: "booked" });
       expect(compensations(fixture, runId)).toEqual([]);
       expect(fixture.notes()).toEqual([]);
+      // Three steps with a compensation: the run row's mark is written once, by the first.
+      expect(fixture.counter.counts(mark, /SET compensable = 1/).rowsWritten).toBe(1);
+      // A run whose steps have none is never marked.
+      const plain = fixture.counter.mark();
+      const other = await fixture.tasks.run("steps@v1", { n: 3 });
+      await fixture.settled(other.runId);
+      expect(fixture.counter.statements(plain, /compensable/)).toEqual([]);
     });
   });
 
