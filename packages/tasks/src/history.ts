@@ -66,7 +66,10 @@ export interface TaskReplayResult {
   outcome: TaskReplayOutcome;
   /** Recorded steps the handler reached (version markers included). */
   replayed: number;
-  /** Recorded steps (as `steps()` names and kinds them) the handler did not reach, in step order. */
+  /**
+   * Recorded steps (as `steps()` names and kinds them) the handler did not reach, in step order;
+   * compensations (run by the engine after the handler) are never listed.
+   */
   unreached: Array<Pick<TaskStepSnapshot, "name" | "kind">>;
 }
 
@@ -338,7 +341,9 @@ class RecordedEngine implements StepEngine {
       outcome = { kind: "live", step: last, recorded: false };
     } else if (settled.ok) outcome = { kind: "completed", value: settled.value };
     else outcome = { kind: "failed", error: settled.error };
+    // A compensation is the engine's, run after the handler: no handler reaches it.
     const unreached = this.#recorded.steps
+      .filter((step) => step.kind !== "compensation")
       .filter((step) => !this.boundaries.entered(storedName(step)))
       .map(({ name, kind }) => ({ name, kind }));
     return { outcome, replayed: this.boundaries.replayed, unreached };

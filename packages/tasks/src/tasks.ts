@@ -784,6 +784,13 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         `Run "${runId}" has no journaled step "${from}"; restart from a step that steps(runId) lists.`,
       );
     }
+    const undone = this.#store.steps.undoneBefore(runId, seq);
+    if (undone !== null) {
+      throw new TasksError(
+        "tasks/conflict",
+        `Step "${undone}" of run "${runId}" was undone by its compensation, so it cannot be kept as done; restart from "${undone}" or an earlier step.`,
+      );
+    }
     if (this.#store.children.startedFrom(runId, seq) > 0) {
       throw new TasksError(
         "tasks/conflict",

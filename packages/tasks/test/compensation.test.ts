@@ -1,6 +1,7 @@
 import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { replayRecordedRun } from "../src/index";
 import type { Fixture } from "./fixtures/worker";
 import { freshFixture, inFixture, sleep } from "./helpers";
 
@@ -228,5 +229,43 @@ describe("compensation on cancel", () => {
       expect(fixture.executions()).toMatchObject({ undo3: 1, undo2: 2, undo1: 1 });
       expect(fixture.notes()).toEqual([{ undone: "b3" }, { undone: "b2" }, { undone: "b1" }]);
     }, stub);
+  });
+});
+
+describe("a compensated run, read back and restarted", () => {
+  it("replays as recorded: compensations are the engine's, never a step the handler missed", async () => {
+    await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("saga@v1", {});
+      await fixture.settled(runId);
+      const steps = fixture.tasks.steps(runId) ?? [];
+      const result = await replayRecordedRun(
+        fixture.definitions()["saga@v1"] as never,
+        {},
+        { runId, definition: "saga@v1", steps },
+      );
+      expect(result.outcome).toMatchObject({
+        kind: "failed",
+        error: { message: "the card was declined" },
+      });
+      expect(result.unreached).toEqual([]);
+    });
+  });
+
+  it("refuses a restart that would keep an undone step as done, and restarts from the first one undone", async () => {
+    await inFixture(async (fixture) => {
+      const { runId } = await fixture.tasks.run("saga@v1", {});
+      await fixture.settled(runId);
+      await expect(fixture.tasks.restart(runId, { from: "book2" })).rejects.toMatchObject({
+        code: "tasks/conflict",
+        message: expect.stringContaining('Step "book1"'),
+      });
+      await expect(fixture.tasks.restart(runId, { from: "pay" })).rejects.toMatchObject({
+        code: "tasks/conflict",
+      });
+      expect(await fixture.tasks.restart(runId, { from: "book1" })).toMatchObject({ restart: 1 });
+      expect(await fixture.settled(runId)).toMatchObject({ state: "failed", attempt: 2 });
+      // Booked again from the start, and undone again.
+      expect(fixture.executions()).toMatchObject({ book1: 2, undo1: 2, undo3: 2 });
+    });
   });
 });

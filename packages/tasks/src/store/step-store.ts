@@ -1,6 +1,7 @@
 import { boundedColumn, type TaskTruncatedValue, truncatedOf } from "../truncated";
 import {
   type CallRow,
+  COMPENSATION_PREFIX,
   type StepRow,
   type TaskInterruptedStep,
   VERSION_MARKER_PREFIX,
@@ -370,6 +371,30 @@ export class StepStore {
       )
       .toArray()[0];
     return row?.seq ?? null;
+  }
+
+  /**
+   * The first step (in journal order) before position `fromSeq` whose compensation completed, or
+   * null: a restart from `fromSeq` would keep a step as done that was undone. One range of the
+   * run's compensation rows, each joined to its step by primary key.
+   */
+  undoneBefore(runId: string, fromSeq: number): string | null {
+    const row = this.#sql
+      .exec<{ name: string }>(
+        `SELECT s.name FROM dk_tasks_steps AS u
+           JOIN dk_tasks_steps AS s ON s.run_id = u.run_id AND s.name = substr(u.name, ?3)
+         WHERE u.run_id = ?1 AND u.name >= ?4 AND u.name < ?5 AND u.state = 'completed'
+           AND s.seq < ?2
+         ORDER BY s.seq LIMIT 1`,
+        runId,
+        fromSeq,
+        COMPENSATION_PREFIX.length + 1,
+        COMPENSATION_PREFIX,
+        // The first string after every name with the prefix (":" + 1 is ";").
+        `${COMPENSATION_PREFIX.slice(0, -1)};`,
+      )
+      .toArray()[0];
+    return row?.name ?? null;
   }
 
   /**
