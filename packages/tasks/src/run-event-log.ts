@@ -1,85 +1,55 @@
 import { check, checkName, checkOptions } from "./arguments";
 import { TasksError } from "./errors";
-import type { TaskErrorInfo } from "./events";
-import {
-  COMPENSATION_PREFIX,
-  type RunRow,
-  type TaskStepKind,
-  type TaskWaitReason,
-  TERMINAL_STATES,
-} from "./store/rows";
+import type { TaskErrorInfo, TaskEvent } from "./events";
+import { COMPENSATION_PREFIX, type RunRow, type TaskStepKind, TERMINAL_STATES } from "./store/rows";
 import type { RunLogEntry, RunLogStore } from "./store/run-log-store";
 import type { RunStore } from "./store/run-store";
 import { errorInfo } from "./values";
 
-/** What every event of a run's stream carries: its number, time and run. */
-interface RunEventRef {
+/** What every event of a run's stream carries beside its `onEvent` fields: its number and time. */
+interface RunEventPosition {
   /** Its number in the run's sequence: 0, 1, 2, … in the order the events were written. */
   seq: number;
   /** When it was written (epoch ms, the engine's clock). */
   at: number;
+}
+
+/** The `onEvent` event of type `T` ({@link TaskEvent}, `runId` and `definition` included), numbered. */
+type Logged<T extends TaskEvent["type"]> = Extract<TaskEvent, { type: T }> & RunEventPosition;
+
+/** A step that settled: its journal row is its event. */
+interface SettledStep extends RunEventPosition {
   runId: string;
   definition: string;
+  step: string;
+  attempt: number;
 }
 
 /**
- * One event of a run's stream ({@link TaskRunEventLog}): its lifecycle as it was written, with the
- * `type` names of `onEvent` ({@link TaskEvent}). A step is an event once it settles (completed, or
- * failed for good); its result is not part of the stream (read it with `steps()`).
+ * One event of a run's stream ({@link TaskRunEventLog}): its lifecycle as it was written, each with
+ * the fields of the `onEvent` event of the same `type` ({@link TaskEvent}) and its `seq` and `at`.
+ * A step is an event once it settles (completed, or failed for good), with its `kind`; its result
+ * is not part of the stream (read it with `steps()`).
  */
 export type TaskRunEvent =
-  | ({ type: "task:accepted" } & RunEventRef)
-  | ({ type: "task:attempt:started"; attempt: number } & RunEventRef)
-  /** The attempt before `attempt + 1` was cut short (its object died), in `step` if known. */
-  | ({ type: "task:attempt:interrupted"; attempt: number; step: string | null } & RunEventRef)
-  | ({
-      type: "task:step:completed";
-      step: string;
-      kind: TaskStepKind;
-      attempt: number;
-    } & RunEventRef)
-  | ({
-      type: "task:step:failed";
-      step: string;
-      kind: TaskStepKind;
-      attempt: number;
-      error: TaskErrorInfo;
-    } & RunEventRef)
-  /** A step's compensation (its `compensate` option) settled, after the run failed. */
-  | ({
-      type: "task:compensation:completed";
-      /** The step it undid. */
-      step: string;
-      attempt: number;
-    } & RunEventRef)
-  | ({
-      type: "task:compensation:failed";
-      step: string;
-      attempt: number;
-      error: TaskErrorInfo;
-    } & RunEventRef)
-  | ({
-      type: "task:step:retry";
-      step: string;
-      /** The step's attempt that failed. */
-      attempt: number;
-      retryAt: number;
-      error: TaskErrorInfo;
-    } & RunEventRef)
-  | ({
-      type: "task:waiting";
-      reason: TaskWaitReason;
-      step: string | null;
-      /** When the run wakes, or null for an event wait without a timeout. */
-      wakeAt: number | null;
-      eventType?: string;
-    } & RunEventRef)
-  | ({ type: "task:paused"; step: string | null } & RunEventRef)
-  | ({ type: "task:resumed" } & RunEventRef)
-  | ({ type: "task:restarted"; from: string; restart: number; dropped: number } & RunEventRef)
-  | ({ type: "task:completed" } & RunEventRef)
-  | ({ type: "task:failed"; error: TaskErrorInfo } & RunEventRef)
-  | ({ type: "task:cancelled"; reason: string | null } & RunEventRef);
+  | Logged<"task:accepted">
+  | Logged<"task:attempt:started">
+  /** The attempt `attempt` was cut short (its object died), in `step` if known. */
+  | Logged<"task:attempt:interrupted">
+  | (Logged<"task:step:completed"> & { kind: TaskStepKind })
+  | (SettledStep & { type: "task:step:failed"; kind: TaskStepKind; error: TaskErrorInfo })
+  /** A step's compensation (its `compensate` option) settled, after the run failed or was cancelled; `step` is the step it undid. */
+  | (SettledStep & { type: "task:compensation:completed" })
+  | (SettledStep & { type: "task:compensation:failed"; error: TaskErrorInfo })
+  | Logged<"task:step:retry">
+  /** `step`: the step the run parked at. */
+  | (Logged<"task:waiting"> & { step: string | null })
+  | Logged<"task:paused">
+  | Logged<"task:resumed">
+  | Logged<"task:restarted">
+  | Logged<"task:completed">
+  | Logged<"task:failed">
+  | Logged<"task:cancelled">;
 
 /** The `type` of every {@link TaskRunEvent}. */
 export type TaskRunEventType = TaskRunEvent["type"];

@@ -7,6 +7,7 @@ import {
   childRun,
   expectOnce,
   fan,
+  type Parent,
   retry,
   type Shard,
   type Snapshot,
@@ -149,12 +150,7 @@ describe("child runs: first N, timeouts, failures and cancellation", { timeout: 
     const { prefix, parent, children } = world(2);
     const runId = await fan(parent, { shards: 2, prefix, definition: "hang@v1" });
     // Both children started and the parent waits for them.
-    for (let i = 0; ; i++) {
-      const run = (await parent().get(runId)) as Snapshot | null;
-      if (run?.state === "waiting" && run.eventType === "__dk:children") break;
-      if (i > 200) throw new Error(`the parent did not reach its wait: ${JSON.stringify(run)}`);
-      await sleep(20);
-    }
+    await awaitingChildren(parent, runId);
     expect(await parent().cancel(runId)).toBe(true);
     const run = await settle(parent, runId, children);
     expect(run.state).toBe("cancelled");
@@ -169,12 +165,7 @@ describe("child runs take part in compensation", { timeout: 30_000 }, () => {
   it("cancelling a parent compensates its children: each child undoes its completed steps, once", async () => {
     const { prefix, parent, children } = world(2);
     const runId = await fan(parent, { shards: 2, prefix, definition: "reserve-hang@v1" });
-    for (let i = 0; ; i++) {
-      const run = (await parent().get(runId)) as Snapshot | null;
-      if (run?.state === "waiting" && run.eventType === "__dk:children") break;
-      if (i > 200) throw new Error(`the parent did not reach its wait: ${JSON.stringify(run)}`);
-      await sleep(20);
-    }
+    await awaitingChildren(parent, runId);
     expect(await parent().cancel(runId)).toBe(true);
     expect((await settle(parent, runId, children)).state).toBe("cancelled");
     for (let i = 0; i < 2; i++) {
@@ -188,6 +179,16 @@ describe("child runs take part in compensation", { timeout: 30_000 }, () => {
     }
   });
 });
+
+/** Waits until the parent run parks in its wait for its children. */
+async function awaitingChildren(parent: () => Parent, runId: string) {
+  for (let i = 0; ; i++) {
+    const run = (await parent().get(runId)) as Snapshot | null;
+    if (run?.state === "waiting" && run.eventType === "__dk:children") return;
+    if (i > 200) throw new Error(`the parent did not reach its wait: ${JSON.stringify(run)}`);
+    await sleep(20);
+  }
+}
 
 /**
  * Starts a child run of `work@v1` in a fresh shard whose parent is an object without

@@ -1,9 +1,17 @@
-import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { replayRecordedRun } from "../src/index";
 import type { Fixture } from "./fixtures/worker";
-import { freshFixture, inFixture, sleep } from "./helpers";
+import { crashAndWake, freshFixture, inFixture, untilExecuted } from "./helpers";
+
+/** The three bookings' compensations, completed, last booked first: as `compensations()` reads them. */
+const ALL_UNDONE = [
+  ["book3", "completed"],
+  ["book2", "completed"],
+  ["book1", "completed"],
+];
+
+/** What the three compensations note, in the order they ran. */
+const UNDONE_IN_REVERSE = [{ undone: "b3" }, { undone: "b2" }, { undone: "b1" }];
 
 /** The compensations as `steps()` shows them, in journal order: `[step, state]`. */
 function compensations(fixture: Fixture, runId: string) {
@@ -27,7 +35,7 @@ describe("compensation (step.do(name, { compensate }, fn))", () => {
         state: "failed",
         error: { name: "NonRetryableError", message: "the card was declined" },
       });
-      expect(fixture.notes()).toEqual([{ undone: "b3" }, { undone: "b2" }, { undone: "b1" }]);
+      expect(fixture.notes()).toEqual(UNDONE_IN_REVERSE);
       expect(fixture.executions()).toEqual({
         book1: 1,
         book2: 1,
@@ -37,11 +45,7 @@ describe("compensation (step.do(name, { compensate }, fn))", () => {
         undo2: 1,
         undo3: 1,
       });
-      expect(compensations(fixture, runId)).toEqual([
-        ["book3", "completed"],
-        ["book2", "completed"],
-        ["book1", "completed"],
-      ]);
+      expect(compensations(fixture, runId)).toEqual(ALL_UNDONE);
       expect(eventShape(fixture, runId).slice(-5)).toEqual([
         "task:step:failed pay",
         "task:compensation:completed book3",
@@ -73,14 +77,11 @@ describe("compensation (step.do(name, { compensate }, fn))", () => {
     let stub = freshFixture();
     const runId = await inFixture(async (fixture) => {
       const { runId } = await fixture.tasks.run("saga@v1", { cut: true });
-      for (let i = 0; i < 400 && fixture.executions().undo2 !== 1; i++) await sleep(5);
+      await untilExecuted(fixture, "undo2");
       expect(fixture.executions()).toMatchObject({ undo3: 1, undo2: 1 });
       return runId;
     }, stub);
-    await abortAllDurableObjects();
-    stub = env.FIXTURE.get(stub.id);
-    await sleep(350);
-    await runDurableObjectAlarm(stub);
+    stub = await crashAndWake(stub);
     await inFixture(async (fixture) => {
       expect(await fixture.settled(runId)).toMatchObject({
         state: "failed",
@@ -98,12 +99,8 @@ describe("compensation (step.do(name, { compensate }, fn))", () => {
         undo2: 2,
         undo3: 1,
       });
-      expect(fixture.notes()).toEqual([{ undone: "b3" }, { undone: "b2" }, { undone: "b1" }]);
-      expect(compensations(fixture, runId)).toEqual([
-        ["book3", "completed"],
-        ["book2", "completed"],
-        ["book1", "completed"],
-      ]);
+      expect(fixture.notes()).toEqual(UNDONE_IN_REVERSE);
+      expect(compensations(fixture, runId)).toEqual(ALL_UNDONE);
     }, stub);
   });
 
@@ -161,7 +158,7 @@ describe("compensation on cancel", () => {
         state: "cancelled",
         reason: "changed my mind",
       });
-      expect(fixture.notes()).toEqual([{ undone: "b3" }, { undone: "b2" }, { undone: "b1" }]);
+      expect(fixture.notes()).toEqual(UNDONE_IN_REVERSE);
       // The bookings were replayed, not run again; the payment never ran.
       expect(fixture.executions()).toEqual({
         book1: 1,
@@ -171,11 +168,7 @@ describe("compensation on cancel", () => {
         undo2: 1,
         undo3: 1,
       });
-      expect(compensations(fixture, runId)).toEqual([
-        ["book3", "completed"],
-        ["book2", "completed"],
-        ["book1", "completed"],
-      ]);
+      expect(compensations(fixture, runId)).toEqual(ALL_UNDONE);
       expect(eventShape(fixture, runId).slice(-4)).toEqual([
         "task:compensation:completed book3",
         "task:compensation:completed book2",
@@ -188,7 +181,7 @@ describe("compensation on cancel", () => {
   it("undoes only the steps that completed when a live attempt is cancelled mid-step", async () => {
     await inFixture(async (fixture) => {
       const { runId } = await fixture.tasks.run("saga@v1", { slow: true });
-      for (let i = 0; i < 400 && fixture.executions().book3 !== 1; i++) await sleep(5);
+      await untilExecuted(fixture, "book3");
       expect(await fixture.tasks.cancel(runId)).toBe(true);
       expect(await fixture.settled(runId)).toMatchObject({ state: "cancelled" });
       // The 3rd booking was cut (it never completed): nothing of it to undo.
@@ -216,18 +209,15 @@ describe("compensation on cancel", () => {
       const { runId } = await fixture.tasks.run("saga@v1", { wait: true, cut: true });
       await fixture.until(runId, (state) => state === "waiting");
       await fixture.tasks.cancel(runId);
-      for (let i = 0; i < 400 && fixture.executions().undo2 !== 1; i++) await sleep(5);
+      await untilExecuted(fixture, "undo2");
       expect(fixture.executions()).toMatchObject({ undo3: 1, undo2: 1 });
       return runId;
     }, stub);
-    await abortAllDurableObjects();
-    stub = env.FIXTURE.get(stub.id);
-    await sleep(350);
-    await runDurableObjectAlarm(stub);
+    stub = await crashAndWake(stub);
     await inFixture(async (fixture) => {
       expect(await fixture.settled(runId)).toMatchObject({ state: "cancelled" });
       expect(fixture.executions()).toMatchObject({ undo3: 1, undo2: 2, undo1: 1 });
-      expect(fixture.notes()).toEqual([{ undone: "b3" }, { undone: "b2" }, { undone: "b1" }]);
+      expect(fixture.notes()).toEqual(UNDONE_IN_REVERSE);
     }, stub);
   });
 });

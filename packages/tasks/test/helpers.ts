@@ -1,4 +1,4 @@
-import { runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { Fixture } from "./fixtures/worker";
 
@@ -24,4 +24,28 @@ export function makeDue(state: DurableObjectState, runId: string): void {
     Date.now(),
     runId,
   );
+}
+
+/** Waits (polling) until step callback `name` has run at least `n` times in the fixture. */
+export async function untilExecuted(fixture: Fixture, name: string, n = 1): Promise<void> {
+  for (let i = 0; i < 1_000; i++) {
+    if ((fixture.executions()[name] ?? 0) >= n) return;
+    await sleep(5);
+  }
+  throw new Error(`step "${name}" did not run ${n} times: ${JSON.stringify(fixture.executions())}`);
+}
+
+/**
+ * Kills every object (as a crash would), waits past the fixture's claim deadline (300 ms) and fires
+ * the object's alarm, which reclaims what its dead attempt held. Answers a stub of the new instance:
+ * a stub connected to an aborted object stays broken.
+ */
+export async function crashAndWake(
+  stub: DurableObjectStub<Fixture>,
+): Promise<DurableObjectStub<Fixture>> {
+  await abortAllDurableObjects();
+  const fresh = env.FIXTURE.get(stub.id);
+  await sleep(350);
+  await runDurableObjectAlarm(fresh);
+  return fresh;
 }

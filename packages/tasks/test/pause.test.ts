@@ -1,8 +1,7 @@
-import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { isTasksError, NonRetryableError, type TaskDefinitions, type Tasks } from "../src/index";
-import { freshFixture, inFixture, sleep } from "./helpers";
+import { crashAndWake, freshFixture, inFixture, sleep } from "./helpers";
 
 /** Polls `tasks.get(runId)` until its state is `state`. */
 async function reach(tasks: Tasks<TaskDefinitions>, runId: string, state: string) {
@@ -179,10 +178,7 @@ describe("a pause across a restart", { timeout: 20_000 }, () => {
       expect(await fixture.tasks.pause(runId)).toBe(true);
       return runId;
     }, stub);
-    await abortAllDurableObjects();
-    stub = env.FIXTURE.get(stub.id);
-    await sleep(350);
-    await runDurableObjectAlarm(stub);
+    stub = await crashAndWake(stub);
     await inFixture(async (fixture) => {
       expect(fixture.tasks.get(runId)).toMatchObject({ state: "paused", attempt: 1 });
       expect(fixture.tasks.nextWakeAt()).toBeNull();

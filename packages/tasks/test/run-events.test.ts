@@ -1,9 +1,8 @@
-import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { isTasksError, type TaskRunEvent } from "../src/index";
 import type { Fixture } from "./fixtures/worker";
-import { freshFixture, inFixture, sleep } from "./helpers";
+import { crashAndWake, freshFixture, inFixture, sleep } from "./helpers";
 
 /** Every event of a run, read page by page (a catch-up read, no tail). */
 function allEvents(fixture: Fixture, runId: string, from = 0): TaskRunEvent[] {
@@ -19,6 +18,21 @@ function allEvents(fixture: Fixture, runId: string, from = 0): TaskRunEvent[] {
 /** `type` (and the step, for a step's event) of each event. */
 const shape = (events: readonly TaskRunEvent[]) =>
   events.map((e) => ("step" in e && e.step !== null ? `${e.type} ${e.step}` : e.type));
+
+/** An approval run paused and resumed while it waited, then approved: its events, in order. */
+const PAUSED_AND_APPROVED = [
+  "task:accepted",
+  "task:attempt:started",
+  "task:step:completed prepare",
+  "task:waiting approve",
+  "task:paused",
+  "task:resumed",
+  "task:attempt:started",
+  "task:waiting approve",
+  "task:step:completed approve",
+  "task:attempt:started",
+  "task:completed",
+];
 
 /** The numbers are 0, 1, 2, … with no gap and no repeat. */
 function expectGapless(events: readonly TaskRunEvent[], from = 0): void {
@@ -128,19 +142,7 @@ describe("a run's events as a stream", () => {
       await fixture.settled(runId);
       const events = allEvents(fixture, runId);
       expectGapless(events);
-      expect(shape(events)).toEqual([
-        "task:accepted",
-        "task:attempt:started",
-        "task:step:completed prepare",
-        "task:waiting approve",
-        "task:paused",
-        "task:resumed",
-        "task:attempt:started",
-        "task:waiting approve",
-        "task:step:completed approve",
-        "task:attempt:started",
-        "task:completed",
-      ]);
+      expect(shape(events)).toEqual(PAUSED_AND_APPROVED);
       expect(events[3]).toMatchObject({ reason: "event", eventType: "approve", wakeAt: null });
       expect(events[8]).toMatchObject({ kind: "event" });
 
@@ -286,10 +288,7 @@ describe("a run's events as a stream", () => {
       "task:step:completed first",
     ]);
     // The object dies with the attempt mid-step.
-    await abortAllDurableObjects();
-    stub = env.FIXTURE.get(stub.id);
-    await sleep(350);
-    await runDurableObjectAlarm(stub);
+    stub = await crashAndWake(stub);
     await inFixture(async (fixture) => {
       await fixture.settled(runId);
       const rest = allEvents(fixture, runId, seen.length);
@@ -333,19 +332,7 @@ describe("a run's events as a stream", () => {
     await inFixture(async (fixture) => {
       const events = allEvents(fixture, runId);
       expectGapless(events);
-      expect(shape(events)).toEqual([
-        "task:accepted",
-        "task:attempt:started",
-        "task:step:completed prepare",
-        "task:waiting approve",
-        "task:paused",
-        "task:resumed",
-        "task:attempt:started",
-        "task:waiting approve",
-        "task:step:completed approve",
-        "task:attempt:started",
-        "task:completed",
-      ]);
+      expect(shape(events)).toEqual(PAUSED_AND_APPROVED);
     }, stub);
   });
 
