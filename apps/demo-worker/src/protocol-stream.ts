@@ -11,6 +11,9 @@ import type { Env } from "./env";
 /** Where the demo mounts the Durable Streams protocol; a stream's URL is `/v1/stream/<id>`. */
 export const PROTOCOL_BASE_PATH = "/v1/stream";
 
+/** The path segment under {@link PROTOCOL_BASE_PATH} where the workspace serves its runs' events. */
+export const RUN_EVENTS_PREFIX = "runs";
+
 /** The long-poll timeout of the demo (and the SSE keep-alive interval), unless `DS_LONG_POLL_MS` says otherwise. */
 const DEFAULT_LONG_POLL_MS = 20_000;
 

@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { Alarms } from "@durablekit/compose";
 import { Inspector, inspectorResponse } from "@durablekit/inspect";
 import { Executor } from "@durablekit/rpc-bridge";
-import { sseResponse } from "@durablekit/sse";
+import { DurableStreamsHandler, sseResponse } from "@durablekit/sse";
 import { Streams } from "@durablekit/streams";
 import {
   type TaskReceipt,
@@ -30,6 +30,7 @@ import type { HostCounts } from "./host-counts";
 import { DemoHostModules } from "./host-modules";
 import { errorResponse } from "./http";
 import { PROGRAM_LIMITS } from "./programs";
+import { PROTOCOL_BASE_PATH, RUN_EVENTS_PREFIX } from "./protocol-stream";
 
 /** How long `GET /streams/:id/sse` waits for a stream that does not exist yet, unless `DEMO_SSE_WAIT_MS` says otherwise. */
 const DEFAULT_SSE_WAIT_MS = 10_000;
@@ -78,7 +79,18 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
       if (event.type === "task:cancelled") this.#endRunStream(event.runId, event.reason);
     },
   });
-  readonly alarms = new Alarms(this.ctx, { parts: [this.tasks, this.streams, this.executor] });
+  /**
+   * The Durable Streams protocol over this object, for its runs' events: read-only, at
+   * `/v1/stream/runs/<runId>` (catch-up, long-poll, SSE; closed once the run settled).
+   */
+  readonly #protocol = new DurableStreamsHandler(this.ctx, {
+    streams: this.streams,
+    basePath: PROTOCOL_BASE_PATH,
+    sources: { [RUN_EVENTS_PREFIX]: this.tasks.events },
+  });
+  readonly alarms = new Alarms(this.ctx, {
+    parts: [this.tasks, this.streams, this.executor, this.#protocol],
+  });
   /** `GET /inspect/`: what the object's parts hold, shown only with `DEMO_DEBUG=on`. */
   readonly inspector = new Inspector(this.ctx, {
     parts: [this.tasks, this.executor, this.streams],
@@ -323,6 +335,11 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
       if (value !== null) answer.headers.set(name, value);
     }
     return answer;
+  }
+
+  /** `/v1/stream/runs/<runId>`: a run's events through the Durable Streams protocol (read-only). */
+  runEventsProtocol(request: Request): Promise<Response> {
+    return this.#protocol.fetch(request);
   }
 
   /** A stream's chunks, state and cursor (`GET /debug/streams/:streamId`), or null. */

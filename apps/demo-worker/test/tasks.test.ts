@@ -165,3 +165,35 @@ describe("GET /tasks/:runId/events", () => {
     expect(await missing.json()).toMatchObject({ error: { code: "tasks/not-found" } });
   });
 });
+
+describe("/v1/stream/runs/:runId (a run's events through the Durable Streams protocol)", () => {
+  it("reads a run's events as a JSON stream, closed once the run settled, and refuses writes", async () => {
+    const started = await call("POST", "/tasks/demo.count@v1", { input: { steps: 2 } });
+    const runId = started.body.runId as string;
+    await settled(runId);
+    const path = `${base}/v1/stream/runs/${runId}`;
+    const read = await exports.default.fetch(`${path}?offset=-1`);
+    expect(read.status).toBe(200);
+    expect(read.headers.get("content-type")).toBe("application/json");
+    expect(read.headers.get("stream-closed")).toBe("true");
+    const events = (await read.json()) as Array<{ seq: number; type: string; runId: string }>;
+    expect(events.map((e) => e.type)).toEqual([
+      "task:accepted",
+      "task:attempt:started",
+      "task:step:completed",
+      "task:step:completed",
+      "task:completed",
+    ]);
+    expect(events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4]);
+    // The same as the SSE route's, from the same log: a later offset reads the rest.
+    const next = read.headers.get("stream-next-offset") as string;
+    const head = await exports.default.fetch(path, { method: "HEAD" });
+    expect(head.headers.get("stream-next-offset")).toBe(next);
+    const sse = await (await exports.default.fetch(`${path}?offset=-1&live=sse`)).text();
+    expect(sse).toContain('"streamClosed":true');
+    expect(sse).toContain('"type":"task:completed"');
+    const write = await exports.default.fetch(path, { method: "POST", body: "[]" });
+    expect(write.status).toBe(405);
+    expect((await exports.default.fetch(`${base}/v1/stream/runs/nope-${runId}`)).status).toBe(404);
+  });
+});

@@ -8,6 +8,7 @@ export {
 export { readBoundedBody, type SseBoundedBody } from "./protocol/body";
 export { DurableStreamsHandler } from "./protocol/handler";
 export { formatOffset, parseOffset, type SseOffsetRequest } from "./protocol/offsets";
+export type { DurableStreamsSource } from "./protocol/sources";
 export { SSE_SCHEMA_VERSION } from "./protocol/store";
 export type {
   DurableStreamsForkExport,

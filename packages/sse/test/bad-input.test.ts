@@ -47,6 +47,11 @@ describe("bad input", () => {
         () => new DurableStreamsHandler(state, { streams, now: 5 as never }),
         () => new DurableStreamsHandler(state, { streams, peer: {} as never }),
         () => new DurableStreamsHandler(state, { streams, onEvent: "log" as never }),
+        () => new DurableStreamsHandler(state, { streams, sources: 5 as never }),
+        () => new DurableStreamsHandler(state, { streams, sources: { "a/b": streams } }),
+        () => new DurableStreamsHandler(state, { streams, sources: { "": streams } }),
+        () => new DurableStreamsHandler(state, { streams, sources: { __ds: streams } }),
+        () => new DurableStreamsHandler(state, { streams, sources: { runs: {} as never } }),
       ];
       for (const attempt of attempts) {
         expect(await codeOf(attempt), attempt.toString()).toBe("sse/invalid-argument");

@@ -245,3 +245,57 @@ describe("Durable Streams protocol: forks", () => {
     ).toBeNull();
   });
 });
+
+describe("Durable Streams protocol: a read-only source (the sources option)", () => {
+  it("serves a source's log as a JSON stream: catch-up, HEAD, long-poll and SSE, closed when it settles; writes refused", async () => {
+    const stub = freshStub();
+    // The source's log: a JSON stream the object writes through its Streams.
+    const write = (n: number, close = false) =>
+      runInDurableObject(stub, ({ streams }) => {
+        const writer = streams.open("src");
+        writer.append({ n });
+        if (close) writer.close();
+      });
+    await write(1);
+    await write(2);
+    const all = await call(stub, "mirror/src");
+    expect(all.status).toBe(200);
+    expect(all.headers.get("Content-Type")).toBe("application/json");
+    expect(all.headers.get("Stream-Next-Offset")).toBe(formatOffset(2));
+    expect(all.headers.get("Stream-Up-To-Date")).toBe("true");
+    expect(await all.json()).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(await (await call(stub, `mirror/src?offset=${formatOffset(1)}`)).json()).toEqual([
+      { n: 2 },
+    ]);
+    const head = await call(stub, "mirror/src", { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("Stream-Next-Offset")).toBe(formatOffset(2));
+    expect(head.headers.get("Stream-Closed")).toBeNull();
+
+    // A long-poll at the tail wakes on the log's next write.
+    const waiting = call(stub, `mirror/src?offset=${formatOffset(2)}&live=long-poll`);
+    await sleep(50);
+    await write(3, true);
+    const woken = await waiting;
+    expect(woken.status).toBe(200);
+    expect(await woken.json()).toEqual([{ n: 3 }]);
+
+    // SSE from the start ends with streamClosed once the log settled.
+    const sse = await bodyText(await call(stub, "mirror/src?offset=-1&live=sse"));
+    expect(sse).toBe(
+      `event: data\ndata:[{"n":1},{"n":2},{"n":3}]\n\nevent: control\ndata:{"streamNextOffset":"${formatOffset(3)}","streamClosed":true,"upToDate":true}\n\n`,
+    );
+    expect((await call(stub, "mirror/src")).headers.get("Stream-Closed")).toBe("true");
+
+    for (const method of ["PUT", "POST", "DELETE"]) {
+      const refused = await call(stub, "mirror/src", { method });
+      expect(refused.status).toBe(405);
+      expect(refused.headers.get("Allow")).toBe("GET, HEAD, OPTIONS");
+    }
+    expect((await call(stub, "mirror/missing")).status).toBe(404);
+    expect((await call(stub, "mirror/missing", { method: "HEAD" })).status).toBe(404);
+    // The source's log is untouched by the refused writes.
+    const cursor = await runInDurableObject(stub, ({ streams }) => streams.status("src")?.cursor);
+    expect(cursor).toBe(3);
+  });
+});

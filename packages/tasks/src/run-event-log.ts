@@ -98,9 +98,10 @@ export interface TaskRunEventPageOptions {
   limit?: number;
 }
 
-/** One page of a run's events ({@link TaskRunEventLog.readPage}). */
+/** One page of a run's events ({@link TaskRunEventLog.readPage}), in the shape of a `Streams` page. */
 export interface TaskRunEventPage {
-  events: TaskRunEvent[];
+  /** The events as `{ seq, chunk }`: `chunk` is the event. */
+  chunks: TaskRunEventChunk[];
   /** The number the next event takes when the page was read. */
   cursor: number;
   /** Where the next page starts. */
@@ -168,9 +169,12 @@ export class TaskRunEventLog {
     const row = this.#runs.getRun(runId);
     if (row === undefined) throw notFound(runId);
     const cursor = this.#log.next(runId);
-    const events = this.#log.page(runId, from, limit).map((entry) => toEvent(entry, row));
-    const next = events.length === 0 ? from : (events[events.length - 1] as TaskRunEvent).seq + 1;
-    return { events, cursor, next, upToDate: next >= cursor, state: stateOf(row) };
+    const chunks = this.#log
+      .page(runId, from, limit)
+      .map((entry) => ({ seq: entry.ev, chunk: toEvent(entry, row) }));
+    const last = chunks[chunks.length - 1];
+    const next = last === undefined ? from : last.seq + 1;
+    return { chunks, cursor, next, upToDate: next >= cursor, state: stateOf(row) };
   }
 
   /**

@@ -130,7 +130,7 @@ async function expectMigratedInPlace(
     // Before version 4 the attempt before the migration left no row; the one after it is recorded.
     expect(tasks.attempts(runId)?.map((a) => [a.attempt, a.outcome])).toEqual(attempts);
     // The run's events are those written since the migration, numbered from 0.
-    const events = tasks.events.readPage(runId).events;
+    const events = tasks.events.readPage(runId).chunks.map(({ chunk }) => chunk);
     expect(events.map((e) => [e.seq, e.type])).toEqual([
       [0, "task:attempt:started"],
       [1, "task:step:completed"],

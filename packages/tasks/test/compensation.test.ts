@@ -24,7 +24,9 @@ function compensations(fixture: Fixture, runId: string) {
 function eventShape(fixture: Fixture, runId: string) {
   return fixture.tasks.events
     .readPage(runId, { limit: 1000 })
-    .events.map((e) => ("step" in e && e.step !== null ? `${e.type} ${e.step}` : e.type));
+    .chunks.map(({ chunk: e }) =>
+      "step" in e && e.step !== null ? `${e.type} ${e.step}` : e.type,
+    );
 }
 
 describe("compensation (step.do(name, { compensate }, fn))", () => {

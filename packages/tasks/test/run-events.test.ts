@@ -9,7 +9,7 @@ function allEvents(fixture: Fixture, runId: string, from = 0): TaskRunEvent[] {
   const events: TaskRunEvent[] = [];
   for (let next = from; ; ) {
     const page = fixture.tasks.events.readPage(runId, { from: next, limit: 3 });
-    events.push(...page.events);
+    events.push(...page.chunks.map(({ chunk }) => chunk));
     if (page.upToDate) return events;
     next = page.next;
   }
@@ -205,7 +205,7 @@ describe("a run's events as a stream", () => {
       const durable: TaskRunEvent[] = [];
       for (let next = 0; ; ) {
         const page = tasks.events.readPage(runId, { from: next, limit: 1000 });
-        durable.push(...page.events);
+        durable.push(...page.chunks.map(({ chunk }) => chunk));
         if (page.upToDate) break;
         next = page.next;
       }

@@ -1,15 +1,23 @@
 import { errorResponse } from "../http";
-import { PROTOCOL_BASE_PATH } from "../protocol-stream";
+import { PROTOCOL_BASE_PATH, RUN_EVENTS_PREFIX } from "../protocol-stream";
 import { RequestPolicy } from "../request-policy";
 import type { Route, RouteHandler } from "../router";
 import { WORKSPACE_NAME } from "../workspace";
 
-/** Forwards a protocol request to the object of the stream its path names (`/v1/stream/<id>`). */
+/**
+ * Forwards a protocol request to the object of the stream its path names (`/v1/stream/<id>`); a
+ * run's events (`/v1/stream/runs/<runId>`) live in the workspace object, with the run.
+ */
 const toStreamObject: RouteHandler = (request, env, { rest }) => {
   if (!rest)
     return errorResponse(404, "demo/not-found", `Name a stream: ${PROTOCOL_BASE_PATH}/<id>.`);
+  if (rest.startsWith(`${RUN_EVENTS_PREFIX}/`)) return toWorkspace(request, env);
   return env.PROTOCOL_STREAMS.getByName(rest).fetch(request);
 };
+
+/** A run's events through the protocol: the workspace object holds the run. */
+const toWorkspace = (request: Request, env: Parameters<RouteHandler>[1]): Promise<Response> =>
+  env.WORKSPACE.getByName(WORKSPACE_NAME).runEventsProtocol(request);
 
 /**
  * The stream routes:

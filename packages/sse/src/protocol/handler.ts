@@ -14,6 +14,7 @@ import { GroupCommit } from "./group-commit";
 import { LiveTails } from "./live-tail";
 import { handleGet, handleHead } from "./read";
 import { baseHeaders, preflight, problem } from "./responses";
+import { isDurableStreamsSource, sourceLog } from "./sources";
 import { ProtocolStore } from "./store";
 import type {
   DurableStreamsForkExport,
@@ -21,6 +22,7 @@ import type {
   DurableStreamsHandlerOptions,
   DurableStreamsPeer,
   ProtocolContext,
+  ReadContext,
   SseEvent,
   StreamView,
 } from "./types";
@@ -60,6 +62,8 @@ function checkName(name: string, value: unknown): void {
 export class DurableStreamsHandler implements AlarmPart {
   readonly #protocol: ProtocolContext;
   readonly #ledger: ForkLedger;
+  /** The read-only sources by prefix (the `sources` option), each with its own read context. */
+  readonly #sources: ReadonlyMap<string, ReadContext>;
 
   /** @throws {SseArgumentError} `sse/invalid-argument` for a malformed `ctx` or option, or without `streams`. */
   constructor(ctx: DurableObjectState, options: DurableStreamsHandlerOptions) {
@@ -138,6 +142,13 @@ export class DurableStreamsHandler implements AlarmPart {
       emit,
     });
     this.#ledger = ledger;
+    this.#sources = sourceMounts(options.sources, {
+      longPollTimeoutMs,
+      sseConnectionMs,
+      maxReadBytes,
+      cursorIntervalMs,
+      now,
+    });
     this.#protocol = {
       streams,
       store,
@@ -190,6 +201,9 @@ export class DurableStreamsHandler implements AlarmPart {
       if (streamId.length > MAX_ID_LENGTH) {
         return problem(400, `Stream ids are at most ${MAX_ID_LENGTH} characters.`, undefined, head);
       }
+      const slash = streamId.indexOf("/");
+      const source = slash > 0 ? this.#sources.get(streamId.slice(0, slash)) : undefined;
+      if (source !== undefined) return await readSource(source, request, streamId.slice(slash + 1));
       switch (request.method) {
         case "PUT":
           return await handlePut(this.#protocol, this.#ledger, request, streamId);
@@ -291,4 +305,59 @@ export class DurableStreamsHandler implements AlarmPart {
     if (this.#protocol.store.refCount(streamId) === 0) await this.#ledger.view(streamId);
     return new Response(null, { status: 204, headers: baseHeaders() });
   }
+}
+
+/** The read context of each source of the `sources` option, by prefix. */
+function sourceMounts(
+  sources: unknown,
+  reads: Omit<ReadContext, "streams" | "tails" | "view">,
+): ReadonlyMap<string, ReadContext> {
+  const mounts = new Map<string, ReadContext>();
+  if (sources === undefined) return mounts;
+  if (sources === null || typeof sources !== "object") {
+    throw new SseArgumentError(
+      "sources must be an object of read-only logs by path prefix, e.g. { runs: this.tasks.events }.",
+    );
+  }
+  for (const [prefix, source] of Object.entries(sources)) {
+    if (prefix === "" || prefix.includes("/") || prefix === "__ds" || prefix.length > 64) {
+      throw new SseArgumentError(
+        `A source's prefix is one path segment of 1–64 characters other than __ds; got "${prefix}".`,
+      );
+    }
+    if (!isDurableStreamsSource(source)) {
+      throw new SseArgumentError(
+        `sources.${prefix} must be a log with status, readPage and readBatches (such as tasks.events).`,
+      );
+    }
+    const log = sourceLog(source);
+    mounts.set(prefix, {
+      ...reads,
+      streams: log,
+      tails: new LiveTails(log),
+      view: async (streamId) => {
+        let status: ReturnType<typeof log.status>;
+        try {
+          status = log.status(streamId);
+        } catch {
+          // An id the source refuses names nothing it holds.
+          status = null;
+        }
+        return status === null ? { kind: "absent" } : { kind: "live", status };
+      },
+    });
+  }
+  return mounts;
+}
+
+/** A request for a read-only source's log: GET and HEAD read it, anything else is refused. */
+function readSource(reads: ReadContext, request: Request, id: string): Promise<Response> {
+  const head = request.method === "HEAD";
+  if (id === "")
+    return Promise.resolve(problem(404, "Name a log of this source.", undefined, head));
+  if (request.method === "GET") return handleGet(reads, request, id);
+  if (head) return handleHead(reads, id);
+  return Promise.resolve(
+    problem(405, "This log is read-only: GET or HEAD it.", { Allow: "GET, HEAD, OPTIONS" }),
+  );
 }

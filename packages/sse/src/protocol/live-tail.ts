@@ -1,4 +1,5 @@
-import type { StreamStatus, Streams } from "@durablekit/streams";
+import type { StreamStatus } from "@durablekit/streams";
+import type { ProtocolLog } from "./log";
 import { readSlice, type Slice } from "./slice";
 import { type WaitOutcome, waitForData } from "./wait";
 
@@ -43,7 +44,7 @@ interface ReadGroup {
  * describe exactly what it read), and each reader advances only from its own offset.
  */
 export class LiveTails {
-  readonly #streams: Streams;
+  readonly #streams: ProtocolLog;
   // ── Shared waits ──
   // Invariant: an entry is present only while unsettled and at least one reader waits on it.
   readonly #waits = new Map<string, SharedWait>();
@@ -51,7 +52,7 @@ export class LiveTails {
   // Invariant: a group is present only while its one timer is pending; the timer reads them all.
   readonly #groups = new Map<string, ReadGroup>();
 
-  constructor(streams: Streams) {
+  constructor(streams: ProtocolLog) {
     this.#streams = streams;
   }
 

@@ -6,7 +6,7 @@ import { jsonArray } from "./json-mode";
 import { formatOffset } from "./offsets";
 import { baseHeaders } from "./responses";
 import { readSlice, type Slice } from "./slice";
-import type { ProtocolContext } from "./types";
+import type { ReadContext } from "./types";
 
 /** How the `data` events of one connection carry the stream's content. */
 type Payload = (slice: Slice) => string;
@@ -28,7 +28,7 @@ function payloadOf(status: StreamStatus): Payload {
  * connection after `sseConnectionMs` so the client reconnects (from its last offset).
  */
 export function handleSse(
-  ctx: ProtocolContext,
+  ctx: ReadContext,
   request: Request,
   status: StreamStatus,
   start: number,

@@ -8,14 +8,14 @@ import { handleSse } from "./live";
 import { formatOffset, parseOffset } from "./offsets";
 import { baseHeaders, problem } from "./responses";
 import { readSlice, type Slice } from "./slice";
-import type { ProtocolContext } from "./types";
+import type { ReadContext } from "./types";
 import { waitForData } from "./wait";
 
 /** Cache policy of a catch-up response that carries data: the range's bytes never change. */
 const DATA_CACHE = "private, max-age=60, stale-while-revalidate=300";
 
 /** HEAD: the stream's metadata, no body, never cached; it does not refresh a sliding TTL (§5.5). */
-export async function handleHead(ctx: ProtocolContext, streamId: string): Promise<Response> {
+export async function handleHead(ctx: ReadContext, streamId: string): Promise<Response> {
   const view = await ctx.view(streamId);
   if (view.kind === "absent") return problem(404, "", undefined, true);
   if (view.kind === "gone") return problem(410, "", undefined, true);
@@ -82,7 +82,7 @@ function noContent(next: number, closed: boolean, cursor: string): Response {
  * `now`, or an offset the server issued). Every read refreshes a sliding TTL when it starts.
  */
 export async function handleGet(
-  ctx: ProtocolContext,
+  ctx: ReadContext,
   request: Request,
   streamId: string,
 ): Promise<Response> {

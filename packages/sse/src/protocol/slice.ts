@@ -1,6 +1,7 @@
-import type { StreamState, StreamStatus, Streams } from "@durablekit/streams";
+import type { StreamState, StreamStatus } from "@durablekit/streams";
 import { bytesOf, messageOf } from "./codec";
 import { isJsonMode } from "./headers";
+import type { ProtocolLog } from "./log";
 
 /** One read of a stream from a seq: what it returned and where the stream stood. */
 export interface Slice {
@@ -27,7 +28,7 @@ const PAGE = 256;
  * @throws StreamNotFoundError when the stream vanished.
  */
 export function readSlice(
-  streams: Streams,
+  streams: ProtocolLog,
   status: StreamStatus,
   from: number,
   maxBytes: number,

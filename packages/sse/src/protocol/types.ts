@@ -1,6 +1,8 @@
 import type { StreamStatus, Streams } from "@durablekit/streams";
 import type { GroupCommit } from "./group-commit";
 import type { LiveTails } from "./live-tail";
+import type { ProtocolLog } from "./log";
+import type { DurableStreamsSource } from "./sources";
 import type { ProtocolStore } from "./store";
 
 /**
@@ -113,6 +115,14 @@ export interface DurableStreamsHandlerOptions {
   now?: () => number;
   /** Receives {@link SseEvent}s; a throwing listener is reported with `console.warn` and ignored. */
   onEvent?: (event: SseEvent) => void;
+  /**
+   * Read-only logs served beside the object's streams, by path prefix: `{ runs: this.tasks.events }`
+   * serves the events of run `<id>` at `<basePath>/runs/<id>` — catch-up, long-poll and SSE reads
+   * and `HEAD`, as a JSON stream that is closed once the log settles (a settled run). Any other
+   * method there is answered 405; the prefix is the source's (a stream of `streams` whose id starts
+   * with `runs/` is not reachable through this handler). A prefix is one path segment.
+   */
+  sources?: Readonly<Record<string, DurableStreamsSource>>;
 }
 
 /** What a request finds at a stream id after reconciliation. */
@@ -123,6 +133,19 @@ export type StreamView =
   | { kind: "absent" };
 
 /** The resolved options and shared parts every request module works with. */
+/** What the protocol's reads (GET, HEAD) need of the handler: over `Streams`, or over a source. */
+export interface ReadContext {
+  readonly streams: ProtocolLog;
+  readonly tails: LiveTails;
+  readonly longPollTimeoutMs: number;
+  readonly sseConnectionMs: number;
+  readonly maxReadBytes: number;
+  readonly cursorIntervalMs: number;
+  now(): number;
+  /** Reconciles fork bookkeeping for `streamId`, then says what is there. */
+  view(streamId: string): Promise<StreamView>;
+}
+
 export interface ProtocolContext {
   readonly streams: Streams;
   readonly store: ProtocolStore;

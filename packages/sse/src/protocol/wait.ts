@@ -1,4 +1,5 @@
-import { isStreamsError, type Streams } from "@durablekit/streams";
+import { isStreamsError } from "@durablekit/streams";
+import type { ProtocolLog } from "./log";
 
 /** How a wait for new data ended. */
 export type WaitOutcome = "data" | "ended" | "timeout" | "aborted";
@@ -11,7 +12,7 @@ const TIMEOUT = Symbol("timeout");
  * holds no timer beyond its own deadline.
  */
 export async function waitForData(
-  streams: Streams,
+  streams: ProtocolLog,
   streamId: string,
   from: number,
   timeoutMs: number,
