@@ -247,6 +247,8 @@ class RecordedEngine implements StepEngine {
 
   consumeEvent(): void {}
 
+  noteCompensable(): void {}
+
   registerCompensation(): void {}
 
   failStep(_name: string, _seq: number, _kind: TaskStepKind, error: Error): Error {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { replayRecordedRun } from "../src/index";
+import { NonRetryableError, replayRecordedRun } from "../src/index";
 import type { Fixture } from "./fixtures/worker";
-import { crashAndWake, freshFixture, inFixture, untilExecuted } from "./helpers";
+import { crashAndWake, freshFixture, inFixture, sleep, untilExecuted } from "./helpers";
 
 /** The three bookings' compensations, completed, last booked first: as `compensations()` reads them. */
 const ALL_UNDONE = [
@@ -126,6 +126,34 @@ describe("compensation (step.do(name, { compensate }, fn))", () => {
       );
       expect(undo2?.error).toMatchObject({ message: "cannot cancel b2 (attempt 2)" });
       expect(eventShape(fixture, runId)).toContain("task:compensation:failed book2");
+    });
+  });
+
+  it("undoes a step that was still running beside the one that failed, once it completed", async () => {
+    await inFixture(async (fixture) => {
+      const tasks = fixture.build({
+        "parallel-saga@v1": async (_input: undefined, step) => {
+          await Promise.all([
+            step.do(
+              "slow",
+              { compensate: (value: string) => fixture.note({ undone: value }) },
+              async () => {
+                await sleep(40);
+                return "slow-result";
+              },
+            ),
+            step.do("fast-failure", () => {
+              throw new NonRetryableError("refused");
+            }),
+          ]);
+        },
+      });
+      const { runId } = await tasks.run("parallel-saga@v1");
+      expect(await fixture.settled(runId, tasks)).toMatchObject({
+        state: "failed",
+        error: { message: "refused" },
+      });
+      expect(fixture.notes()).toEqual([{ undone: "slow-result" }]);
     });
   });
 

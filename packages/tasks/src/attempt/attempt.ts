@@ -95,6 +95,8 @@ export class Attempt implements StepEngine {
   readonly #stepFailures = new WeakSet<object>();
   /** The compensations of the steps completed so far (see `steps/compensation.ts`). */
   readonly #compensations: Compensation[] = [];
+  /** True once a step with a compensation was called: it may complete and need undoing. */
+  #compensable = false;
   /** A cancel from before the claim: it stops the attempt at its frontier, not at a replayed step. */
   #stopAtFrontier = false;
   /** True once this attempt started the run's compensations. */
@@ -150,7 +152,7 @@ export class Attempt implements StepEngine {
    */
   get stopSettlesNow(): boolean {
     if (!this.#stopsHere()) return false;
-    return this.#stop?.kind === "timeout" || this.#compensations.length === 0;
+    return this.#stop?.kind === "timeout" || !this.#compensable;
   }
 
   /** When the run fails with `tasks/run-timeout`, or null. */
@@ -443,6 +445,10 @@ export class Attempt implements StepEngine {
 
   // ── Compensations ──
 
+  noteCompensable(): void {
+    this.#compensable = true;
+  }
+
   registerCompensation(compensation: Compensation): void {
     // The run row learns it once (a cancel of the parked run then replays it to undo its steps).
     if (this.#compensations.length === 0) this.#deps.store.runs.markCompensable(this.runId);
@@ -450,13 +456,13 @@ export class Attempt implements StepEngine {
   }
 
   /**
-   * Whether the handler's end calls for the run's compensations before the run settles, after at
-   * least one step with `compensate` completed: a cancel (`outcome` whatever it is), or a failure
+   * Whether the handler's end calls for the run's compensations before the run settles, once a
+   * step with `compensate` was called (it may have completed, or still complete): a cancel (`outcome` whatever it is), or a failure
    * of the run's own (`outcome.thrown`: not a platform failure, an engine-fatal error, a deadline
    * or the end of the attempt). `outcome` null: the handler returned.
    */
   mustCompensate(outcome: { thrown: unknown } | null): boolean {
-    if (this.#ended || this.#compensating || this.#compensations.length === 0) return false;
+    if (this.#ended || this.#compensating || !this.#compensable) return false;
     if (this.boundaries.fatal) return false;
     const stop = this.#stop;
     if (stop !== null) return stop.kind === "cancel";
@@ -474,6 +480,11 @@ export class Attempt implements StepEngine {
    */
   async compensate(step: ReplayStep): Promise<void> {
     this.#compensating = true;
+    // A step the handler left running beside the one that failed (`Promise.all`) may still
+    // complete: wait for the steps in flight to settle (each is bounded by its timeout), and for
+    // the turn that keeps their compensations, so a step that completed is undone too.
+    await this.#watchdog.idle();
+    await new Promise<void>((resolve) => setTimeout(resolve, 0));
     for (const compensation of inReverse(this.#compensations)) {
       try {
         await step.compensate(compensation);
@@ -593,7 +604,7 @@ export class Attempt implements StepEngine {
       return this.#ended ?? this.end("settled");
     }
     // A cancel of a run with compensations: the handler unwinds first; they run, then it settles.
-    if (!this.#compensating && this.#compensations.length > 0) return new AttemptEnded("stopping");
+    if (!this.#compensating && this.#compensable) return new AttemptEnded("stopping");
     const reason = stop?.reason ?? null;
     if (!this.#settleHeld({ state: "cancelled", cancelReason: reason })) {
       return this.end("superseded");

@@ -44,6 +44,8 @@ export class Flight {
 export class Watchdog {
   readonly #now: () => number;
   readonly #flights = new Set<Flight>();
+  /** Waiters of {@link idle}. */
+  #idle: Array<() => void> = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
   #at = Number.POSITIVE_INFINITY;
 
@@ -59,6 +61,20 @@ export class Watchdog {
 
   untrack(flight: Flight): void {
     this.#flights.delete(flight);
+    if (this.#flights.size === 0) {
+      const idle = this.#idle;
+      this.#idle = [];
+      for (const resolve of idle) resolve();
+    }
+  }
+
+  /**
+   * Resolves when no step is in flight (at once when none is): every callback returned, failed or
+   * was failed at its deadline.
+   */
+  idle(): Promise<void> {
+    if (this.#flights.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
   }
 
   /** Fails every step in flight (a cancel, or the end of the attempt). */

@@ -123,6 +123,8 @@ export interface StepEngine {
   ): Error;
 
   // ── Compensations ──
+  /** A step with a compensation was called: the attempt may have steps to undo. */
+  noteCompensable(): void;
   /** Keeps a completed step's compensation, for the run's failure (see {@link Compensation}). */
   registerCompensation(compensation: Compensation): void;
 

@@ -88,6 +88,7 @@ export class ReplayStep implements TaskStep {
     }
     a.enter(name, internal);
     const order = this.#calls++;
+    if (compensate !== undefined) a.noteCompensable();
     // Kept each time the step completes, live or replayed: every attempt knows all of them.
     const kept =
       compensate === undefined
