@@ -159,7 +159,7 @@ describe("a chat turn as a durable task, restarted with no client attached", () 
 });
 
 describe("a chat turn as a durable task, live", () => {
-  it("writes at most 220 row changes for 20 durable turns of 100 chunks, chat and tasks together", async () => {
+  it("writes at most 270 row changes for 20 durable turns of 100 chunks, chat and tasks together", async () => {
     const stub = hostNamed(freshName());
     const rows = await runInDurableObject(stub, async (host: TurnHost, state) => {
       host.chat.startTurn("warm").finish(); // the tables exist before counting
@@ -178,7 +178,9 @@ describe("a chat turn as a durable task, live", () => {
       return total() - before;
     });
     console.log(`durable chat turns: 20 turns x 100 chunks: ${rows} row changes (total_changes)`);
-    expect(rows).toBeLessThanOrEqual(220);
+    // 263 measured: the turns' own rows, the tasks' (journal, run row), and 3 rows of each run's
+    // event stream (accepted, its attempt, its settlement).
+    expect(rows).toBeLessThanOrEqual(270);
   });
 
   it("streams the model's answer to the POST response and finishes with no recovery", async () => {

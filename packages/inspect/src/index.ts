@@ -26,6 +26,7 @@ export {
   type InspectOverview,
   type InspectPage,
   type InspectPartKind,
+  type InspectRestart,
   type InspectRun,
   type InspectRunState,
   type InspectRunView,

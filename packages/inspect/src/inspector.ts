@@ -355,7 +355,8 @@ export class Inspector {
       target: child.target,
       here: child.target.id === this.#objectId,
     }));
-    return runViewOf(history, journals, children, this.#budget());
+    const restarts = reading(() => tasks.restarts?.(id)) ?? [];
+    return runViewOf(history, journals, children, restarts, this.#budget());
   }
 
   /**
@@ -519,7 +520,8 @@ export class Inspector {
 
   /**
    * One whole value, by the API path an `InspectTruncated` record named: a run's `input` or
-   * `result` (`/runs/<runId>/input`), a step's result (`/runs/<runId>/steps/<index>/result`), an
+   * `result` (`/runs/<runId>/input`), a step's result (`/runs/<runId>/steps/<index>/result`), a
+   * result a restart dropped (`/runs/<runId>/restarts/<restart>/steps/<index>/result`), an
    * execution's `result` or `interrupt` payload, a stream's chunk (`/streams/<id>/chunks/<seq>`)
    * or a chat turn's (`/turns/<turnId>/chunks/<index>`); null when it is not held. It answers the
    * value whole, however large: a part bounds what it stores, the inspector bounds what it shows.
@@ -562,6 +564,16 @@ export class Inspector {
       }
       if (parts.length === 5 && what === "steps" && tail === "result" && index >= 0) {
         const step = history.steps[index];
+        return step !== undefined && "result" in step ? { value: step.result } : null;
+      }
+      // A step a restart dropped: /runs/<runId>/restarts/<restart>/steps/<index>/result.
+      const [, , , , steps, rawStep, result] = parts;
+      const stepIndex = rawStep !== undefined && /^\d{1,9}$/.test(rawStep) ? Number(rawStep) : -1;
+      if (parts.length === 7 && what === "restarts" && steps === "steps" && result === "result") {
+        const restart = reading(() => tasks.restarts?.(idOf(rawId, "runId")))?.find(
+          (record) => record.restart === index,
+        );
+        const step = restart?.steps[stepIndex];
         return step !== undefined && "result" in step ? { value: step.result } : null;
       }
     }

@@ -1,5 +1,6 @@
 import type {
   TaskAttemptSnapshot,
+  TaskRestartSnapshot,
   TaskRunHistory,
   TaskRunSnapshot,
   TaskStepSnapshot,
@@ -12,6 +13,7 @@ import {
   type InspectAttempt,
   type InspectChild,
   type InspectJournal,
+  type InspectRestart,
   type InspectRun,
   type InspectRunView,
   type InspectStep,
@@ -148,6 +150,7 @@ export function runViewOf(
   history: TaskRunHistory,
   journals: InspectJournal[],
   children: InspectChild[],
+  restarts: readonly TaskRestartSnapshot[],
   budget: ValueBudget,
 ): InspectRunView {
   const base = `/runs/${encodeURIComponent(history.run.runId)}`;
@@ -164,6 +167,7 @@ export function runViewOf(
       calls: journal.calls.map((call) => ({ ...call, attempt: attemptAt(attempts, call.at) })),
     })),
     children,
+    restarts: [],
   };
   if (history.run.state === "completed") {
     view.result = takeValue(budget, history.run.result, `${base}/result`);
@@ -177,5 +181,27 @@ export function runViewOf(
     view.steps.push(shown);
     from = shown.to;
   });
+  // After the run's own values: its earlier history takes what the budget has left.
+  view.restarts = restarts.map((restart) => ({
+    restart: restart.restart,
+    from: restart.from,
+    at: restart.at,
+    attempt: restart.attempt,
+    state: restart.state,
+    steps: restart.steps.map((step, index) => {
+      const dropped: InspectRestart["steps"][number] = {
+        name: step.name,
+        kind: step.kind,
+        state: step.state,
+        attempts: step.attempt,
+        error: step.error ? errorInfoOf(step.error) : null,
+      };
+      if ("result" in step) {
+        const path = `${base}/restarts/${restart.restart}/steps/${index}/result`;
+        dropped.result = takeValue(budget, step.result, path);
+      }
+      return dropped;
+    }),
+  }));
   return view;
 }

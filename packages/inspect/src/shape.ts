@@ -238,6 +238,30 @@ export interface InspectRunView {
   journals: InspectJournal[];
   /** The child runs it started in other objects (`step.startChild`, `startChildren`), in start order. */
   children: InspectChild[];
+  /** Its restarts (`Tasks.restart`) in order, each with the steps it dropped: the run's earlier history. */
+  restarts: InspectRestart[];
+}
+
+/** A restart of a run, with the journal rows it dropped as they were. */
+export interface InspectRestart {
+  /** 1 for the run's first restart. */
+  restart: number;
+  /** The step it restarted from. */
+  from: string;
+  at: number;
+  /** Attempts the run had claimed before it. */
+  attempt: number;
+  /** The run's state when it was restarted. */
+  state: string;
+  /** The dropped steps, in journal order; a result too large for the view is a truncated record. */
+  steps: Array<{
+    name: string;
+    kind: InspectStep["kind"];
+    state: InspectStep["state"];
+    attempts: number;
+    result?: unknown;
+    error: InspectErrorInfo | null;
+  }>;
 }
 
 /** A child run a run started, as the run's object knows it. */

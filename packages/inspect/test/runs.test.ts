@@ -275,3 +275,60 @@ describe("the inspector's task runs", () => {
     ]);
   });
 });
+
+describe("a restarted run's earlier history", () => {
+  it("shows each restart with the steps it dropped, their results through the view's budget and the value route", async () => {
+    const stub = freshStub();
+    const runId = await within(stub, async ({ tasks }) => {
+      const { runId } = await tasks.run("big@v1", { steps: 3, chars: 10 });
+      return runId;
+    });
+    await driveUntil(stub, runId, (run) => run.state === "completed");
+    await within(stub, ({ tasks }) => tasks.restart(runId, { from: "s1" }));
+    await driveUntil(stub, runId, (run) => run.state === "completed" && run.attempts === 2);
+    const view = await within(stub, ({ inspector }) => inspector.run(runId));
+    expect(view?.restarts).toEqual([
+      {
+        restart: 1,
+        from: "s1",
+        at: expect.any(Number),
+        attempt: 1,
+        state: "completed",
+        steps: [
+          {
+            name: "s1",
+            kind: "do",
+            state: "completed",
+            attempts: 1,
+            result: "x".repeat(10),
+            error: null,
+          },
+          {
+            name: "s2",
+            kind: "do",
+            state: "completed",
+            attempts: 1,
+            result: "x".repeat(10),
+            error: null,
+          },
+        ],
+      },
+    ]);
+    const value = await within(stub, ({ inspector }) =>
+      inspector.value(`/runs/${runId}/restarts/1/steps/1/result`),
+    );
+    expect(value).toMatchObject({ value: "x".repeat(10), bytes: 12 });
+    expect(
+      await within(stub, ({ inspector }) =>
+        inspector.value(`/runs/${runId}/restarts/2/steps/0/result`),
+      ),
+    ).toBeNull();
+    // A run never restarted shows none.
+    const other = await within(
+      stub,
+      async ({ tasks }) => (await tasks.run("big@v1", { steps: 1, chars: 1 })).runId,
+    );
+    await driveUntil(stub, other, (run) => run.state === "completed");
+    expect((await within(stub, ({ inspector }) => inspector.run(other)))?.restarts).toEqual([]);
+  });
+});

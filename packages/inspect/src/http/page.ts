@@ -79,6 +79,7 @@ const HTML = (base: string, query: string, controls: boolean) => `<!doctype html
     <table id="detail-attempts" hidden><thead><tr><th>attempt</th><th>started</th><th>after</th><th>ran</th><th>ended as</th><th>step</th><th>error</th></tr></thead><tbody></tbody></table>
     <div id="detail-journals" hidden></div>
     <table id="detail-children" hidden><thead><tr><th>step</th><th>#</th><th>child run</th><th>definition</th><th>object</th><th>state</th><th>settled</th></tr></thead><tbody></tbody></table>
+    <table id="detail-restarts" hidden><caption>earlier history: the steps each restart dropped</caption><thead><tr><th>restart</th><th>from</th><th>at</th><th>step</th><th>kind</th><th>state</th><th>result or error</th></tr></thead><tbody></tbody></table>
     <table id="detail-steps" hidden><thead><tr><th>#</th><th>step</th><th>kind</th><th>state</th><th>attempts</th><th>took</th><th>wakes</th><th>result or error</th></tr></thead><tbody></tbody></table>
     <table id="detail-chunks"><thead><tr><th>#</th><th>value</th></tr></thead><tbody></tbody></table>
     <button id="detail-more" hidden>Next page</button>
@@ -517,8 +518,22 @@ function renderRun(view) {
   }
   journals(view.journals);
   children(view.children || []);
+  restarts(view.restarts || []);
   $("detail-chunks").hidden = true;
   $("detail-more").hidden = true;
+}
+/** A run's restarts: each dropped step as it was, the run's history before the restart. */
+function restarts(list) {
+  const body = $("detail-restarts").tBodies[0];
+  body.replaceChildren();
+  for (const r of list) {
+    for (const step of r.steps) {
+      const tr = row([r.restart, r.from, time(r.at), step.name, step.kind, step.state, outcome(step)]);
+      tr.dataset.restart = String(r.restart);
+      body.append(tr);
+    }
+  }
+  $("detail-restarts").hidden = list.length === 0;
 }
 /** The child runs a run started: each links to its own view when it runs in this object. */
 function children(list) {
@@ -581,6 +596,7 @@ function route() {
   $("detail-chunks").hidden = kind === "runs" || kind === "executions";
   $("detail-journals").hidden = kind !== "runs" && kind !== "executions";
   $("detail-children").hidden = true;
+  $("detail-restarts").hidden = true;
   $("detail-controls").hidden = true;
   controlled = null;
   if (kind === "runs" && id) {

@@ -45,6 +45,17 @@ function waitingRun(state: string) {
     steps: [step(0, "reserve"), step(1, "charge")],
     journals: [],
     children: [],
+    // An earlier restart from "charge", which dropped its first result.
+    restarts: [
+      {
+        restart: 1,
+        from: "charge",
+        at: created,
+        attempt: 1,
+        state: "failed",
+        steps: [{ ...step(1, "charge"), result: "first charge" }],
+      },
+    ],
   };
 }
 
@@ -112,6 +123,12 @@ describe("the inspector page's run controls in headless Chromium", () => {
       "reserve",
       "charge",
     ]);
+    // The earlier history: the restart and the step it dropped, with its result.
+    expect(await page.locator("#detail-restarts").isVisible()).toBe(true);
+    const dropped = await page.locator("#detail-restarts tbody tr").allTextContents();
+    expect(dropped).toHaveLength(1);
+    expect(dropped[0]).toContain("charge");
+    expect(dropped[0]).toContain("first charge");
     await page.click("#control-pause");
     await page.selectOption("#control-from", "charge");
     await page.click("#control-restart");
