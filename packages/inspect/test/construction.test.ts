@@ -62,6 +62,7 @@ describe("new Inspector(ctx, { parts })", () => {
         "history",
         "journals",
         "list",
+        "restarts",
         // Waits on a run's event stream (tasks.events reads): no write of Tasks behind it.
         "runChanged",
       ]);
