@@ -151,7 +151,7 @@ export class TaskRunEventLog {
    */
   status(runId: string): TaskRunEventStatus | null {
     checkName(runId, "A run id", false);
-    const row = this.#runs.getRun(runId);
+    const row = this.#runs.headOf(runId);
     if (row === undefined) return null;
     return { cursor: this.#log.next(runId), encoding: "json", state: stateOf(row), error: null };
   }
@@ -166,7 +166,7 @@ export class TaskRunEventLog {
     checkOptions(options, "readPage() options");
     const from = checkFrom(options.from);
     const limit = check.count(options.limit, "limit", 100, { max: MAX_BATCH });
-    const row = this.#runs.getRun(runId);
+    const row = this.#runs.headOf(runId);
     if (row === undefined) throw notFound(runId);
     const cursor = this.#log.next(runId);
     const chunks = this.#log
@@ -221,7 +221,7 @@ export class TaskRunEventLog {
     onUpToDate: (() => void) | undefined,
     onGone: ((reason: "deleted") => void) | undefined,
   ): AsyncGenerator<TaskRunEventChunk[]> {
-    const first = this.#runs.getRun(runId);
+    const first = this.#runs.headOf(runId);
     if (first === undefined) throw notFound(runId);
     let next = from;
     // Entries read and not yet yielded (a replay's page is larger than a batch).
@@ -236,7 +236,7 @@ export class TaskRunEventLog {
         if (signal?.aborted) throw abortReason(signal);
         // The page, the run's state and the park below are one synchronous block: an event
         // written after the page wakes the park, never falls between them.
-        const row = this.#runs.getRun(runId);
+        const row = this.#runs.headOf(runId);
         if (row === undefined) {
           onGone?.("deleted");
           return;
@@ -277,7 +277,10 @@ export class TaskRunEventLog {
   }
 }
 
-function stateOf(row: RunRow): TaskRunEventStatus["state"] {
+/** The columns of a run row its events are read with. */
+type RunHead = Pick<RunRow, "run_id" | "definition" | "state">;
+
+function stateOf(row: RunHead): TaskRunEventStatus["state"] {
   return TERMINAL_STATES.has(row.state) ? "completed" : "streaming";
 }
 
@@ -297,7 +300,7 @@ function checkFrom(from: unknown): number {
 }
 
 /** The event of one stored entry of a run's sequence. */
-function toEvent(entry: RunLogEntry, row: RunRow): TaskRunEvent {
+function toEvent(entry: RunLogEntry, row: RunHead): TaskRunEvent {
   const ref = { seq: entry.ev, at: entry.at, runId: row.run_id, definition: row.definition };
   if (entry.source === "step" && entry.name.startsWith(COMPENSATION_PREFIX)) {
     const undo = { step: entry.name.slice(COMPENSATION_PREFIX.length), attempt: entry.attempt };

@@ -99,6 +99,19 @@ export class RunStore {
       .toArray()[0];
   }
 
+  /**
+   * A run's definition and state: the columns stored before its values (input, result), so a
+   * reader that checks it per wake reads none of them. Undefined when no such run exists.
+   */
+  headOf(runId: string): Pick<RunRow, "run_id" | "definition" | "state"> | undefined {
+    return this.#sql
+      .exec<Pick<RunRow, "run_id" | "definition" | "state"> & Record<string, SqlStorageValue>>(
+        "SELECT run_id, definition, state FROM dk_tasks_runs WHERE run_id = ?",
+        runId,
+      )
+      .toArray()[0];
+  }
+
   /** True when the run exists: a read of its key, none of its values. */
   hasRun(runId: string): boolean {
     return (
