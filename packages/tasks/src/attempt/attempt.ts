@@ -457,9 +457,10 @@ export class Attempt implements StepEngine {
 
   /**
    * Whether the handler's end calls for the run's compensations before the run settles, once a
-   * step with `compensate` was called (it may have completed, or still complete): a cancel (`outcome` whatever it is), or a failure
-   * of the run's own (`outcome.thrown`: not a platform failure, an engine-fatal error, a deadline
-   * or the end of the attempt). `outcome` null: the handler returned.
+   * step with `compensate` was called (it may have completed, or still complete): a cancel
+   * (whatever `outcome` is), or a failure of the run's own (`outcome.thrown`: not a platform
+   * failure, an engine-fatal error, a deadline or the end of the attempt). `outcome` null: the
+   * handler returned.
    */
   mustCompensate(outcome: { thrown: unknown } | null): boolean {
     if (this.#ended || this.#compensating || !this.#compensable) return false;

@@ -126,7 +126,8 @@ export class ReplayStep implements TaskStep {
       }
       // A retry that is due, or a step a dead attempt left running: the next attempt of it.
       const attempt = row.attempt + 1;
-      return this.#execute(name, row.seq, attempt, policy, fn).then(kept);
+      const retried = this.#execute(name, row.seq, attempt, policy, fn);
+      return compensate === undefined ? retried : retried.then(kept);
     }
     a.goLive();
     const seq = a.boundaries.newStep();
