@@ -21,6 +21,7 @@ export {
   type OptionChecks,
   type OptionRange,
 } from "./options";
+export { ParkedWaiters } from "./parked";
 export { type AlarmPart, isAlarmPart } from "./part";
 export {
   migrateSchema,

@@ -32,16 +32,6 @@ const CHUNK_BATCH = 8;
 /** Longest id the parts accept (docs/composing.md, "Names"). */
 const MAX_ID = 256;
 const STATES = ["streaming", "completed", "errored"] as const;
-const RUN_STATES = [
-  "pending",
-  "running",
-  "waiting",
-  "paused",
-  "completed",
-  "failed",
-  "cancelled",
-] as const satisfies readonly InspectRunState[];
-const EXECUTION_STATES = ["running", "interrupted", "completed", "failed", "cancelled"] as const;
 
 /** Options of the {@link Inspector} constructor. */
 export interface InspectOptions {
@@ -173,36 +163,16 @@ function base64(bytes: Uint8Array): string {
 
 /**
  * Runs by state for the overview: each state counted up to {@link COUNT_LIMIT} from the tasks
- * part's state index (`countByState`), which reads no run; a part too old to have it is counted
- * among its newest runs, read as facts only.
+ * part's state index (`countByState`), which reads no run.
  */
 function runCounts(tasks: InspectedParts["tasks"] & object): InspectCounts<InspectRunState> {
-  if (tasks.countByState !== undefined) {
-    const counts = tasks.countByState({ max: COUNT_LIMIT });
-    return {
-      byState: { ...counts.byState },
-      limit: COUNT_LIMIT,
-      complete: counts.capped.length === 0,
-      capped: [...counts.capped],
-    };
-  }
-  const page = tasks.list({ limit: COUNT_LIMIT, values: false });
-  const counts: InspectCounts<InspectRunState> = {
-    byState: {
-      pending: 0,
-      running: 0,
-      waiting: 0,
-      paused: 0,
-      completed: 0,
-      failed: 0,
-      cancelled: 0,
-    },
+  const counts = tasks.countByState({ max: COUNT_LIMIT });
+  return {
+    byState: { ...counts.byState },
     limit: COUNT_LIMIT,
-    complete: page.next === null,
-    capped: page.next === null ? [] : [...RUN_STATES],
+    complete: counts.capped.length === 0,
+    capped: [...counts.capped],
   };
-  for (const run of page.items) counts.byState[run.state] += 1;
-  return counts;
 }
 
 /**
@@ -298,7 +268,8 @@ export class Inspector {
     check.options(options, "runs() options");
     const limit = check.count(options.limit, "limit", 50, { max: 1000 });
     const states = options.state === undefined ? [] : [options.state].flat();
-    const state = states.map((one) => check.oneOf(one, "state", RUN_STATES, "running"));
+    // The tasks part checks each state against its own list (`tasks/invalid-argument`, read as ours).
+    const state = states.map((one) => idOf(one, "state") as InspectRunState);
     const definition =
       options.definition === undefined ? undefined : idOf(options.definition, "definition");
     const cursor = options.cursor === undefined ? undefined : idOf(options.cursor, "cursor");
@@ -369,7 +340,8 @@ export class Inspector {
     check.options(options, "executions() options");
     const limit = check.count(options.limit, "limit", 50, { max: 1000 });
     const states = options.state === undefined ? [] : [options.state].flat();
-    const state = states.map((one) => check.oneOf(one, "state", EXECUTION_STATES, "running"));
+    // The Executor checks each state against its own list (read as `inspect/invalid-argument`).
+    const state = states.map((one) => idOf(one, "state") as InspectExecution["state"]);
     const cursor = options.cursor === undefined ? undefined : idOf(options.cursor, "cursor");
     const page = reading(() => executionsOf(programs, { state, limit, cursor }, this.#budget()));
     return { version: INSPECT_SHAPE_VERSION, items: page.items, next: page.next };

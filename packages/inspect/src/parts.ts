@@ -12,8 +12,8 @@ export type ChatReader = Readonly<Pick<ChatTurns, "listTurns" | "getTurn" | "sto
 
 /** The read methods of `Tasks` the inspector calls, and nothing else. */
 export type TasksReader = Readonly<
-  Pick<Tasks, "list" | "history"> &
-    Partial<Pick<Tasks, "journals" | "children" | "countByState" | "restarts">> & {
+  Pick<Tasks, "list" | "history" | "countByState"> &
+    Partial<Pick<Tasks, "journals" | "children" | "restarts">> & {
       /**
        * Resolves when a run's event stream (`tasks.events`, from the version that has one) moves
        * past where it stood when called, or when the run settled or went away; rejects when
@@ -76,13 +76,12 @@ function readView<T>(part: Methods, names: readonly string[]): T {
 
 const STREAMS_READS = ["list", "status", "readPage"] as const;
 const CHAT_READS = ["listTurns", "getTurn", "storedChunks"] as const;
-const TASKS_READS = ["list", "history"] as const;
+const TASKS_READS = ["list", "history", "countByState"] as const;
 /**
  * Read where the part has it: `journals`, `children` and `restarts` by the run view (`Tasks` from
- * the versions with step journals, child runs and restarts), `countByState` by the overview (from
- * schema 8).
+ * the versions with step journals, child runs and restarts).
  */
-const TASKS_OPTIONAL_READS = ["journals", "children", "countByState", "restarts"] as const;
+const TASKS_OPTIONAL_READS = ["journals", "children", "restarts"] as const;
 const PROGRAMS_READS = ["get", "calls"] as const;
 /** Read where the part has it (`Executor` from the version that lists executions). */
 const PROGRAMS_OPTIONAL_READS = ["list"] as const;

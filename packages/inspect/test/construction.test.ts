@@ -52,6 +52,21 @@ describe("new Inspector(ctx, { parts })", () => {
     });
   });
 
+  it("refuses a state the part does not have, checked by the part that owns the states", async () => {
+    await inFixture(async ({ tasks, executor }, state) => {
+      const inspector = new Inspector(state, { parts: [tasks, executor] });
+      expect(codeOf(() => inspector.runs({ state: "sleeping" as never }))).toBe(
+        "inspect/invalid-argument",
+      );
+      expect(codeOf(() => inspector.runs({ state: 7 as never }))).toBe("inspect/invalid-argument");
+      expect(codeOf(() => inspector.executions({ state: ["running", "dozing"] as never }))).toBe(
+        "inspect/invalid-argument",
+      );
+      expect(inspector.runs({ state: ["paused", "completed"] }).items).toEqual([]);
+      expect(inspector.executions({ state: "interrupted" }).items).toEqual([]);
+    });
+  });
+
   it("keeps only the read methods of each part: no write is reachable from the inspector", async () => {
     await inFixture(async ({ streams, chat, tasks, executor }) => {
       const held = inspectedParts([streams, chat, tasks, executor]);

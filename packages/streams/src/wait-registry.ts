@@ -1,3 +1,5 @@
+import { ParkedWaiters } from "@durablekit/compose";
+
 /**
  * Readers parked on a stream's live tail, in this isolate. A Durable Object runs in one isolate at
  * a time, so every reader of a live stream shares its producer's isolate; a reader that outlives
@@ -9,41 +11,30 @@
  * A reader that read its page at `version` v and sees v unchanged knows nothing was written since.
  */
 export class WaitRegistry {
-  readonly #waiters = new Map<number, Set<() => void>>();
+  readonly #parked = new ParkedWaiters<number>();
   version = 0;
   endings = 0;
 
   /** Parks `waiter` on `key` until the next {@link wake} of that key. */
   park(key: number, waiter: () => void): void {
-    let set = this.#waiters.get(key);
-    if (set === undefined) {
-      set = new Set();
-      this.#waiters.set(key, set);
-    }
-    set.add(waiter);
+    this.#parked.park(key, waiter);
   }
 
-  /** Removes a waiter that gave up (its read aborted); the last one removes its stream's entry. */
+  /** Removes a waiter that gave up (its read aborted). */
   unpark(key: number, waiter: () => void): void {
-    const set = this.#waiters.get(key);
-    if (set === undefined || !set.delete(waiter)) return;
-    if (set.size === 0) this.#waiters.delete(key);
+    this.#parked.unpark(key, waiter);
   }
 
   /** Wakes every reader parked on `key`; `ending` when the stream settled or went away. */
   wake(key: number, ending: boolean): void {
     this.version += 1;
     if (ending) this.endings += 1;
-    const set = this.#waiters.get(key);
-    if (set === undefined) return;
-    this.#waiters.delete(key);
-    for (const waiter of set) waiter();
+    this.#parked.wake(key);
   }
 
   /** How many streams have parked readers, and how many readers are parked in all. */
   stats(): { streams: number; readers: number } {
-    let readers = 0;
-    for (const set of this.#waiters.values()) readers += set.size;
-    return { streams: this.#waiters.size, readers };
+    const { keys, waiters } = this.#parked.stats();
+    return { streams: keys, readers: waiters };
   }
 }

@@ -154,8 +154,8 @@ export class ProtocolStore {
   /** Schedules (or reschedules) the release of `ref` on `sourceId` at `dueAt`. */
   scheduleRelease(sourceId: string, ref: string, dueAt: number, attempts = 0): void {
     this.#writer().exec(
-      `INSERT INTO dk_sse_releases (source_id, ref, due_at, attempts) VALUES (?, ?, ?, ?)
-       ON CONFLICT (source_id, ref) DO UPDATE SET due_at = excluded.due_at, attempts = excluded.attempts`,
+      // Every column is given, so replacing the row is the whole upsert.
+      "INSERT OR REPLACE INTO dk_sse_releases (source_id, ref, due_at, attempts) VALUES (?, ?, ?, ?)",
       sourceId,
       ref,
       dueAt,

@@ -1,3 +1,4 @@
+import { ParkedWaiters } from "@durablekit/compose";
 import type { TaskStepKind, TaskStepState } from "./rows";
 
 /** The transitions `dk_tasks_run_log` records (a settled step is its journal row instead). */
@@ -75,7 +76,7 @@ const RECENT_MAX = 1024;
 export class RunLogStore {
   readonly #sql: SqlStorage;
   readonly #next = new Map<string, number>();
-  readonly #waiters = new Map<string, Set<() => void>>();
+  readonly #waiters = new ParkedWaiters<string>();
   /**
    * The latest entries of each run some reader in this isolate follows, in order without a gap (at
    * most {@link RECENT_MAX}): a tailing reader takes what was just written from here, not from a
@@ -135,7 +136,7 @@ export class RunLogStore {
         if (recent.entries.length > RECENT_MAX) recent.entries.shift();
       }
     }
-    this.#wake(runId);
+    this.#waiters.wake(runId);
   }
 
   /** A reader follows the run: its new entries are kept for it ({@link recent}) until {@link unfollow}. */
@@ -220,19 +221,12 @@ export class RunLogStore {
 
   /** Parks `wake` on the run's tail until the next number taken (or the run's deletion). */
   park(runId: string, wake: () => void): void {
-    let set = this.#waiters.get(runId);
-    if (set === undefined) {
-      set = new Set();
-      this.#waiters.set(runId, set);
-    }
-    set.add(wake);
+    this.#waiters.park(runId, wake);
   }
 
+  /** Removes a waiter whose read ended. */
   unpark(runId: string, wake: () => void): void {
-    const set = this.#waiters.get(runId);
-    if (set === undefined) return;
-    set.delete(wake);
-    if (set.size === 0) this.#waiters.delete(runId);
+    this.#waiters.unpark(runId, wake);
   }
 
   /** Forgets every kept number (after a transaction rolled back): each is read again when next needed. */
@@ -247,13 +241,6 @@ export class RunLogStore {
     this.#next.delete(runId);
     const recent = this.#recent.get(runId);
     if (recent !== undefined) recent.entries = [];
-    this.#wake(runId);
-  }
-
-  #wake(runId: string): void {
-    const set = this.#waiters.get(runId);
-    if (set === undefined) return;
-    this.#waiters.delete(runId);
-    for (const wake of set) wake();
+    this.#waiters.wake(runId);
   }
 }
