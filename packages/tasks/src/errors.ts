@@ -28,6 +28,10 @@ import {
  * - `tasks/closed`: `sendEvent()` named a run that is already completed, failed or cancelled.
  * - `tasks/schema-too-new`: the `dk_tasks_*` tables were written by a newer version of this package,
  *   or a child-run message is of a newer protocol version (the sender retries it until a deploy).
+ * - `tasks/busy`: `run()` of a definition with `concurrency.onBusy: "refuse"` found its flow key's
+ *   slots in use (or runs waiting for them); retryable: try again once one settles.
+ * - `tasks/rate-limited`: `run()` of a definition with `rateLimit.onLimited: "refuse"` found its flow
+ *   key's window full; retryable: the message says when the next slot frees.
  * - `tasks/forbidden`: a child-run message (`tasks.receive`) did not prove it belongs to the exchange
  *   it names (its secret, or the child it names, is not the exchange's); answered, never thrown.
  *
@@ -58,6 +62,8 @@ export type TasksErrorCode = ErrorCodeOf<
   | "schema-too-new"
   | "diverged",
   | "unknown-definition"
+  | "busy"
+  | "rate-limited"
   | "forbidden"
   | "missing-definition"
   | "duplicate-step"
@@ -73,11 +79,15 @@ export type TasksErrorCode = ErrorCodeOf<
 /**
  * Base class of every error this package throws (a `DurableKitError`, see docs/composing.md).
  * `code` is stable and survives RPC (it is an own property); `retryable` says whether repeating
- * the failed operation may succeed. Only `tasks/step-timeout` is retryable; every other code is
- * terminal.
+ * the failed operation may succeed. `tasks/step-timeout`, `tasks/busy` and `tasks/rate-limited` are
+ * retryable; every other code is terminal.
  */
 export class TasksError extends DurableKitError<TasksErrorCode> {
-  static override readonly retryableCodes: readonly TasksErrorCode[] = ["tasks/step-timeout"];
+  static override readonly retryableCodes: readonly TasksErrorCode[] = [
+    "tasks/step-timeout",
+    "tasks/busy",
+    "tasks/rate-limited",
+  ];
   override readonly name: string = "TasksError";
 }
 

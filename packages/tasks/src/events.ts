@@ -1,4 +1,4 @@
-import type { TaskWaitReason } from "./store/rows";
+import type { TaskQueueReason, TaskWaitReason } from "./store/rows";
 
 /** What a failed run or a failed attempt reports: the error's name, message and code. */
 export interface TaskErrorInfo {
@@ -31,6 +31,24 @@ interface ChildMessageRef {
  */
 export type TaskEvent =
   | ({ type: "task:accepted" } & RunRef)
+  /** The run was accepted `queued` by its definition's flow control, for `reason`. */
+  | ({ type: "task:queued"; reason: TaskQueueReason } & RunRef)
+  /** A queued run took its slot: it is pending, due now. */
+  | ({ type: "task:dequeued" } & RunRef)
+  /**
+   * A schedule took its due ticks: `runIds` the runs they started (a tick whose run is already
+   * known starts nothing again), `missed` the ticks it skipped after downtime (beyond `backfill`),
+   * `skipped` the ticks it skipped because its last run was still in progress (`overlap: "skip"`).
+   */
+  | {
+      type: "task:schedule:ticked";
+      scheduleId: string;
+      definition: string;
+      tickAt: number;
+      runIds: string[];
+      missed: number;
+      skipped: number;
+    }
   | ({
       type: "task:attempt:started";
       attempt: number;

@@ -29,6 +29,15 @@ export {
 } from "./errors";
 export type { TaskChildAddress, TaskErrorInfo, TaskEvent, TaskEventType } from "./events";
 export {
+  defineTask,
+  type TaskConcurrency,
+  type TaskDebounce,
+  type TaskDefinition,
+  type TaskRateLimit,
+  type TaskSchedule,
+} from "./flow/definition";
+export type { TaskScheduleSnapshot } from "./flow/schedules";
+export {
   replayRecordedRun,
   type TaskRecordedRun,
   type TaskReplayOptions,
@@ -49,6 +58,7 @@ export {
 } from "./run-event-log";
 export type {
   TaskInterruptedStep,
+  TaskQueueReason,
   TaskRunState,
   TaskStepKind,
   TaskStepState,
@@ -63,11 +73,13 @@ export {
   TRUNCATED_PREVIEW_CHARS,
 } from "./truncated";
 export type {
+  AnyTaskDefinition,
   TaskAttemptSnapshot,
   TaskAwaitChildrenOptions,
   TaskDefinitions,
   TaskDeleteOptions,
   TaskHandle,
+  TaskHandler,
   TaskHistoryOptions,
   TaskInput,
   TaskListOptions,

@@ -33,6 +33,10 @@ interface SettledStep extends RunEventPosition {
  */
 export type TaskRunEvent =
   | Logged<"task:accepted">
+  /** Accepted `queued` by flow control, for `reason`. */
+  | Logged<"task:queued">
+  /** A queued run took its slot. */
+  | Logged<"task:dequeued">
   | Logged<"task:attempt:started">
   /** The attempt `attempt` was cut short (its object died), in `step` if known. */
   | Logged<"task:attempt:interrupted">

@@ -39,6 +39,15 @@ export function toRunSnapshot(
   const status = row.status_message === null ? {} : { statusMessage: row.status_message };
   const settledAt = row.settled_at ?? row.updated_at;
   switch (row.state) {
+    case "queued":
+      return {
+        ...base,
+        state: "queued",
+        reason: row.queued_for ?? "concurrency",
+        key: row.flow_key ?? "",
+        priority: row.priority ?? 0,
+        wakeAt: row.next_at,
+      };
     case "pending":
       return { ...base, state: "pending" };
     case "running":

@@ -5,6 +5,19 @@ import { ChildRuns } from "./children/child-runs";
 import { refusal, type TaskChildReply } from "./children/protocol";
 import { DEFAULT_DELIVERY_TIMEOUT_MS, type TaskChildSnapshot } from "./children/types";
 import { TasksError } from "./errors";
+import {
+  priorityOf,
+  type ResolvedDefinition,
+  resolveDefinition,
+  type TaskSchedule,
+} from "./flow/definition";
+import {
+  FlowControl,
+  type FlowMoves,
+  type FlowPlacement,
+  SCHEDULE_LANE_PREFIX,
+} from "./flow/flow-control";
+import { type ScheduledRun, Schedules, type TaskScheduleSnapshot } from "./flow/schedules";
 import { DEFAULT_STEP_POLICY, resolvePolicy } from "./policy";
 import { TaskRunEventLog } from "./run-event-log";
 import { toAttemptSnapshots, toRunSnapshot, toStepSnapshots } from "./snapshot";
@@ -37,6 +50,15 @@ import type {
   TasksOptions,
 } from "./types";
 import { DEFAULT_MAX_VALUE_BYTES, decodeValue, encodeValue } from "./values";
+
+/** A new run's row, as `insertRun` takes it. */
+type NewRun = Parameters<TaskStore["runs"]["insertRun"]>[0];
+
+/** Where a new run went, and the runs its placement cancelled. */
+interface Placed {
+  placement: FlowPlacement;
+  moves: FlowMoves;
+}
 
 /** The error for a run id that names no run. */
 function noSuchRun(runId: string): TasksError {
@@ -93,7 +115,13 @@ const CURSOR = /^(\d+):([\s\S]+)$/;
  */
 export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implements AlarmPart {
   readonly #store: TaskStore;
-  readonly #definitions: Definitions;
+  readonly #definitions: ReadonlyMap<string, ResolvedDefinition>;
+  /** Admission of flow-controlled runs (concurrency, rate limits, debounce, priority). */
+  readonly #flow: FlowControl;
+  /** Cron schedules, ticked by the alarm. */
+  readonly #schedules: Schedules;
+  /** The runs a schedule pass accepted in its transaction, announced once it committed. */
+  #ticked: Array<{ row: NewRun; placed: Placed }> = [];
   readonly #maxValueBytes: number;
   readonly #now: () => number;
   readonly #runner: Runner;
@@ -125,19 +153,14 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         "new Tasks(ctx, { definitions }) needs the definitions map: versioned names to handlers.",
       );
     }
-    for (const [name, handler] of Object.entries(definitions)) {
-      checkName(name, "A definition name");
-      if (typeof handler !== "function") {
-        throw new TasksError(
-          "tasks/invalid-argument",
-          `The handler of definition "${name}" must be a function (input, step) => result.`,
-        );
-      }
+    const resolved = new Map<string, ResolvedDefinition>();
+    for (const [name, entry] of Object.entries(definitions)) {
+      resolved.set(name, resolveDefinition(name, entry));
     }
     check.callback(options.onEvent, "onEvent");
     check.callback(options.onError, "onError");
     check.callback(options.now, "now");
-    this.#definitions = definitions;
+    this.#definitions = resolved;
     const defaults = resolvePolicy(
       DEFAULT_STEP_POLICY,
       options.retries,
@@ -167,7 +190,8 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     this.#runner = new Runner({
       ctx,
       store: this.#store,
-      definitions,
+      handlers: new Map([...resolved].map(([name, definition]) => [name, definition.handler])),
+      releaseQueued: (runId, now) => this.#releaseQueued(runId, now),
       defaults,
       claimTimeoutMs,
       maxValueBytes: this.#maxValueBytes,
@@ -177,6 +201,41 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       hooks: { onEvent: options.onEvent, onError: options.onError },
       children: () => this.#children,
     });
+    this.#flow = new FlowControl({
+      store: this.#store.flows,
+      definition: (name) => this.#definitions.get(name),
+      dequeue: (runId, now) => this.#dequeueRun(runId, now),
+      requeue: (runId, reason, seq, now) => {
+        this.#store.runs.requeue(runId, reason, seq, now);
+      },
+      queueAgain: (runId, seq, now) => this.#store.runs.queueAgain(runId, seq, now),
+      cancelQueued: (runId, reason, now) =>
+        this.#store.settle(runId, null, { state: "cancelled", cancelReason: reason }, now),
+    });
+    this.#store.onSlotFreed = (definition, key, now) => {
+      this.#dequeued(this.#flow.pump(definition, key, now), now);
+    };
+    this.#releaseUnruled(resolved);
+    this.#schedules = new Schedules({
+      store: this.#store.schedules,
+      encode: (input, what) => encodeValue(input, this.#maxValueBytes, what),
+      hasDefinition: (name) => this.#definitions.has(name),
+      inProgress: (runId) => {
+        const head = this.#store.runs.headOf(runId);
+        return head !== undefined && !TERMINAL_STATES.has(head.state);
+      },
+      exists: (runId) => this.#store.runs.hasRun(runId),
+      accept: (run) => this.#acceptTick(run),
+    });
+    const declared = [...resolved.values()].flatMap((definition) =>
+      definition.schedules.map((schedule) => ({ definition: definition.name, schedule })),
+    );
+    const now = this.#now();
+    this.#store.transaction(() => this.#schedules.declare(declared, now));
+    // A schedule's next tick is a wake like any other: asked for here, on every construction, as
+    // a deploy may have added the schedule (earlier-only, so a later tick never moves another wake).
+    const tick = this.#schedules.nextWakeAt();
+    if (tick !== null) this.#runner.requestWake(tick);
     this.#recoverOrphans(ctx.storage);
     this.#store.onOwed = (ids, dueAt) => {
       this.#runner.requestWake(dueAt);
@@ -282,6 +341,15 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         createdAt: existing.created_at,
       };
     }
+    const resolved = this.#definitions.get(definition) as ResolvedDefinition;
+    const priority = priorityOf(options.priority, "run() option priority", resolved.priority);
+    if (resolved.flow !== null && options.paused === true) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `Definition "${definition}" has flow control, so its runs cannot be accepted paused (a held run keeps its slot); pause the run once it has started.`,
+      );
+    }
+    const flowKey = resolved.flow === null ? null : this.#flow.keyOf(resolved, input);
     const inputText = encodeValue(input, this.#maxValueBytes, "input");
     const metadata =
       options.metadata === undefined
@@ -289,7 +357,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         : encodeValue(options.metadata, this.#maxValueBytes, "metadata");
     const runId = givenId ?? `task_${crypto.randomUUID()}`;
     const now = this.#now();
-    this.#insertAndStart(
+    const placed = this.#insertAndStart(
       {
         runId,
         definition,
@@ -300,39 +368,159 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         trace: options.trace ?? null,
         paused: options.paused === true,
         deadlineAt: deadlineMs === null ? null : now + deadlineMs,
+        flowKey,
+        priority,
         now,
       },
       link,
+      true,
     );
     // The state as the warm start left it, before this method yields to the attempt.
-    const state = this.#store.runs.getRun(runId)?.state ?? "pending";
+    const found = this.#store.runs.headOf(placed.runId);
+    const state = found?.state ?? "pending";
+    if (placed.gatheredInto !== null) {
+      const createdAt = this.#store.runs.getRun(placed.runId)?.created_at ?? now;
+      return {
+        runId: placed.runId,
+        definition,
+        accepted: false,
+        joinedBy: "debounce",
+        state,
+        createdAt,
+      };
+    }
     return { runId, definition, accepted: true, joinedBy: null, state, createdAt: now };
   }
 
   /**
    * Writes a new run (and, in the same transaction, what `link` writes with its id) and starts
-   * its first attempt: the warm path, in which the attempt claims the run before this returns.
-   * Answers the attempt (it settles when the attempt ends), or null when none started.
+   * its first attempt: the warm path, in which the attempt claims the run before this returns. A
+   * flow-controlled run is placed first: it may start, queue, or (`gather`, a `run()` call) be
+   * gathered into its key's debounced run, which then takes its input. Answers the run's id (the
+   * debounced run's when gathered) and the attempt (it settles when the attempt ends), or null
+   * when none started.
    */
   #insertAndStart(
-    row: Parameters<TaskStore["runs"]["insertRun"]>[0],
+    row: NewRun,
     link: ((runId: string) => void) | null,
-  ): Promise<void> | null {
-    this.#store.transaction(() => {
-      this.#store.runs.insertRun(row);
-      link?.(row.runId);
-      this.#store.log.append(row.runId, "task:accepted", null, row.now);
-      if (row.paused === true) {
-        this.#store.log.append(row.runId, "task:paused", { step: null }, row.now);
-      }
-    });
+    gather: boolean,
+  ): { runId: string; attempt: Promise<void> | null; gatheredInto: string | null } {
+    const placed = this.#store.transaction(() => this.#place(row, link, gather));
+    return this.#announce(row, placed);
+  }
+
+  /**
+   * The writes of a new run, in the caller's transaction: a flow-controlled run is placed first
+   * (it may start, queue, or be gathered into its key's debounced run, which takes its input),
+   * then inserted with its log rows, and `link` writes with its id.
+   */
+  #place(row: NewRun, link: ((runId: string) => void) | null, gather: boolean): Placed {
+    const moves: FlowMoves = { replaced: [] };
+    const flowKey = row.flowKey ?? null;
+    const placement: FlowPlacement =
+      flowKey === null
+        ? { kind: "start" }
+        : this.#flow.place(row.definition, flowKey, row.now, moves, gather);
+    if (placement.kind === "gather") {
+      this.#store.runs.regather(
+        placement.runId,
+        row.input,
+        row.metadata,
+        placement.wakeAt,
+        row.now,
+      );
+      return { placement, moves };
+    }
+    this.#store.runs.insertRun({ ...row, queue: placement.kind === "queue" ? placement : null });
+    link?.(row.runId);
+    this.#store.log.append(row.runId, "task:accepted", null, row.now);
+    if (placement.kind === "queue") {
+      this.#store.log.append(row.runId, "task:queued", { reason: placement.reason }, row.now);
+    }
+    if (row.paused === true) {
+      this.#store.log.append(row.runId, "task:paused", { step: null }, row.now);
+    }
+    return { placement, moves };
+  }
+
+  /**
+   * What follows a new run's commit: its events, the wakes its placement owes, and its first
+   * attempt (the warm path: the attempt claims the run before this returns) when it starts now.
+   * Answers the run's id (the debounced run's when gathered) and the attempt, or null.
+   */
+  #announce(
+    row: NewRun,
+    { placement, moves }: Placed,
+  ): { runId: string; attempt: Promise<void> | null; gatheredInto: string | null } {
+    for (const runId of moves.replaced) {
+      this.#runner.emit({
+        type: "task:cancelled",
+        runId,
+        definition: row.definition,
+        reason: "replaced by a newer run of its key (keep-latest)",
+      });
+    }
+    if (placement.kind === "gather") {
+      this.#runner.requestWake(placement.wakeAt);
+      return { runId: placement.runId, attempt: null, gatheredInto: placement.runId };
+    }
     const ref = { runId: row.runId, definition: row.definition };
     this.#runner.emit({ type: "task:accepted", ...ref });
+    const none = { runId: row.runId, attempt: null, gatheredInto: null };
+    if (placement.kind === "queue") {
+      this.#runner.emit({ type: "task:queued", ...ref, reason: placement.reason });
+      if (placement.wakeAt !== null) this.#runner.requestWake(placement.wakeAt);
+      const flowWake = this.#store.flows.nextWakeAt();
+      if (flowWake !== null) this.#runner.requestWake(flowWake);
+      return none;
+    }
     if (row.paused === true) {
       this.#runner.emit({ type: "task:paused", ...ref, step: null });
-      return null;
+      return none;
     }
-    return this.#runner.start(row.runId, row.now);
+    return { ...none, attempt: this.#runner.start(row.runId, row.now) };
+  }
+
+  /**
+   * Runs that left their key's queue (a slot freed): due now, and started here in queue order once
+   * the transaction that dequeued them has committed (`committed`: it has; else in a microtask,
+   * after the settle that freed the slot). The wake is the backstop.
+   */
+  #dequeued(runIds: readonly string[], now: number, committed = false): void {
+    if (runIds.length === 0) return;
+    this.#runner.requestWake(now);
+    const start = () => {
+      for (const runId of runIds) {
+        const head = this.#store.runs.headOf(runId);
+        if (head === undefined || head.state === "queued") continue;
+        this.#runner.emit({ type: "task:dequeued", runId, definition: head.definition });
+        if (head.state === "pending") this.#runner.start(runId, now);
+      }
+    };
+    if (committed) start();
+    else queueMicrotask(start);
+  }
+
+  /**
+   * A queued run whose wake came (a debounce's quiet period ended): it takes a slot, or waits in
+   * its key's queue for one. True when it is pending now (the runner claims it).
+   */
+  #releaseQueued(runId: string, now: number): boolean {
+    const row = this.#store.runs.getRun(runId);
+    if (row?.state !== "queued" || row.flow_key === null || row.flow_key === undefined) {
+      return false;
+    }
+    const key = row.flow_key;
+    const started = this.#store.transaction(() =>
+      this.#flow.releaseDebounced(runId, row.definition, key, now),
+    );
+    if (started) {
+      this.#runner.emit({ type: "task:dequeued", runId, definition: row.definition });
+    } else {
+      const flowWake = this.#store.flows.nextWakeAt();
+      if (flowWake !== null) this.#runner.requestWake(flowWake);
+    }
+    return started;
   }
 
   /**
@@ -346,8 +534,9 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     link: (runId: string) => void,
   ): { runId: string; attempt: Promise<void> | null } {
     this.#assertDefinition(definition);
+    const resolved = this.#definitions.get(definition) as ResolvedDefinition;
     const runId = `task_${crypto.randomUUID()}`;
-    const attempt = this.#insertAndStart(
+    const { attempt } = this.#insertAndStart(
       {
         runId,
         definition,
@@ -356,9 +545,12 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         key: null,
         retain: true,
         trace: null,
+        flowKey: resolved.flow === null ? null : this.#flow.keyOf(resolved, decodeValue(inputText)),
+        priority: resolved.priority,
         now: this.#now(),
       },
       link,
+      false,
     );
     return { runId, attempt };
   }
@@ -408,6 +600,52 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         return this.restart(runId, options);
       },
     };
+  }
+
+  // ── Schedules ──
+
+  /**
+   * Adds a cron schedule of `definition` at run time (or replaces the one with its id), kept in the
+   * object's storage until {@link unschedule}: each tick starts one run with `schedule.input`, as
+   * a schedule declared on the definition does. A schedule whose cron or time zone changed counts
+   * its next tick from now.
+   *
+   * @throws TasksError `tasks/unknown-definition`; `tasks/invalid-argument` for a malformed cron,
+   *   time zone, id, overlap, backfill or input; `tasks/conflict` for the id of a schedule declared
+   *   on a definition.
+   */
+  async schedule<Name extends keyof Definitions & string>(
+    definition: Name,
+    schedule: TaskSchedule<TaskInput<Definitions[Name]>>,
+  ): Promise<TaskScheduleSnapshot> {
+    this.#assertDefinition(definition);
+    const now = this.#now();
+    const added = this.#store.transaction(() =>
+      this.#schedules.add(definition, schedule as TaskSchedule, now),
+    );
+    this.#runner.requestWake(added.nextTickAt);
+    await this.#runner.flushWakes();
+    return added;
+  }
+
+  /**
+   * Removes a schedule added with {@link schedule}; its runs already started go on. False for an
+   * unknown id.
+   *
+   * @throws TasksError `tasks/invalid-argument` for a malformed id; `tasks/conflict` for a
+   *   schedule declared on a definition (remove it from the definition instead).
+   */
+  unschedule(scheduleId: string): boolean {
+    checkName(scheduleId, "A schedule id");
+    return this.#schedules.remove(scheduleId);
+  }
+
+  /**
+   * Every schedule of the object, by id: its cron, the next tick, the latest tick taken and its
+   * run, and the ticks skipped (`missed` after downtime beyond `backfill`, `skipped` for overlap).
+   */
+  schedules(): TaskScheduleSnapshot[] {
+    return this.#schedules.list();
   }
 
   // ── Reading runs ──
@@ -652,7 +890,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       active.requestCancel(reason ?? null);
       return true;
     }
-    if (row.compensable === 1 && Object.hasOwn(this.#definitions, row.definition)) {
+    if (row.compensable === 1 && this.#definitions.has(row.definition)) {
       // Completed steps to undo first: an attempt replays the run to its frontier, runs their
       // compensations and settles it cancelled; it starts here, or at the wake set before this answers.
       if (!this.#store.runs.requestCancelDue(runId, reason ?? null, now)) return false;
@@ -799,7 +1037,15 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     }
     const now = this.#now();
     const deadlineAt = deadlineMs === null ? null : now + deadlineMs;
-    const done = this.#store.restart(row, from, seq, deadlineAt, now);
+    const flowKey = row.flow_key ?? null;
+    let queued = false;
+    const done = this.#store.restart(row, from, seq, deadlineAt, now, () => {
+      // A settled run of a flow-controlled definition takes a slot again, or waits for one.
+      if (flowKey !== null && TERMINAL_STATES.has(row.state)) {
+        queued = this.#flow.readmit(runId, row.definition, flowKey, now);
+        if (queued) this.#store.log.append(runId, "task:queued", { reason: "concurrency" }, now);
+      }
+    });
     this.#runner.emit({
       type: "task:restarted",
       runId,
@@ -947,10 +1193,16 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
 
   /** The earliest time a run needs a wake, or a message to another object is due (epoch ms); `null` when none does. */
   nextWakeAt(): number | null {
-    const run = this.#store.runs.nextWakeAt();
-    const owed = this.#children?.nextWakeAt() ?? null;
-    if (run === null) return owed;
-    return owed === null ? run : Math.min(run, owed);
+    let at: number | null = null;
+    for (const wake of [
+      this.#store.runs.nextWakeAt(),
+      this.#store.flows.nextWakeAt(),
+      this.#schedules.nextWakeAt(),
+      this.#children?.nextWakeAt() ?? null,
+    ]) {
+      if (wake !== null && (at === null || wake < at)) at = wake;
+    }
+    return at;
   }
 
   /**
@@ -959,12 +1211,103 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
    * isolate, and waits up to 10 s for the attempts it started. Safe to call when nothing is due.
    */
   async alarm(): Promise<void> {
+    const now = this.#now();
+    this.#moveQueues(now);
+    this.#takeTicks(now);
     const children = this.#children;
     if (children === null) {
       await this.#runner.alarm();
       return;
     }
     await Promise.all([this.#runner.alarm(), children.deliverDue()]);
+  }
+
+  /**
+   * The flow keys whose wake came (a rate slot freed, or a window passed): their queued runs take
+   * the slots free now, each key in one transaction.
+   */
+  #moveQueues(now: number): void {
+    for (const { definition, flow_key: key } of this.#store.flows.due(now, 100)) {
+      const dequeued = this.#store.transaction(() => this.#flow.pump(definition, key, now));
+      this.#dequeued(dequeued, now, true);
+    }
+  }
+
+  /**
+   * The due ticks of the schedules: each schedule's pass is one transaction (its ticks' runs and
+   * its next tick); the runs start once it committed.
+   */
+  #takeTicks(now: number): void {
+    const passes = this.#schedules.tick(now, (pass) => {
+      this.#ticked = [];
+      const done = this.#store.transaction(pass);
+      this.#announceTicks();
+      return done;
+    });
+    for (const pass of passes) this.#runner.emit({ type: "task:schedule:ticked", ...pass });
+  }
+
+  /** Moves a queued run to `pending`, due at `now`, with its log row; false if it was not queued. */
+  #dequeueRun(runId: string, now: number): boolean {
+    if (!this.#store.runs.dequeue(runId, now)) return false;
+    this.#store.log.append(runId, "task:dequeued", null, now);
+    return true;
+  }
+
+  /**
+   * Lets go the queued runs of definitions that no longer have flow control (a deploy removed
+   * it): nothing would move their queues again. One probe of the definition index per such
+   * definition; runs of a definition that is gone stay queued (they could not run) until
+   * cancelled or deleted.
+   */
+  #releaseUnruled(definitions: ReadonlyMap<string, ResolvedDefinition>): void {
+    const now = this.#now();
+    for (const definition of definitions.values()) {
+      if (definition.flow !== null) continue;
+      const queued = this.#store.runs.queuedOf(definition.name, 1_000);
+      if (queued.length === 0) continue;
+      const released = this.#store.transaction(() =>
+        queued.filter((runId) => this.#dequeueRun(runId, now)),
+      );
+      this.#dequeued(released, now);
+    }
+  }
+
+  /** One tick's run, accepted in its schedule's pass (see {@link Schedules}). */
+  #acceptTick(run: ScheduledRun): void {
+    const definition = this.#definitions.get(run.definition) as ResolvedDefinition;
+    const flowKey =
+      definition.flow !== null
+        ? this.#flow.keyOf(definition, decodeValue(run.input))
+        : run.overlap === "queue"
+          ? `${SCHEDULE_LANE_PREFIX}${run.scheduleId}`
+          : null;
+    const now = this.#now();
+    const row: NewRun = {
+      runId: run.runId,
+      definition: run.definition,
+      input: run.input,
+      metadata: encodeValue(
+        { schedule: run.scheduleId, tickAt: run.tickAt },
+        this.#maxValueBytes,
+        "metadata",
+      ),
+      key: null,
+      retain: true,
+      trace: null,
+      flowKey,
+      priority: definition.priority,
+      now,
+    };
+    const placed = this.#place(row, null, false);
+    this.#ticked.push({ row, placed });
+  }
+
+  /** Announces (and starts) the runs a schedule pass accepted, once its transaction committed. */
+  #announceTicks(): void {
+    const ticked = this.#ticked;
+    this.#ticked = [];
+    for (const { row, placed } of ticked) this.#announce(row, placed);
   }
 
   /**
@@ -1029,7 +1372,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
 
   #assertDefinition(name: string): void {
     checkName(name, "A definition name");
-    if (!Object.hasOwn(this.#definitions, name)) {
+    if (!this.#definitions.has(name)) {
       throw new TasksError(
         "tasks/unknown-definition",
         `Unknown task definition "${name}"; declare it in the definitions map passed to new Tasks().`,

@@ -12,9 +12,11 @@ import type {
   TaskChildTarget,
 } from "./children/types";
 import type { TaskErrorInfo, TaskEvent } from "./events";
+import type { TaskConcurrency, TaskDebounce, TaskRateLimit, TaskSchedule } from "./flow/definition";
 import type { TaskRetryOptions } from "./policy";
 import type {
   TaskInterruptedStep,
+  TaskQueueReason,
   TaskRunState,
   TaskStepKind,
   TaskStepState,
@@ -229,18 +231,39 @@ export interface TaskStep {
   idempotencyKey(name: string): string;
 }
 
-/** The definitions map: versioned names to handlers. */
-export type TaskDefinitions = Record<string, (input: never, step: TaskStep) => unknown>;
+/** A handler: `(input, step) => result`. */
+export type TaskHandler = (input: never, step: TaskStep) => unknown;
 
-/** The input type of a handler. */
-export type TaskInput<Handler> = Handler extends (input: infer Input, step: TaskStep) => unknown
-  ? Input
-  : never;
+/**
+ * The widest definition with options: what every {@link TaskDefinition} is assignable to (its
+ * `key` and schedules' inputs are typed by `defineTask`).
+ */
+export interface AnyTaskDefinition {
+  handler: TaskHandler;
+  key?: (input: never) => string;
+  concurrency?: TaskConcurrency;
+  rateLimit?: TaskRateLimit;
+  debounce?: TaskDebounce;
+  priority?: number;
+  schedules?: readonly TaskSchedule<unknown>[];
+}
 
-/** The result type of a handler. */
-export type TaskOutput<Handler> = Handler extends (...args: never[]) => infer Output
-  ? Awaited<Output>
-  : never;
+/**
+ * The definitions map: versioned names to handlers, or to definitions with options
+ * (`{ handler, concurrency, rateLimit, debounce, priority, schedules }`, see {@link TaskDefinition}).
+ */
+export type TaskDefinitions = Record<string, TaskHandler | AnyTaskDefinition>;
+
+/** The handler of a definitions-map entry. */
+type HandlerOf<Entry> = Entry extends { handler: infer Handler } ? Handler : Entry;
+
+/** The input type of a definition (a handler, or a definition with options). */
+export type TaskInput<Definition> =
+  HandlerOf<Definition> extends (input: infer Input, step: TaskStep) => unknown ? Input : never;
+
+/** The result type of a definition (a handler, or a definition with options). */
+export type TaskOutput<Definition> =
+  HandlerOf<Definition> extends (...args: never[]) => infer Output ? Awaited<Output> : never;
 
 /** Options of {@link Tasks}. */
 export interface TasksOptions<Definitions extends TaskDefinitions> {
@@ -312,6 +335,11 @@ export interface TaskRunOptions {
    */
   deadlineMs?: number;
   /**
+   * Where the run stands among its flow key's queued runs (higher first; equal priorities keep
+   * start order): an integer from -1,000,000 to 1,000,000. Default: its definition's `priority`, or 0.
+   */
+  priority?: number;
+  /**
    * The W3C `traceparent` of the span that starts the run (e.g. the request's), kept with the run so
    * every attempt — after evictions, restarts and resumes days later — can be traced under it
    * (`task:attempt:started` carries it). Version `00` only.
@@ -328,9 +356,10 @@ export interface TaskReceipt {
   /**
    * How an existing run was joined: `"runId"` (the run id named it), `"idempotencyKey"` (the key
    * did — with a fresh run id too, as a client retrying under a new id: `runId` is then the owning
-   * run's id, not the one passed), or `null` for a run this call accepted.
+   * run's id, not the one passed), `"debounce"` (the call was gathered into its key's debounced
+   * run, which took its input; `runId` is that run's), or `null` for a run this call accepted.
    */
-  joinedBy: "runId" | "idempotencyKey" | null;
+  joinedBy: "runId" | "idempotencyKey" | "debounce" | null;
   state: TaskRunState;
   createdAt: number;
 }
@@ -359,6 +388,19 @@ interface SnapshotBase {
 /** A read-only view of one run, discriminated by `state`. */
 export type TaskRunSnapshot<Output = unknown> = SnapshotBase &
   (
+    | {
+        /**
+         * Accepted and held by its definition's flow control until a slot frees (`concurrency`),
+         * its rate window has room (`rate`), or its key has been quiet long enough (`debounce`).
+         */
+        state: "queued";
+        reason: TaskQueueReason;
+        /** Its flow key (`""` for a definition without a `key`). */
+        key: string;
+        priority: number;
+        /** When a debounced run starts (unless called again first); null while it waits for a slot. */
+        wakeAt: number | null;
+      }
     | { state: "pending" }
     | {
         state: "running";

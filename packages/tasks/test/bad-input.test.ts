@@ -57,8 +57,20 @@ const CHILD_TABLES = [
 ];
 
 /** Version 8's indexes of runs by state and by definition: dropped to stand for any earlier version. */
-/** What version 10 added: undone for every older version tested. */
+/** What version 11 added (flow control, schedules): undone for every older version tested. */
+const SINCE_V11 = [
+  "DROP INDEX dk_tasks_runs_by_flow",
+  "ALTER TABLE dk_tasks_runs DROP COLUMN flow_key",
+  "ALTER TABLE dk_tasks_runs DROP COLUMN priority",
+  "ALTER TABLE dk_tasks_runs DROP COLUMN queue_seq",
+  "ALTER TABLE dk_tasks_runs DROP COLUMN queued_for",
+  "DROP TABLE dk_tasks_flows",
+  "DROP TABLE dk_tasks_schedules",
+];
+
+/** What versions 10 and 11 added: undone for every older version tested. */
 const SINCE_V10 = [
+  ...SINCE_V11,
   "DROP TABLE dk_tasks_run_log",
   "ALTER TABLE dk_tasks_steps DROP COLUMN ev",
   "ALTER TABLE dk_tasks_dropped_steps DROP COLUMN ev",
@@ -115,7 +127,7 @@ async function expectMigratedInPlace(
         .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE name = 'schema_version'")
         .one().value,
     ).toBe(TASKS_SCHEMA_VERSION);
-    expect(TASKS_SCHEMA_VERSION).toBe(10);
+    expect(TASKS_SCHEMA_VERSION).toBe(11);
     // A version-1 exchange cannot be proven: its messages are not carried over.
     expect(
       state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_outbox").one().n,
@@ -129,13 +141,16 @@ async function expectMigratedInPlace(
     });
     // Before version 4 the attempt before the migration left no row; the one after it is recorded.
     expect(tasks.attempts(runId)?.map((a) => [a.attempt, a.outcome])).toEqual(attempts);
-    // The run's events are those written since the migration, numbered from 0.
+    // Before version 10 the run's events are those written since the migration, numbered from 0;
+    // from version 10 on they go on from the ones written before it.
     const events = tasks.events.readPage(runId).chunks.map(({ chunk }) => chunk);
-    expect(events.map((e) => [e.seq, e.type])).toEqual([
-      [0, "task:attempt:started"],
-      [1, "task:step:completed"],
-      [2, "task:completed"],
+    const first = version >= 10 ? (events.length > 3 ? (events.at(-3)?.seq as number) : 0) : 0;
+    expect(events.slice(version >= 10 ? -3 : 0).map((e) => [e.seq, e.type])).toEqual([
+      [first, "task:attempt:started"],
+      [first + 1, "task:step:completed"],
+      [first + 2, "task:completed"],
     ]);
+    if (version >= 10) expect(events[0]?.type).toBe("task:accepted");
   });
 }
 
@@ -455,6 +470,19 @@ describe("bad input", () => {
       ],
       [],
       SINCE_V10,
+    );
+  });
+
+  it("migrates schema version 10 tables in place, adding flow control and schedules", async () => {
+    await expectMigratedInPlace(
+      10,
+      [],
+      [
+        [1, "sleep"],
+        [2, "completed"],
+      ],
+      [],
+      SINCE_V11,
     );
   });
 

@@ -7,6 +7,8 @@ declare namespace Cloudflare {
     SHARD: DurableObjectNamespace<import("./fixtures/child-objects").ShardObject>;
     DEFAULTS: DurableObjectNamespace<import("./fixtures/recovery-objects").DefaultsObject>;
     SLOW_CLAIM: DurableObjectNamespace<import("./fixtures/recovery-objects").SlowClaimObject>;
+    FLOW: DurableObjectNamespace<import("./fixtures/flow-objects").FlowObject>;
+    SCHEDULED: DurableObjectNamespace<import("./fixtures/flow-objects").ScheduleObject>;
     LOADER: WorkerLoader;
   }
   interface GlobalProps {
@@ -17,6 +19,8 @@ declare namespace Cloudflare {
       | "ParentObject"
       | "ShardObject"
       | "DefaultsObject"
-      | "SlowClaimObject";
+      | "SlowClaimObject"
+      | "FlowObject"
+      | "ScheduleObject";
   }
 }

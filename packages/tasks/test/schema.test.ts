@@ -67,7 +67,16 @@ describe("schema", () => {
       migrate(ctx.storage);
       const after = sql.exec("SELECT * FROM dk_tasks_runs ORDER BY run_id").toArray();
       expect(after).toEqual(
-        before.map((row) => ({ ...row, pause_requested: 0, deadline_at: null, compensable: 0 })),
+        before.map((row) => ({
+          ...row,
+          pause_requested: 0,
+          deadline_at: null,
+          compensable: 0,
+          flow_key: null,
+          priority: 0,
+          queue_seq: null,
+          queued_for: null,
+        })),
       );
       expect(
         sql.exec("SELECT name FROM sqlite_master WHERE name = 'dk_tasks_runs_v9'").toArray(),

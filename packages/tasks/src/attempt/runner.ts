@@ -7,7 +7,7 @@ import { Journal } from "../steps/journal";
 import { ReplayStep } from "../steps/step";
 import { type RunRow, TERMINAL_STATES } from "../store/rows";
 import type { TaskStore } from "../store/store";
-import type { TaskDefinitions, TasksOptions } from "../types";
+import type { TaskDefinitions, TaskStep, TasksOptions } from "../types";
 import { decodeValue, errorInfo, errorText } from "../values";
 import { Attempt, type AttemptDeps } from "./attempt";
 
@@ -19,14 +19,20 @@ const RUNS_PER_ALARM = 100;
  */
 const ALARM_BUDGET_MS = 10_000;
 
-type Handler = (input: unknown, step: ReplayStep) => unknown;
+type Handler = (input: unknown, step: TaskStep) => unknown;
 
 /** What the runner needs from its {@link Tasks}. */
 export interface RunnerConfig {
   /** The object's state: wakes are requested through it (`requestWake`, earlier-only). */
   ctx: DurableObjectState;
   store: TaskStore;
-  definitions: TaskDefinitions;
+  /** Each definition's handler, by name. */
+  handlers: ReadonlyMap<string, Handler>;
+  /**
+   * A queued run whose wake came (a debounce ended): true when it took a slot and is pending now
+   * (the runner claims it at once), false when it waits in its key's queue.
+   */
+  releaseQueued: (runId: string, now: number) => boolean;
   defaults: StepPolicy;
   claimTimeoutMs: number;
   maxValueBytes: number;
@@ -158,7 +164,7 @@ export class Runner {
     const undo =
       row.cancel_requested === 1 &&
       row.compensable === 1 &&
-      Object.hasOwn(this.#config.definitions, row.definition);
+      this.#config.handlers.has(row.definition);
     if (row.cancel_requested === 1 && !undo) {
       if (this.#config.store.settle(runId, null, { state: "cancelled" }, now)) {
         this.emit({
@@ -178,16 +184,20 @@ export class Runner {
       return null;
     }
     if (row.next_at === null || row.next_at > now) return null;
+    if (row.state === "queued") {
+      // A debounce's quiet period ended: the run takes a slot (and is claimed now) or waits for one.
+      return this.#config.releaseQueued(runId, now) ? this.start(runId, now) : null;
+    }
     const ref = { runId, definition: row.definition };
     if (row.deadline_at !== null && row.deadline_at !== undefined && now >= row.deadline_at) {
       this.#failUnclaimed(row, new RunTimeoutError(row.run_id, row.deadline_at), now);
       return null;
     }
-    if (!Object.hasOwn(this.#config.definitions, row.definition)) {
+    const handler = this.#config.handlers.get(row.definition);
+    if (handler === undefined) {
       this.#failUnclaimed(row, new MissingDefinitionError(row.definition), now);
       return null;
     }
-    const handler = this.#config.definitions[row.definition] as unknown as Handler;
     // A run never claimed has no journal yet: its first claim reads none.
     const load =
       row.attempt === 0

@@ -1,5 +1,6 @@
 /** Run states as stored in `dk_tasks_runs.state`. */
 export type TaskRunState =
+  | "queued"
   | "pending"
   | "running"
   | "waiting"
@@ -7,6 +8,9 @@ export type TaskRunState =
   | "completed"
   | "failed"
   | "cancelled";
+
+/** Why a queued run waits, as stored in `dk_tasks_runs.queued_for`. */
+export type TaskQueueReason = "concurrency" | "rate" | "debounce";
 
 /** Why a waiting run waits, as stored in `dk_tasks_runs.wait_reason`. */
 export type TaskWaitReason = "sleep" | "retry" | "event";
@@ -83,6 +87,14 @@ export interface RunRow {
   deadline_at: number | null;
   /** 1 once a step with a compensation (`compensate`) completed (v10): a cancel replays the run to undo it. */
   compensable?: number;
+  /** The run's flow key (v11): null unless its definition is flow-controlled. */
+  flow_key?: string | null;
+  /** Its place among its key's queued runs (v11): higher first. */
+  priority?: number;
+  /** Its start order within its key's queue (v11), while it waits for a slot. */
+  queue_seq?: number | null;
+  /** Why a queued run waits (v11): `concurrency`, `rate` or `debounce`; null otherwise. */
+  queued_for?: TaskQueueReason | null;
   /** Settled journal rows when the run was last claimed (the breaker's progress mark). */
   progress: number;
   /** Consecutive attempts that ended without settling a journal row (died or abandoned). */

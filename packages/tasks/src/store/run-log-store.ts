@@ -4,6 +4,8 @@ import type { TaskStepKind, TaskStepState } from "./rows";
 /** The transitions `dk_tasks_run_log` records (a settled step is its journal row instead). */
 export type RunLogType =
   | "task:accepted"
+  | "task:queued"
+  | "task:dequeued"
   | "task:attempt:started"
   | "task:attempt:interrupted"
   | "task:step:retry"

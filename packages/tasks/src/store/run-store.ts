@@ -1,7 +1,7 @@
 import { boundedColumn, type TaskTruncatedValue, truncatedOf } from "../truncated";
-import type { RunRow, TaskRunState, TaskWaitReason } from "./rows";
+import type { RunRow, TaskQueueReason, TaskRunState, TaskWaitReason } from "./rows";
 
-const NON_TERMINAL = "('pending', 'running', 'waiting', 'paused')";
+const NON_TERMINAL = "('queued', 'pending', 'running', 'waiting', 'paused')";
 
 /** The states an attempt may claim: not settled, not held by an operator. */
 const CLAIMABLE = "('pending', 'running', 'waiting')";
@@ -14,6 +14,13 @@ const HOLD = `state = 'paused', generation = NULL, next_at = NULL, wait_reason =
 const HELD = "WHERE run_id = ? AND generation = ? AND state = 'running'";
 const REFRESH_CLAIM = `UPDATE dk_tasks_runs SET next_at = ?, updated_at = ? ${HELD}`;
 const WRITE_STATUS = `UPDATE dk_tasks_runs SET status_message = ?, updated_at = ? ${HELD}`;
+
+/** A run a settle (or the deletion of a completed run) took out of progress: its slot's key. */
+export interface SettledRun {
+  definition: string;
+  /** Its flow key: null unless its definition is flow-controlled. */
+  flow_key: string | null;
+}
 
 /** Fields a settle writes. */
 export interface Settlement {
@@ -43,6 +50,7 @@ export interface RunFilter {
 
 /** Every state a run can be in, in the order counts report them. */
 export const RUN_STATES: readonly TaskRunState[] = [
+  "queued",
   "pending",
   "running",
   "waiting",
@@ -56,7 +64,8 @@ export const RUN_STATES: readonly TaskRunState[] = [
 const LIST_COLUMNS = `run_id, definition, state, NULL AS input, metadata, idempotency_key, retain,
   attempt, generation, next_at, wait_reason, wait_step, wait_event, status_message, result, error,
   cancel_requested, cancel_reason, created_at, started_at, updated_at, settled_at, progress, stalls,
-  attempt_started_at, trace, pause_requested, deadline_at`;
+  attempt_started_at, trace, pause_requested, deadline_at, compensable, flow_key, priority,
+  queue_seq, queued_for`;
 
 /** {@link LIST_COLUMNS} without the values: a run's facts only. */
 const SUMMARY_COLUMNS = LIST_COLUMNS.replace("metadata,", "NULL AS metadata,").replace(
@@ -159,25 +168,112 @@ export class RunStore {
     paused?: boolean;
     /** When the run fails with `tasks/run-timeout`, or null. */
     deadlineAt?: number | null;
+    /** Its flow key, for a flow-controlled definition's run; null (the default) otherwise. */
+    flowKey?: string | null;
+    priority?: number;
+    /** Accepts the run `queued`: why, its place in its key's queue, and its wake (a debounce's). */
+    queue?: { reason: TaskQueueReason; seq: number | null; wakeAt: number | null } | null;
     now: number;
   }): void {
+    const queue = row.queue ?? null;
+    const state = row.paused === true ? "paused" : queue !== null ? "queued" : "pending";
     this.#sql.exec(
       `INSERT INTO dk_tasks_runs
         (run_id, definition, state, input, metadata, idempotency_key, retain, trace, next_at,
-         deadline_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         deadline_at, created_at, updated_at, flow_key, priority, queue_seq, queued_for)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       row.runId,
       row.definition,
-      row.paused === true ? "paused" : "pending",
+      state,
       row.input,
       row.metadata,
       row.key,
       row.retain ? 1 : 0,
       row.trace,
-      row.paused === true ? null : row.now,
+      state === "pending" ? row.now : state === "queued" ? (queue?.wakeAt ?? null) : null,
       row.deadlineAt ?? null,
       row.now,
       row.now,
+      row.flowKey ?? null,
+      row.priority ?? 0,
+      queue?.seq ?? null,
+      queue?.reason ?? null,
+    );
+  }
+
+  /** Lets a queued run take its slot: pending, due at `now`. False when it was not queued. */
+  dequeue(runId: string, now: number): boolean {
+    return (
+      this.#sql.exec(
+        `UPDATE dk_tasks_runs SET state = 'pending', next_at = ?, queued_for = NULL, queue_seq = NULL,
+           updated_at = ?
+         WHERE run_id = ? AND state = 'queued'`,
+        now,
+        now,
+        runId,
+      ).rowsWritten > 0
+    );
+  }
+
+  /** Queues a pending run again (a restart found its key's slots taken), at `seq`, with no wake. */
+  queueAgain(runId: string, seq: number, now: number): boolean {
+    return (
+      this.#sql.exec(
+        `UPDATE dk_tasks_runs SET state = 'queued', queued_for = 'concurrency', queue_seq = ?,
+           next_at = NULL, updated_at = ?
+         WHERE run_id = ? AND state = 'pending'`,
+        seq,
+        now,
+        runId,
+      ).rowsWritten > 0
+    );
+  }
+
+  /** Ids of a definition's queued runs, oldest first (at most `limit`). */
+  queuedOf(definition: string, limit: number): string[] {
+    return this.#sql
+      .exec<{ run_id: string }>(
+        `SELECT run_id FROM dk_tasks_runs INDEXED BY dk_tasks_runs_by_definition
+         WHERE definition = ? AND state = 'queued' ORDER BY created_at, run_id LIMIT ?`,
+        definition,
+        limit,
+      )
+      .toArray()
+      .map((row) => row.run_id);
+  }
+
+  /** Puts a queued run (a debounce that ended) in its key's queue for a slot, at `seq`, with no wake. */
+  requeue(runId: string, reason: TaskQueueReason, seq: number, now: number): boolean {
+    return (
+      this.#sql.exec(
+        `UPDATE dk_tasks_runs SET queued_for = ?, queue_seq = ?, next_at = NULL, updated_at = ?
+         WHERE run_id = ? AND state = 'queued'`,
+        reason,
+        seq,
+        now,
+        runId,
+      ).rowsWritten > 0
+    );
+  }
+
+  /** A debounced run takes a later call's input (and metadata) and its new wake. */
+  regather(
+    runId: string,
+    input: string,
+    metadata: string | null,
+    wakeAt: number,
+    now: number,
+  ): boolean {
+    return (
+      this.#sql.exec(
+        `UPDATE dk_tasks_runs SET input = ?, metadata = coalesce(?, metadata), next_at = ?, updated_at = ?
+         WHERE run_id = ? AND state = 'queued' AND queued_for = 'debounce'`,
+        input,
+        metadata,
+        wakeAt,
+        now,
+        runId,
+      ).rowsWritten > 0
     );
   }
 
@@ -287,7 +383,12 @@ export class RunStore {
    * Settles a run. Fenced on `generation` when one is given (an attempt settling its own run);
    * otherwise it settles any non-terminal run (a parked run cancelled, a run failed before a claim).
    */
-  settle(runId: string, generation: string | null, settlement: Settlement, now: number): boolean {
+  settle(
+    runId: string,
+    generation: string | null,
+    settlement: Settlement,
+    now: number,
+  ): SettledRun | null {
     const fence =
       generation === null ? `state IN ${NON_TERMINAL}` : "generation = ? AND state = 'running'";
     const params: SqlStorageValue[] = [
@@ -301,23 +402,29 @@ export class RunStore {
     ];
     if (generation !== null) params.push(generation);
     return (
-      this.#sql.exec(
-        `UPDATE dk_tasks_runs SET state = ?, result = ?, error = ?,
+      this.#sql
+        .exec<SettledRun & Record<string, SqlStorageValue>>(
+          `UPDATE dk_tasks_runs SET state = ?, result = ?, error = ?,
            cancel_reason = coalesce(?, cancel_reason), generation = NULL, next_at = NULL,
-           wait_reason = NULL, wait_step = NULL, wait_event = NULL, settled_at = ?, updated_at = ?
-         WHERE run_id = ? AND ${fence}`,
-        ...params,
-      ).rowsWritten > 0
+           wait_reason = NULL, wait_step = NULL, wait_event = NULL, queued_for = NULL,
+           queue_seq = NULL, settled_at = ?, updated_at = ?
+         WHERE run_id = ? AND ${fence} RETURNING definition, flow_key`,
+          ...params,
+        )
+        .toArray()[0] ?? null
     );
   }
   /** Deletes the run row of an attempt that holds it (fenced); the caller deletes its data. */
-  deleteHeld(runId: string, generation: string): boolean {
+  deleteHeld(runId: string, generation: string): SettledRun | null {
     return (
-      this.#sql.exec(
-        "DELETE FROM dk_tasks_runs WHERE run_id = ? AND generation = ? AND state = 'running'",
-        runId,
-        generation,
-      ).rowsWritten > 0
+      this.#sql
+        .exec<SettledRun & Record<string, SqlStorageValue>>(
+          `DELETE FROM dk_tasks_runs WHERE run_id = ? AND generation = ? AND state = 'running'
+           RETURNING definition, flow_key`,
+          runId,
+          generation,
+        )
+        .toArray()[0] ?? null
     );
   }
 

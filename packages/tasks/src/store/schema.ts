@@ -13,7 +13,7 @@ import { TasksError } from "../errors";
  */
 
 /** The schema version this code reads and writes (the number of migration steps). */
-export const TASKS_SCHEMA_VERSION = 10;
+export const TASKS_SCHEMA_VERSION = 11;
 
 /*
  * Statements shared by the migration that first made a table and by {@link CURRENT}, which makes
@@ -66,10 +66,18 @@ ${RUNS_COLUMNS_V1.replace(
       deadline_at INTEGER
     ) WITHOUT ROWID`;
 
-/** `dk_tasks_runs` as a new object makes it: v9's table and the column v10 adds. */
+/** The columns v11 adds to `dk_tasks_runs` (flow control), as `ALTER TABLE` adds them. */
+const RUNS_FLOW_COLUMNS = [
+  "flow_key TEXT",
+  "priority INTEGER NOT NULL DEFAULT 0",
+  "queue_seq INTEGER",
+  "queued_for TEXT",
+];
+
+/** `dk_tasks_runs` as a new object makes it: v9's table and the columns v10 and v11 add. */
 const RUNS_TABLE_CURRENT = RUNS_TABLE_V9('"dk_tasks_runs"').replace(
   "deadline_at INTEGER\n",
-  "deadline_at INTEGER,\n      compensable INTEGER NOT NULL DEFAULT 0\n",
+  `deadline_at INTEGER,\n      compensable INTEGER NOT NULL DEFAULT 0, ${RUNS_FLOW_COLUMNS.join(", ")}\n`,
 );
 
 /** Every column v8 had, in order: what v9 copies. */
@@ -270,7 +278,47 @@ const LINKS_BY_RUN = `CREATE UNIQUE INDEX dk_tasks_links_by_run ON dk_tasks_link
 const LINKS_BY_EXPIRY = `CREATE INDEX dk_tasks_links_by_expiry ON dk_tasks_links (expires_at)
       WHERE expires_at IS NOT NULL`;
 
-/** Every index of `dk_tasks_runs` today: what v9 makes again on its copy, and what CURRENT makes. */
+/**
+ * v11: a flow-controlled run by its definition and flow key, then state, priority (higher first) and
+ * queue position: a key's slots in use are counted, and its queue read first in line first, from
+ * one range each. Partial: runs of definitions without flow control have no entry.
+ */
+const RUNS_BY_FLOW = `CREATE INDEX dk_tasks_runs_by_flow ON dk_tasks_runs
+      (definition, flow_key, state, priority DESC, queue_seq) WHERE flow_key IS NOT NULL`;
+
+/** v11: each flow key with a queue or a rate window: its queue counter, recent starts and wake. */
+const FLOWS_TABLE = `CREATE TABLE dk_tasks_flows (
+      definition TEXT NOT NULL,
+      flow_key TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      starts TEXT,
+      wake_at INTEGER,
+      PRIMARY KEY (definition, flow_key)
+    ) WITHOUT ROWID`;
+const FLOWS_BY_WAKE = `CREATE INDEX dk_tasks_flows_by_wake ON dk_tasks_flows (wake_at)
+      WHERE wake_at IS NOT NULL`;
+
+/** v11: cron schedules, each with the next tick it has not taken and what its ticks did. */
+const SCHEDULES_TABLE = `CREATE TABLE dk_tasks_schedules (
+      schedule_id TEXT NOT NULL PRIMARY KEY,
+      definition TEXT NOT NULL,
+      cron TEXT NOT NULL,
+      timezone TEXT,
+      input TEXT NOT NULL,
+      overlap TEXT NOT NULL,
+      backfill INTEGER NOT NULL,
+      source TEXT NOT NULL,
+      next_at INTEGER NOT NULL,
+      last_tick_at INTEGER,
+      last_run_id TEXT,
+      missed INTEGER NOT NULL DEFAULT 0,
+      skipped INTEGER NOT NULL DEFAULT 0,
+      created_at INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL
+    ) WITHOUT ROWID`;
+const SCHEDULES_BY_NEXT = "CREATE INDEX dk_tasks_schedules_by_next ON dk_tasks_schedules (next_at)";
+
+/** The indexes of `dk_tasks_runs` before v11: what v9 makes again on its copy (CURRENT adds `by_flow`). */
 const RUNS_INDEXES = [
   RUNS_BY_KEY,
   RUNS_BY_WAKE,
@@ -401,6 +449,18 @@ ${RUNS_COLUMNS_V1}
     "ALTER TABLE dk_tasks_dropped_steps ADD COLUMN ev INTEGER",
     "ALTER TABLE dk_tasks_runs ADD COLUMN compensable INTEGER NOT NULL DEFAULT 0",
   ],
+  // v11: flow control and schedules. A flow-controlled run carries its flow key, priority, queue
+  // position and why it is queued; `by_flow` counts a key's slots in use and reads its queue;
+  // `dk_tasks_flows` keeps each key's queue counter and rate window; `dk_tasks_schedules` each
+  // cron schedule's next tick. Runs of other definitions are untouched (no entry in `by_flow`).
+  [
+    ...RUNS_FLOW_COLUMNS.map((column) => `ALTER TABLE dk_tasks_runs ADD COLUMN ${column}`),
+    RUNS_BY_FLOW,
+    FLOWS_TABLE,
+    FLOWS_BY_WAKE,
+    SCHEDULES_TABLE,
+    SCHEDULES_BY_NEXT,
+  ],
 ];
 
 /**
@@ -411,6 +471,7 @@ ${RUNS_COLUMNS_V1}
 export const CURRENT: readonly string[] = [
   RUNS_TABLE_CURRENT,
   ...RUNS_INDEXES,
+  RUNS_BY_FLOW,
   withEventColumn(STEPS_TABLE),
   EVENTS_TABLE,
   CALLS_TABLE,
@@ -425,6 +486,10 @@ export const CURRENT: readonly string[] = [
   RESTARTS_TABLE,
   withEventColumn(DROPPED_STEPS_TABLE),
   RUN_LOG_TABLE,
+  FLOWS_TABLE,
+  FLOWS_BY_WAKE,
+  SCHEDULES_TABLE,
+  SCHEDULES_BY_NEXT,
 ];
 
 /**

@@ -5,12 +5,14 @@ import { AttemptStore } from "./attempt-store";
 import { CallStore } from "./call-store";
 import { ChildStore } from "./child-store";
 import { EventBuffer } from "./event-buffer";
+import { FlowStore } from "./flow-store";
 import { LinkStore } from "./link-store";
 import { FIRST_LEASE_MS, OutboxStore } from "./outbox-store";
 import { RestartStore } from "./restart-store";
 import type { RunRow } from "./rows";
 import { RunLogStore } from "./run-log-store";
-import { RunStore, type Settlement } from "./run-store";
+import { RunStore, type SettledRun, type Settlement } from "./run-store";
+import { ScheduleStore } from "./schedule-store";
 import { StepStore } from "./step-store";
 
 /** What a run's settlement records in its log: a failure's error, a cancel's reason. */
@@ -56,11 +58,20 @@ export class TaskStore {
   readonly restarts: RestartStore;
   /** Each run's lifecycle log, and the tail of its event sequence (shared with the journal). */
   readonly log: RunLogStore;
+  /** Flow keys' queue counters and rate windows, and the reads of runs by flow key. */
+  readonly flows: FlowStore;
+  /** Cron schedules and what their ticks did. */
+  readonly schedules: ScheduleStore;
   /**
    * Called with the messages queued in the outbox (by id), in the transaction that queued them, and
    * the time they are due again unless delivered first (the wake that backs their first delivery up).
    */
   onOwed: (ids: readonly string[], dueAt: number) => void = () => {};
+  /**
+   * Called in the transaction that settled (or deleted) a flow-controlled run, with its definition
+   * and flow key: the key's queued runs take the slot it freed (flow control's `pump`).
+   */
+  onSlotFreed: (definition: string, key: string, now: number) => void = () => {};
   /** How long a settled child's link is kept (the `children.deliveryTimeoutMs` option). */
   linkRetentionMs = 0;
   readonly #storage: DurableObjectStorage;
@@ -77,6 +88,8 @@ export class TaskStore {
     this.links = new LinkStore(storage.sql);
     this.outbox = new OutboxStore(storage.sql);
     this.restarts = new RestartStore(storage.sql);
+    this.flows = new FlowStore(storage.sql);
+    this.schedules = new ScheduleStore(storage.sql);
   }
 
   /** Runs `fn` as one SQLite transaction: it commits when `fn` returns and rolls back if it throws. */
@@ -113,10 +126,12 @@ export class TaskStore {
     return this.transaction(() => {
       // Settled without an attempt (a cancel, the breaker) while a dead attempt still marks it running.
       if (generation === null) this.attempts.interrupted(runId);
-      if (!this.runs.settle(runId, generation, settlement, now)) return false;
+      const settled = this.runs.settle(runId, generation, settlement, now);
+      if (settled === null) return false;
       this.log.append(runId, `task:${settlement.state}`, settledData(settlement), now);
       this.events.deleteRun(runId);
       this.#queueOwed(runId, settlement, now);
+      this.#freeSlot(settled, now);
       return true;
     });
   }
@@ -167,6 +182,11 @@ export class TaskStore {
     if (owed.length > 0) this.onOwed(owed, now + FIRST_LEASE_MS);
   }
 
+  /** A flow-controlled run left progress: its key's queue moves, in the same transaction. */
+  #freeSlot(settled: SettledRun, now: number): void {
+    if (settled.flow_key !== null) this.onSlotFreed(settled.definition, settled.flow_key, now);
+  }
+
   /**
    * Claims a run for attempt `attempt` (see {@link RunStore.claim}, which also keeps the attempt's
    * claim time on the run row); when the run was still running, the attempt before it was cut short
@@ -208,11 +228,11 @@ export class TaskStore {
    */
   deleteSettledByAttempt(runId: string, generation: string, result: string, now: number): boolean {
     const deleted = this.runs.deleteHeld(runId, generation);
-    if (deleted) {
-      this.#queueOwed(runId, { state: "completed", result }, now);
-      this.#deleteRunData(runId);
-    }
-    return deleted;
+    if (deleted === null) return false;
+    this.#queueOwed(runId, { state: "completed", result }, now);
+    this.#deleteRunData(runId);
+    this.#freeSlot(deleted, now);
+    return true;
   }
 
   /** Deletes one terminal run with its journals and events. */
@@ -237,8 +257,9 @@ export class TaskStore {
    * Restarts `run` from its journal row `from` (at position `fromSeq`), in one transaction: the
    * attempt that settled it (or died holding it) is recorded, the rows from `fromSeq` on are copied
    * to the restart's record and dropped from the journal with the child waits they held, and the
-   * run is pending and due at `now`, with the deadline `deadlineAt` (or none). Answers the
-   * restart's number and how many rows it dropped.
+   * run is pending and due at `now`, with the deadline `deadlineAt` (or none); `readmit` then
+   * runs in the same transaction (flow control may queue the run). Answers the restart's number
+   * and how many rows it dropped.
    */
   restart(
     run: RunRow,
@@ -246,6 +267,7 @@ export class TaskStore {
     fromSeq: number,
     deadlineAt: number | null,
     now: number,
+    readmit: () => void = () => {},
   ): { restart: number; dropped: number } {
     return this.transaction(() => {
       this.attempts.interrupted(run.run_id);
@@ -256,6 +278,7 @@ export class TaskStore {
       const dropped = this.steps.dropFrom(run.run_id, fromSeq);
       this.runs.restart(run.run_id, deadlineAt, now);
       this.log.append(run.run_id, "task:restarted", { from, restart, dropped }, now);
+      readmit();
       return { restart, dropped };
     });
   }
