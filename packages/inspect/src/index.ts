@@ -30,6 +30,7 @@ export {
   type InspectRun,
   type InspectRunState,
   type InspectRunView,
+  type InspectSchedule,
   type InspectStep,
   type InspectStream,
   type InspectStreamView,

@@ -27,6 +27,8 @@ import {
 
 /** The most streams an overview counts by state, and the most runs it counts in each state. */
 const COUNT_LIMIT = 1000;
+/** The most schedules an overview lists. */
+const SCHEDULES_SHOWN = 100;
 /** Chunks a stream view reads at a time while its page has bytes to spare. */
 const CHUNK_BATCH = 8;
 /** Longest id the parts accept (docs/composing.md, "Names"). */
@@ -240,7 +242,12 @@ export class Inspector {
       parts: this.parts,
     };
     const tasks = this.#parts.tasks;
-    if (tasks !== null) overview.runs = runCounts(tasks);
+    if (tasks !== null) {
+      overview.runs = runCounts(tasks);
+      if (tasks.schedules !== undefined) {
+        overview.schedules = tasks.schedules().slice(0, SCHEDULES_SHOWN);
+      }
+    }
     const streams = this.#parts.streams;
     if (streams !== null) {
       const page = streams.list({ limit: COUNT_LIMIT });

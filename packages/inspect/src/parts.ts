@@ -13,7 +13,7 @@ export type ChatReader = Readonly<Pick<ChatTurns, "listTurns" | "getTurn" | "sto
 /** The read methods of `Tasks` the inspector calls, and nothing else. */
 export type TasksReader = Readonly<
   Pick<Tasks, "list" | "history" | "countByState"> &
-    Partial<Pick<Tasks, "journals" | "children" | "restarts">> & {
+    Partial<Pick<Tasks, "journals" | "children" | "restarts" | "schedules">> & {
       /**
        * Resolves when a run's event stream (`tasks.events`, from the version that has one) moves
        * past where it stood when called, or when the run settled or went away; rejects when
@@ -79,9 +79,9 @@ const CHAT_READS = ["listTurns", "getTurn", "storedChunks"] as const;
 const TASKS_READS = ["list", "history", "countByState"] as const;
 /**
  * Read where the part has it: `journals`, `children` and `restarts` by the run view (`Tasks` from
- * the versions with step journals, child runs and restarts).
+ * the versions with step journals, child runs and restarts), `schedules` by the overview.
  */
-const TASKS_OPTIONAL_READS = ["journals", "children", "restarts"] as const;
+const TASKS_OPTIONAL_READS = ["journals", "children", "restarts", "schedules"] as const;
 const PROGRAMS_READS = ["get", "calls"] as const;
 /** Read where the part has it (`Executor` from the version that lists executions). */
 const PROGRAMS_OPTIONAL_READS = ["list"] as const;

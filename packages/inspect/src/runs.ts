@@ -55,8 +55,17 @@ export function runOf(snapshot: TaskRunSnapshot): InspectRun {
     statusMessage: null,
     idempotencyKey: snapshot.idempotencyKey ?? null,
     error: null,
+    queuedFor: null,
+    flowKey: null,
+    priority: null,
   };
   switch (snapshot.state) {
+    case "queued":
+      run.queuedFor = snapshot.reason;
+      run.flowKey = snapshot.key;
+      run.priority = snapshot.priority;
+      run.wakeAt = snapshot.wakeAt;
+      break;
     case "running":
       run.startedAt = snapshot.startedAt;
       run.statusMessage = snapshot.statusMessage ?? null;

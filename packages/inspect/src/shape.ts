@@ -67,8 +67,20 @@ export interface InspectRun {
   settledAt: number | null;
   /** Why a `waiting` run waits: `sleep`, `retry` (a step's back-off) or `event`; else `null`. */
   waitingFor: "sleep" | "retry" | "event" | null;
-  /** When a `waiting` run wakes (`null` for an event wait without a timeout, or not waiting). */
+  /**
+   * When a `waiting` run wakes (`null` for an event wait without a timeout, or not waiting), or a
+   * `queued` run gathering a debounce starts.
+   */
   wakeAt: number | null;
+  /**
+   * Why a `queued` run waits (its definition's flow control): for a slot (`concurrency`), for room
+   * in its rate window (`rate`), or for its key to be quiet (`debounce`); else `null`.
+   */
+  queuedFor: "concurrency" | "rate" | "debounce" | null;
+  /** A `queued` run's flow key (`""`: one key for its definition); else `null`. */
+  flowKey: string | null;
+  /** A `queued` run's priority (higher first); else `null`. */
+  priority: number | null;
   /** The event type a run waiting for an event waits for. */
   eventType: string | null;
   /** The last `step.status()` message of a running or waiting run. */
@@ -364,6 +376,32 @@ export interface InspectOverview {
   runs?: InspectCounts<InspectRunState>;
   /** Streams by state among the newest {@link InspectCounts.limit} streams, when `streams` is a part. */
   streams?: InspectCounts<InspectStream["state"]>;
+  /**
+   * The tasks part's cron schedules (the first 100 by id), when `tasks` is a part: each one's next
+   * tick, latest tick and run, and the ticks it skipped.
+   */
+  schedules?: InspectSchedule[];
+}
+
+/** A cron schedule of the tasks part, as the overview shows it. */
+export interface InspectSchedule {
+  scheduleId: string;
+  definition: string;
+  cron: string;
+  timezone: string;
+  /** A tick while the last run is in progress: `skip` it, or `queue` it behind. */
+  overlap: "skip" | "queue";
+  /** Missed ticks that still start after downtime. */
+  backfill: number;
+  /** `definition`: declared on its definition; `api`: added by `tasks.schedule`. */
+  source: "definition" | "api";
+  nextTickAt: number;
+  lastTickAt: number | null;
+  lastRunId: string | null;
+  /** Ticks skipped after downtime, beyond `backfill`. */
+  missed: number;
+  /** Ticks skipped because the last run was still in progress. */
+  skipped: number;
 }
 
 /**

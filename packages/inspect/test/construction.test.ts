@@ -80,6 +80,8 @@ describe("new Inspector(ctx, { parts })", () => {
         "restarts",
         // Waits on a run's event stream (tasks.events reads): no write of Tasks behind it.
         "runChanged",
+        // Reads each schedule's row: no write of Tasks behind it.
+        "schedules",
       ]);
       expect(Object.isFrozen(held.tasks)).toBe(true);
       expect(Object.keys(held.streams ?? {}).sort()).toEqual(["list", "readPage", "status"]);

@@ -168,6 +168,50 @@ describe("the inspector's task runs", () => {
     expect(forever.items.map((r) => r.runId)).toEqual([ids.cancelled]);
   });
 
+  it("shows queued runs with why they wait, and the schedules with their ticks", async () => {
+    await inFixture(async ({ tasks, inspector }) => {
+      const first = await tasks.run("one-at-a-time@v1", { customer: "acme" });
+      const second = await tasks.run("one-at-a-time@v1", { customer: "acme" }, { priority: 7 });
+      expect(first.state).toBe("waiting");
+      expect(inspector.run(second.runId)?.run).toMatchObject({
+        state: "queued",
+        queuedFor: "concurrency",
+        flowKey: "acme",
+        priority: 7,
+        wakeAt: null,
+      });
+      expect(inspector.run(first.runId)?.run).toMatchObject({
+        queuedFor: null,
+        flowKey: null,
+        priority: null,
+      });
+      expect(inspector.runs({ state: "queued" }).items.map((run) => run.runId)).toEqual([
+        second.runId,
+      ]);
+      const overview = inspector.overview();
+      expect(overview.runs?.byState).toMatchObject({ queued: 1, waiting: 1 });
+      const nextThree = new Date();
+      nextThree.setUTCHours(3, 0, 0, 0);
+      if (nextThree.getTime() <= Date.now()) nextThree.setUTCDate(nextThree.getUTCDate() + 1);
+      expect(overview.schedules).toEqual([
+        {
+          scheduleId: "nightly",
+          definition: "one-at-a-time@v1",
+          cron: "0 3 * * *",
+          timezone: "UTC",
+          overlap: "skip",
+          backfill: 0,
+          source: "definition",
+          nextTickAt: nextThree.getTime(),
+          lastTickAt: null,
+          lastRunId: null,
+          missed: 0,
+          skipped: 0,
+        },
+      ]);
+    });
+  });
+
   it("pages runs newest first, refuses bad input, and answers null for an unknown run", async () => {
     await inFixture(async ({ tasks, inspector }) => {
       for (let i = 0; i < 5; i++) {

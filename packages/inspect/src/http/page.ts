@@ -40,11 +40,12 @@ const HTML = (base: string, query: string, controls: boolean) => `<!doctype html
     <div id="counts"></div>
     <form id="run-filter">
       <label>state <select id="run-state">
-        <option value="">any</option><option>pending</option><option>running</option><option>waiting</option><option>paused</option><option>completed</option><option>failed</option><option>cancelled</option>
+        <option value="">any</option><option>queued</option><option>pending</option><option>running</option><option>waiting</option><option>paused</option><option>completed</option><option>failed</option><option>cancelled</option>
       </select></label>
       <label>definition <input id="run-definition" type="text" spellcheck="false"></label>
       <button type="submit">Show runs</button>
     </form>
+    <table id="schedules" hidden><caption>schedules</caption><thead><tr><th>schedule</th><th>definition</th><th>cron</th><th>next tick</th><th>last tick</th><th>last run</th><th>missed</th><th>skipped</th></tr></thead><tbody></tbody></table>
     <table id="runs"><thead><tr><th>run</th><th>definition</th><th>state</th><th>attempts</th><th>created</th><th>updated</th></tr></thead><tbody></tbody></table>
     <button id="runs-more" hidden>More runs</button>
     <table id="executions" hidden><thead><tr><th>program</th><th>state</th><th>on interrupt</th><th>attempts</th><th>calls</th><th>created</th></tr></thead><tbody></tbody></table>
@@ -321,12 +322,25 @@ function renderOverview(overview) {
     if (overview.parts.includes("tasks")) loadRuns(null);
     if (overview.parts.includes("streams")) loadStreams(null);
   }
+  renderSchedules(overview.schedules || []);
   $("run-filter").hidden = !overview.parts.includes("tasks");
   $("runs").hidden = !overview.parts.includes("tasks");
   $("stream-filter").hidden = !overview.parts.includes("streams");
   $("streams").hidden = !overview.parts.includes("streams");
   $("chat-form").hidden = !overview.parts.includes("chat");
   $("turns").hidden = !overview.parts.includes("chat");
+}
+
+function renderSchedules(schedules) {
+  const body = $("schedules").tBodies[0];
+  body.replaceChildren();
+  for (const x of schedules) {
+    const last = x.lastRunId ? link(x.lastRunId, "#/runs/" + encodeURIComponent(x.lastRunId)) : "";
+    const tr = row([x.scheduleId, x.definition, x.cron + (x.timezone === "UTC" ? "" : " (" + x.timezone + ")"), time(x.nextTickAt), time(x.lastTickAt), last, x.missed, x.skipped]);
+    tr.dataset.schedule = x.scheduleId;
+    body.append(tr);
+  }
+  $("schedules").hidden = schedules.length === 0;
 }
 
 // ── detail views ──
@@ -493,8 +507,8 @@ function renderRun(view) {
   const r = view.run;
   $("detail-title").textContent = "run " + r.runId;
   $("detail-view").dataset.state = r.state;
-  const waiting = r.waitingFor ? r.waitingFor + (r.eventType ? " (" + r.eventType + ")" : "") : null;
-  facts([["definition", r.definition], ["state", r.state], ["attempts", r.attempts], ["waiting for", waiting], ["wakes", time(r.wakeAt) || null], ["status", r.statusMessage], ["error", r.error ? (r.error.code ? r.error.code + ": " : "") + r.error.message : null], ["idempotency key", r.idempotencyKey], ["created", time(r.createdAt)], ["started", time(r.startedAt) || null], ["settled", time(r.settledAt) || null], ["input", view.input === undefined ? null : valueNode(view.input)], ["result", "result" in view ? valueNode(view.result) : null]]);
+  const waiting = r.waitingFor ? r.waitingFor + (r.eventType ? " (" + r.eventType + ")" : "") : r.queuedFor ? r.queuedFor + (r.flowKey ? " of key " + r.flowKey : "") : null;
+  facts([["definition", r.definition], ["state", r.state], ["attempts", r.attempts], ["waiting for", waiting], ["priority", r.priority], ["wakes", time(r.wakeAt) || null], ["status", r.statusMessage], ["error", r.error ? (r.error.code ? r.error.code + ": " : "") + r.error.message : null], ["idempotency key", r.idempotencyKey], ["created", time(r.createdAt)], ["started", time(r.startedAt) || null], ["settled", time(r.settledAt) || null], ["input", view.input === undefined ? null : valueNode(view.input)], ["result", "result" in view ? valueNode(view.result) : null]]);
   life(r.createdAt, r.settledAt, null, "settled");
   renderControls(view);
   timeline(view);
