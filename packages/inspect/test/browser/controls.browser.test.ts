@@ -162,4 +162,58 @@ describe("the inspector page's run controls in headless Chromium", () => {
     expect(await plain.locator("#detail-controls").isVisible()).toBe(false);
     await plain.close();
   });
+
+  it("shows a queued run's reason, key and priority, and the schedules with their ticks", async () => {
+    const queued = waitingRun("queued");
+    Object.assign(queued.run, { queuedFor: "concurrency", flowKey: "acme", priority: 7 });
+    const page = await browser.newPage();
+    await serve(page, queued, true);
+    await page.goto(`${ORIGIN}${BASE}/#/runs/r%201`);
+    await page.waitForSelector('#detail-view[data-state="queued"]', { timeout: 30_000 });
+    const facts = await page.locator("#detail-facts").innerText();
+    expect(facts).toContain("concurrency of key acme");
+    expect(facts).toMatch(/priority\s+7/);
+    await page.close();
+
+    const tick = Date.UTC(2030, 0, 1, 3);
+    const overview = {
+      version: 1,
+      objectId: "o1",
+      parts: ["tasks"],
+      runs: { byState: { queued: 1 }, limit: 1000, complete: true, capped: [] },
+      schedules: [
+        {
+          scheduleId: "nightly",
+          definition: "report@v1",
+          cron: "0 3 * * *",
+          timezone: "Europe/Paris",
+          overlap: "skip",
+          backfill: 0,
+          source: "definition",
+          nextTickAt: tick + 86_400_000,
+          lastTickAt: tick,
+          lastRunId: "nightly@2030-01-01T03:00:00.000Z",
+          missed: 2,
+          skipped: 1,
+        },
+      ],
+    };
+    const home = await browser.newPage();
+    await serve(home, overview, false);
+    await home.goto(`${ORIGIN}${BASE}/`);
+    await home.waitForSelector('#schedules tr[data-schedule="nightly"]', { timeout: 30_000 });
+    const cells = await home.locator('#schedules tr[data-schedule="nightly"] td').allInnerTexts();
+    expect(cells).toEqual([
+      "nightly",
+      "report@v1",
+      "0 3 * * * (Europe/Paris)",
+      "2030-01-02 03:00:00.000",
+      "2030-01-01 03:00:00.000",
+      "nightly@2030-01-01T03:00:00.000Z",
+      "2",
+      "1",
+    ]);
+    expect(await home.locator("#counts").innerText()).toContain("queued 1");
+    await home.close();
+  });
 });
