@@ -1,7 +1,7 @@
 import { isWellFormedName } from "@durablekit/compose";
 import { type Executor, isBridgeError } from "@durablekit/rpc-bridge";
 import type { Streams } from "@durablekit/streams";
-import { isTasksError, NonRetryableError, type TaskStep } from "@durablekit/tasks";
+import { defineTask, isTasksError, NonRetryableError, type TaskStep } from "@durablekit/tasks";
 import { describeValue } from "./http";
 import { type HttpExecution, httpForm } from "./programs";
 
@@ -30,6 +30,13 @@ export interface ApprovalInput {
 }
 
 /** Input of `demo.program@v1`. */
+/** The input of `demo.serial@v1`: its key (one run of a key at a time) and how long it works. */
+export interface SerialInput {
+  key: string;
+  /** How long its one step works, in milliseconds (default 0). */
+  ms?: number;
+}
+
 export interface ProgramInput {
   /** The program: an ES module whose default export runs, importing the demo host modules. */
   code: string;
@@ -132,6 +139,8 @@ async function runProgram(
  * journal (`step.journal("program")`); each time the program is interrupted (`approval()`), the task
  * waits for a `resume` event and resumes the program with its payload, so the program's host calls
  * run once each across evictions and restarts. Completes with the execution in its HTTP form.
+ * `demo.serial@v1` works `ms` milliseconds in one step, one run per `key` at a time (the others
+ * queue); `demo.tick@v1` is what the demo's cron schedules start.
  */
 export function demoTaskDefinitions(host: DemoTaskHost) {
   return {
@@ -198,6 +207,23 @@ export function demoTaskDefinitions(host: DemoTaskHost) {
       );
       return step.do("receipt", () => ({ charged: true, attempts: charged }));
     },
+    // One run of a key in progress at a time: the others wait, queued, in start order.
+    "demo.serial@v1": defineTask({
+      handler: async (input: SerialInput, step: TaskStep) =>
+        step.do("work", async ({ signal }) => {
+          host.countExecution(step.runId, "work");
+          if (input.ms) await wait(input.ms, signal);
+          return { key: input.key };
+        }),
+      key: (input) => input.key,
+      concurrency: { limit: 1 },
+    }),
+    // What the demo's schedules start (`POST /schedules`): one step that notes when it ran.
+    "demo.tick@v1": async (_input: unknown, step: TaskStep) =>
+      step.do("tick", () => {
+        host.countExecution(step.runId, "tick");
+        return { ranAt: new Date().toISOString() };
+      }),
     "demo.approval@v1": async (input: ApprovalInput | undefined, step: TaskStep) =>
       step.waitForEvent("approve", {
         type: "approve",
@@ -235,6 +261,8 @@ export const INPUT_SHAPES: Record<DemoDefinition, string> = {
   "demo.flaky@v1": '{ "failures": 0–5, "retryMs"?: 1–60000 }',
   "demo.approval@v1": `{ "timeoutMs"?: 1–${MAX_APPROVAL_MS} }`,
   "demo.program@v1": '{ "code": "<ES module source>" }',
+  "demo.serial@v1": '{ "key": "<1–64 characters>", "ms"?: 0–60000 }',
+  "demo.tick@v1": "nothing, or any JSON value",
   "demo.fanout@v1":
     '{ "children": 1–1000, "objects"?: 1–100, "ms"?: 0–10000, "spacingMs"?: 0–1000 }',
 };
@@ -334,6 +362,21 @@ function fanoutProblem(input: unknown): string | null {
   return null;
 }
 
+/** What is wrong with a `demo.serial@v1` input, or null. */
+function serialProblem(input: unknown): string | null {
+  if (!isObject(input)) {
+    return `demo.serial@v1 needs "input": ${INPUT_SHAPES["demo.serial@v1"]}; got ${describeValue(input)} as "input".`;
+  }
+  const { key, ms } = input;
+  if (typeof key !== "string" || key.length === 0 || key.length > 64 || key.startsWith("__dk")) {
+    return `"input.key" must be a string of 1–64 characters (not starting with "__dk"); got ${describeValue(key)}.`;
+  }
+  if (ms !== undefined && !isIntegerIn(ms, 0, 60_000)) {
+    return `"input.ms" must be an integer from 0 to 60000 (milliseconds); got ${describeValue(ms)}.`;
+  }
+  return null;
+}
+
 /** A message saying what is wrong with a definition's input, or null when it is acceptable. */
 export function checkInput(definition: string, input: unknown): string | null {
   if (definition === "demo.count@v1") return countProblem(input);
@@ -341,6 +384,7 @@ export function checkInput(definition: string, input: unknown): string | null {
   if (definition === "demo.approval@v1") return approvalProblem(input);
   if (definition === "demo.program@v1") return programProblem(input);
   if (definition === "demo.fanout@v1") return fanoutProblem(input);
+  if (definition === "demo.serial@v1") return serialProblem(input);
   return null;
 }
 
@@ -383,6 +427,8 @@ const STATUS: Record<string, number> = {
   "tasks/too-large": 413,
   "tasks/conflict": 409,
   "tasks/closed": 409,
+  "tasks/busy": 429,
+  "tasks/rate-limited": 429,
 };
 
 /**

@@ -7,6 +7,7 @@ import { healthRoutes } from "./routes/health";
 import { inspectRoutes } from "./routes/inspect";
 import { pageRoutes } from "./routes/page";
 import { programRoutes } from "./routes/programs";
+import { scheduleRoutes } from "./routes/schedules";
 import { streamRoutes } from "./routes/streams";
 import { taskRoutes } from "./routes/tasks";
 
@@ -21,6 +22,7 @@ const route = createRouter([
   ...pageRoutes,
   ...healthRoutes,
   ...taskRoutes,
+  ...scheduleRoutes,
   ...fanoutRoutes,
   ...debugRoutes,
   ...programRoutes,

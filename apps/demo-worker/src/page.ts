@@ -100,13 +100,33 @@ export const PAGE_HTML = `<!doctype html>
     <p class="answer" id="fanout-answer"></p>
     <div id="fanouts"></div>
   </section>
+  <section id="flow">
+    <h2>One at a time, and on a schedule</h2>
+    <p><code>demo.serial@v1</code> runs one run per key at a time (<code>concurrency: { limit: 1 }</code>,
+    keyed by its input): start three on one key and two wait <code>queued</code>, each starting when the
+    one before it settles. A schedule starts a <code>demo.tick@v1</code> run at each tick of its cron, from
+    the workspace's alarm; the table shows its next tick, its latest tick and run, and the ticks it missed.</p>
+    <form id="serial-form">
+      <label>key <input id="serial-key" type="text" value="report"></label>
+      <label>ms per run <input id="serial-ms" type="number" min="0" max="60000" value="3000"></label>
+      <button id="serial-start" type="submit">Start 3 on this key</button>
+    </form>
+    <table id="serial-runs"><thead><tr><th>run</th><th>state</th></tr></thead><tbody></tbody></table>
+    <form id="schedule-form">
+      <label>schedule id <input id="schedule-id" type="text" value="every-minute"></label>
+      <label>cron <input id="schedule-cron" type="text" value="* * * * *"></label>
+      <button id="schedule-add" type="submit">Add schedule</button>
+    </form>
+    <p class="answer" id="schedule-answer"></p>
+    <table id="schedules"><thead><tr><th>schedule</th><th>cron</th><th>next tick</th><th>last tick</th><th>last run</th><th>missed</th><th></th></tr></thead><tbody></tbody></table>
+  </section>
   <section id="routes">
     <h2>Routes</h2>
     <table>
       <thead><tr><th>route</th><th>does</th></tr></thead>
       <tbody>
         <tr><td><code>GET /health</code></td><td>the workspace object writes and reads its SQLite</td></tr>
-        <tr><td><code>POST /tasks/:definition</code></td><td><code>{ "input": { … }, "idempotencyKey"?, "runId"? }</code> starts a run: <code>demo.count@v1</code>, <code>demo.flaky@v1</code>, <code>demo.approval@v1</code>, <code>demo.program@v1</code></td></tr>
+        <tr><td><code>POST /tasks/:definition</code></td><td><code>{ "input": { … }, "idempotencyKey"?, "runId"? }</code> starts a run: <code>demo.count@v1</code>, <code>demo.flaky@v1</code>, <code>demo.approval@v1</code>, <code>demo.program@v1</code>, <code>demo.serial@v1</code> (one per key at a time)</td></tr>
         <tr><td><code>GET /tasks/:runId</code></td><td>a run's state and journal</td></tr>
         <tr><td><code>GET /tasks/:runId/events</code></td><td>a run's events as Server-Sent Events, resumable with <code>Last-Event-ID</code></td></tr>
         <tr><td><code>POST /tasks/:runId/cancel</code></td><td>cancels a run</td></tr>
@@ -122,6 +142,9 @@ export const PAGE_HTML = `<!doctype html>
         <tr><td><code>GET /chat/:chatId/messages</code></td><td>the chat's history: each settled answer once</td></tr>
         <tr><td><code>POST /fanout</code></td><td><code>{ "children": 1–1000, "objects"?: 1–100, "ms"?: 0–10000, "spacingMs"?: 0–1000, "idempotencyKey"? }</code> starts a <code>demo.fanout@v1</code> run: one child run per child in the shard objects, awaited all</td></tr>
         <tr><td><code>GET /fanout/:runId</code></td><td>the fan-in so far: <code>{ state, children, started, settled, owed, result? }</code></td></tr>
+        <tr><td><code>GET /schedules</code></td><td>the workspace's cron schedules: <code>{ items: [{ scheduleId, cron, nextTickAt, lastTickAt, lastRunId, missed, skipped, … }] }</code></td></tr>
+        <tr><td><code>POST /schedules</code></td><td><code>{ "id", "cron", "timezone"? }</code> adds (or replaces) a schedule of <code>demo.tick@v1</code>: each tick starts one run</td></tr>
+        <tr><td><code>POST /schedules/:id/delete</code></td><td>removes a schedule: <code>{ deleted }</code></td></tr>
         <tr><td><code>GET /debug/*</code></td><td>inspection routes, only with <code>DEMO_DEBUG=on</code></td></tr>
       </tbody>
     </table>
@@ -728,6 +751,72 @@ document.getElementById("fanout-form").addEventListener("submit", async (event) 
   save();
   followFanout(started.runId);
 });
+
+// ── One at a time, and on a schedule ──
+// Serial runs are polled until they settle; the schedules table is read every 5 s.
+
+async function followSerial(runId) {
+  const tr = el("tr", {}, [el("td", {}, [runId + " ", inspectLink("/inspect/#/runs/" + encodeURIComponent(runId))]), el("td", { className: "state" })]);
+  tr.dataset.run = runId;
+  document.getElementById("serial-runs").tBodies[0].append(tr);
+  for (;;) {
+    const response = await fetch("/tasks/" + encodeURIComponent(runId)).catch(() => null);
+    const body = response && response.ok ? await response.json().catch(() => null) : null;
+    if (body) {
+      tr.lastChild.textContent = body.state + (body.state === "queued" ? " (" + body.reason + ")" : "");
+      tr.dataset.state = body.state;
+      if (["completed", "failed", "cancelled"].includes(body.state)) return;
+    } else if (response && response.status === 404) return;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+}
+
+document.getElementById("serial-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const key = document.getElementById("serial-key").value;
+  const ms = Number(document.getElementById("serial-ms").value);
+  for (let i = 0; i < 3; i++) {
+    const response = await postJson("/tasks/demo.serial@v1", { input: { key, ms } });
+    const started = await response.json().catch(() => null);
+    if (!response.ok) return setAnswer(document.getElementById("schedule-answer"), describeError(started, response.status), true);
+    followSerial(started.runId);
+  }
+});
+
+function when(ms) {
+  return ms === null || ms === undefined ? "" : new Date(ms).toLocaleTimeString();
+}
+async function refreshSchedules() {
+  const response = await fetch("/schedules").catch(() => null);
+  const body = response && response.ok ? await response.json().catch(() => null) : null;
+  if (!body) return;
+  const rows = body.items.map((x) => {
+    const remove = el("button", { type: "button", textContent: "Remove" });
+    remove.addEventListener("click", async () => {
+      await postJson("/schedules/" + encodeURIComponent(x.scheduleId) + "/delete", {});
+      refreshSchedules();
+    });
+    const last = x.lastRunId ? el("span", {}, [x.lastRunId + " ", inspectLink("/inspect/#/runs/" + encodeURIComponent(x.lastRunId))]) : el("span");
+    const tr = el("tr", {}, [x.scheduleId, x.cron, when(x.nextTickAt), when(x.lastTickAt)].map((text) => el("td", { textContent: String(text) })));
+    tr.append(el("td", {}, [last]), el("td", { textContent: String(x.missed) }), el("td", {}, [remove]));
+    tr.dataset.schedule = x.scheduleId;
+    return tr;
+  });
+  document.getElementById("schedules").tBodies[0].replaceChildren(...rows);
+}
+
+document.getElementById("schedule-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const answer = document.getElementById("schedule-answer");
+  const body = { id: document.getElementById("schedule-id").value, cron: document.getElementById("schedule-cron").value };
+  const response = await postJson("/schedules", body);
+  const added = await response.json().catch(() => null);
+  if (!response.ok) return setAnswer(answer, describeError(added, response.status), true);
+  setAnswer(answer, "next tick " + when(added.nextTickAt));
+  refreshSchedules();
+});
+refreshSchedules();
+setInterval(refreshSchedules, 5000);
 
 // ── Form values ──
 // What a person typed into the forms is kept with the rest, so a reload keeps it.

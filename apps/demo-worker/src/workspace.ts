@@ -8,6 +8,7 @@ import {
   type TaskReceipt,
   type TaskRunOptions,
   type TaskRunSnapshot,
+  type TaskScheduleSnapshot,
   type TaskStepSnapshot,
   Tasks,
 } from "@durablekit/tasks";
@@ -232,6 +233,35 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
         ...(run.state === "failed" ? { error: run.error } : {}),
       },
     };
+  }
+
+  /**
+   * Adds (or replaces) a cron schedule of `demo.tick@v1` (`POST /schedules`): each tick starts one
+   * run, from this object's alarm.
+   */
+  async addSchedule(body: {
+    id: string;
+    cron: string;
+    timezone?: string;
+  }): Promise<TaskCall<TaskScheduleSnapshot>> {
+    return taskCall(() =>
+      this.tasks.schedule("demo.tick@v1", {
+        id: body.id,
+        cron: body.cron,
+        input: { schedule: body.id },
+        ...(body.timezone === undefined ? {} : { timezone: body.timezone }),
+      }),
+    );
+  }
+
+  /** The object's schedules (`GET /schedules`). */
+  listSchedules(): TaskCall<{ items: TaskScheduleSnapshot[] }> {
+    return { ok: true, value: { items: this.tasks.schedules() } };
+  }
+
+  /** Removes a schedule (`POST /schedules/:id/delete`); `deleted` is false for an unknown id. */
+  removeSchedule(id: string): Promise<TaskCall<{ deleted: boolean }>> {
+    return taskCall(() => ({ deleted: this.tasks.unschedule(id) }));
   }
 
   /** Cancels a run (`POST /tasks/:runId/cancel`); `cancelled` is false for a settled run. */

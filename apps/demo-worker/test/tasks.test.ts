@@ -1,5 +1,7 @@
-import { exports } from "cloudflare:workers";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { WORKSPACE_NAME } from "../src/workspace";
 
 const base = "http://demo";
 
@@ -195,5 +197,70 @@ describe("/v1/stream/runs/:runId (a run's events through the Durable Streams pro
     const write = await exports.default.fetch(path, { method: "POST", body: "[]" });
     expect(write.status).toBe(405);
     expect((await exports.default.fetch(`${base}/v1/stream/runs/nope-${runId}`)).status).toBe(404);
+  });
+});
+
+describe("flow control and schedule routes", () => {
+  it("runs demo.serial@v1 one per key at a time: the second run of a key waits queued", async () => {
+    const first = await call("POST", "/tasks/demo.serial@v1", { input: { key: "k1", ms: 300 } });
+    const second = await call("POST", "/tasks/demo.serial@v1", { input: { key: "k1" } });
+    const other = await call("POST", "/tasks/demo.serial@v1", { input: { key: "k2" } });
+    expect(first.body.state).toBe("running");
+    expect(second.body.state).toBe("queued");
+    expect(other.body.state).not.toBe("queued");
+    const queued = await call("GET", `/tasks/${second.body.runId}`);
+    expect(queued.body).toMatchObject({ state: "queued", reason: "concurrency", key: "k1" });
+    expect(await settled(second.body.runId as string)).toMatchObject({
+      state: "completed",
+      result: { key: "k1" },
+    });
+    // The second started only once the first had settled.
+    const firstDone = await call("GET", `/tasks/${first.body.runId}`);
+    const secondDone = await call("GET", `/tasks/${second.body.runId}`);
+    expect(firstDone.body.state).toBe("completed");
+    const stepsOf = (body: Record<string, unknown>) => body.steps as Array<{ updatedAt: number }>;
+    expect(stepsOf(secondDone.body)[0]?.updatedAt).toBeGreaterThanOrEqual(
+      stepsOf(firstDone.body)[0]?.updatedAt as number,
+    );
+    const refused = await call("POST", "/tasks/demo.serial@v1", { input: { key: "" } });
+    expect(refused).toMatchObject({ status: 400, body: { error: { code: "demo/invalid-input" } } });
+  });
+
+  it("adds a one-minute schedule whose tick starts a demo.tick@v1 run, lists it, and removes it", async () => {
+    const added = await call("POST", "/schedules", { id: "every-minute", cron: "* * * * *" });
+    expect(added.status).toBe(201);
+    expect(added.body).toMatchObject({
+      scheduleId: "every-minute",
+      definition: "demo.tick@v1",
+      source: "api",
+      lastTickAt: null,
+    });
+    const nextTick = added.body.nextTickAt as number;
+    expect(nextTick - Date.now()).toBeLessThanOrEqual(60_000);
+    // The tick comes from the workspace's alarm: bring it to now instead of waiting a minute.
+    const stub = env.WORKSPACE.getByName(WORKSPACE_NAME);
+    await runInDurableObject(stub, (_, ctx) => {
+      ctx.storage.sql.exec(
+        "UPDATE dk_tasks_schedules SET next_at = ? WHERE schedule_id = 'every-minute'",
+        nextTick - 60_000,
+      );
+    });
+    await runDurableObjectAlarm(stub);
+    const listed = await call("GET", "/schedules");
+    const [schedule] = listed.body.items as Array<Record<string, unknown>>;
+    expect(schedule).toMatchObject({ scheduleId: "every-minute", lastTickAt: nextTick - 60_000 });
+    const run = await settled(schedule?.lastRunId as string);
+    expect(run).toMatchObject({
+      state: "completed",
+      definition: "demo.tick@v1",
+      metadata: { schedule: "every-minute", tickAt: nextTick - 60_000 },
+    });
+    const bad = await call("POST", "/schedules", { id: "bad", cron: "every minute" });
+    expect(bad).toMatchObject({ status: 400, body: { error: { code: "tasks/invalid-argument" } } });
+    expect(await call("POST", "/schedules/every-minute/delete", {})).toMatchObject({
+      status: 200,
+      body: { deleted: true },
+    });
+    expect((await call("GET", "/schedules")).body.items).toEqual([]);
   });
 });

@@ -212,6 +212,67 @@ describe("the demo page in headless Chromium under wrangler dev", () => {
     await page.close();
   });
 
+  it("runs three serial runs of one key one at a time, and shows a one-minute schedule's tick and its run", async () => {
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    await page.goto(`${dev.url}/`);
+    await page.fill("#serial-key", `key-${Date.now()}`);
+    await page.fill("#serial-ms", "1500");
+    await page.click("#serial-start");
+    const rows = page.locator("#serial-runs tbody tr");
+    await poll(async () => ((await rows.count()) === 3 ? true : undefined), 10_000, "three rows");
+    // While the first works, the other two wait for its slot.
+    await poll(
+      async () => {
+        const states = await rows.evaluateAll((trs) =>
+          trs.map((tr) => tr.getAttribute("data-state")),
+        );
+        return states.filter((state) => state === "queued").length === 2 ? true : undefined;
+      },
+      5_000,
+      "two runs queued behind the first",
+    );
+    await poll(
+      async () => {
+        const states = await rows.evaluateAll((trs) =>
+          trs.map((tr) => tr.getAttribute("data-state")),
+        );
+        return states.every((state) => state === "completed") ? true : undefined;
+      },
+      30_000,
+      "the three runs completed",
+    );
+    const id = `minute-${Date.now()}`;
+    await page.fill("#schedule-id", id);
+    await page.fill("#schedule-cron", "* * * * *");
+    await page.click("#schedule-add");
+    const row = page.locator(`#schedules tr[data-schedule="${id}"]`);
+    await row.waitFor({ timeout: 10_000 });
+    // The tick comes from the workspace's alarm within a minute; the table (read every 5 s) shows it.
+    const lastRun = row.locator("td").nth(4);
+    await poll(
+      async () => ((await lastRun.textContent())?.startsWith(`${id}@`) ? true : undefined),
+      75_000,
+      "the schedule's first tick",
+    );
+    const runId = ((await lastRun.textContent()) ?? "").split(" ")[0] as string;
+    const run = await poll(
+      async () => {
+        const response = await fetch(`${dev.url}/tasks/${encodeURIComponent(runId)}`);
+        const body = (await response.json()) as { state: string; definition: string };
+        return body.state === "completed" ? body : undefined;
+      },
+      10_000,
+      "the tick's run completed",
+    );
+    expect(run.definition).toBe("demo.tick@v1");
+    await row.locator("button").click();
+    await row.waitFor({ state: "detached", timeout: 10_000 });
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 150_000);
+
   it("runs the approval example to its interrupt, and after a reload resumes it from its card to completion, the job started once", async () => {
     const page = await browser.newPage();
     const problems: string[] = [];

@@ -37,7 +37,7 @@ export class CronTicks {
     } catch (error) {
       throw new TasksError(
         "tasks/invalid-argument",
-        `${what} cron ${JSON.stringify(expression)}${timezone === undefined ? "" : ` in ${JSON.stringify(timezone)}`} is not valid: ${error instanceof Error ? error.message : String(error)}`,
+        `${what} cron ${JSON.stringify(expression)}${timezone === undefined ? "" : ` in time zone ${JSON.stringify(timezone)}`} is not valid: five fields (minute hour day-of-month month day-of-week, e.g. "*/5 * * * *") or a nickname such as "@hourly", and an IANA time zone. ${error instanceof Error ? error.message : String(error)}`,
         { cause: error },
       );
     }
