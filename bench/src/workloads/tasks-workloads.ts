@@ -1,6 +1,7 @@
 import type { Workload } from "../workload";
 import { tasksClaimCost } from "./tasks-claim-cost";
 import { tasksEventsWorkloads } from "./tasks-events";
+import { tasksFlow, tasksSchedules } from "./tasks-flow";
 import { tasksJournal } from "./tasks-journal";
 import { tasksRunWorkloads } from "./tasks-run";
 import { tasksWorkflows } from "./tasks-workflows";
@@ -12,4 +13,6 @@ export const tasksWorkloads: Workload[] = [
   tasksJournal,
   tasksWorkflows,
   tasksClaimCost,
+  tasksFlow,
+  tasksSchedules,
 ];

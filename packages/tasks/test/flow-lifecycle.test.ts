@@ -55,6 +55,30 @@ describe("flow control through a run's life", () => {
     });
   });
 
+  it("writes nothing to a queued run while other runs of its key wake, park and settle", async () => {
+    await inFlow(fresh(), async (host) => {
+      const T0 = Date.UTC(2030, 0, 1);
+      host.setClock(T0);
+      const holders = [];
+      for (let i = 0; i < 2; i++) holders.push(await host.tasks.run("limited", { id: `h${i}` }));
+      const queued = [];
+      for (let i = 0; i < 20; i++) queued.push(await host.tasks.run("limited", { id: `q${i}` }));
+      host.setClock(T0 + 1_000);
+      // One holder settles (its slot goes to q0); the other wakes for an event it does not wait for.
+      await host.tasks.sendEvent(holders[0]?.runId as string, "go");
+      await host.tasks.sendEvent(holders[1]?.runId as string, "other");
+      await settle();
+      expect(host.tasks.get(queued[0]?.runId as string)?.state).toBe("waiting");
+      for (const receipt of queued.slice(1)) {
+        expect(host.tasks.get(receipt.runId)).toMatchObject({ state: "queued", updatedAt: T0 });
+        expect(host.tasks.events.readPage(receipt.runId).chunks.map((c) => c.chunk.type)).toEqual([
+          "task:accepted",
+          "task:queued",
+        ]);
+      }
+    });
+  });
+
   it("queues a restarted settled run when its key's slots are taken", async () => {
     await inFlow(fresh(), async (host) => {
       const done = await host.tasks.run("limited", { id: "done" });

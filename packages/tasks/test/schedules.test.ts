@@ -1,6 +1,7 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { anotherInstance } from "@durablekit/test-kit";
 import { isTasksError, Tasks } from "../src/index";
 import { SCHEDULE_DAY, type ScheduleObject } from "./fixtures/flow-objects";
 
@@ -112,6 +113,21 @@ describe("schedules", () => {
     });
   });
 
+  it("counts at most 1,000 missed ticks per pass after a long outage", async () => {
+    const stub = fresh();
+    await alarmAt(stub, SCHEDULE_DAY);
+    // Four days down: 1,151 ticks of */5 are due at once.
+    await alarmAt(stub, SCHEDULE_DAY + 4 * 24 * 60 * MINUTE);
+    await inHost(stub, (host) => {
+      expect(schedule(host, "bf0")).toMatchObject({
+        missed: 1_000,
+        lastTickAt: SCHEDULE_DAY + 4 * 24 * 60 * MINUTE,
+      });
+      expect(schedule(host, "bf3")?.missed).toBe(1_000);
+      expect(host.runsIn("backfilled", "completed")).toHaveLength(2 + 5);
+    });
+  });
+
   it("skips a tick while its last run is in progress (overlap skip), and queues it behind (overlap queue)", async () => {
     const stub = fresh();
     await alarmAt(stub, SCHEDULE_DAY);
@@ -189,6 +205,40 @@ describe("schedules", () => {
       expect(host.tasks.schedules()).toHaveLength(before);
       expect(host.tasks.unschedule("hourly")).toBe(true);
       expect(host.tasks.unschedule("hourly")).toBe(false);
+    });
+  });
+
+  it("keeps declared schedules in step with the code: unchanged ones unwritten, changed ones from now, gone ones deleted", async () => {
+    const stub = fresh();
+    await runInDurableObject(stub, async (host: ScheduleObject, ctx) => {
+      const before = host.rows("SELECT schedule_id, updated_at FROM dk_tasks_schedules ORDER BY schedule_id");
+      host.setClock(SCHEDULE_DAY + 7 * MINUTE);
+      const handler = async () => 1;
+      // The same declarations again (a new instance of the object): nothing written.
+      host.build(ctx);
+      expect(host.rows("SELECT schedule_id, updated_at FROM dk_tasks_schedules ORDER BY schedule_id")).toEqual(before);
+      // The next deploy: one schedule changed its cron, the others are gone; an added one stays.
+      await host.tasks.schedule("ticker", { id: "added", cron: "@hourly" });
+      const next = new Tasks(anotherInstance(ctx), {
+        now: () => host.now(),
+        definitions: {
+          ticker: { handler, schedules: [{ id: "every5", cron: "*/10 * * * *" }] },
+        },
+      });
+      expect(next.schedules().map((one) => [one.scheduleId, one.cron, one.nextTickAt])).toEqual([
+        ["added", "@hourly", SCHEDULE_DAY + 60 * MINUTE],
+        ["every5", "*/10 * * * *", SCHEDULE_DAY + 10 * MINUTE],
+      ]);
+      // The added schedule's definition is gone in a later deploy: its tick starts nothing.
+      const without = new Tasks(anotherInstance(ctx), {
+        now: () => SCHEDULE_DAY + 60 * MINUTE,
+        definitions: { other: handler },
+      });
+      await without.alarm();
+      expect(without.schedules()).toMatchObject([
+        { scheduleId: "added", lastRunId: null, nextTickAt: SCHEDULE_DAY + 120 * MINUTE },
+      ]);
+      expect(host.rows("SELECT run_id FROM dk_tasks_runs WHERE run_id LIKE 'added@%'")).toEqual([]);
     });
   });
 
