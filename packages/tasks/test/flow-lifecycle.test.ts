@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { anotherInstance } from "@durablekit/test-kit";
+import { anotherInstance, countingState } from "@durablekit/test-kit";
 import { describe, expect, it } from "vitest";
-import { defineTask, isTasksError, Tasks } from "../src/index";
+import { defineTask, isTasksError, type TaskStep, Tasks } from "../src/index";
 import type { FlowObject } from "./fixtures/flow-objects";
 
 const fresh = () => env.FLOW.getByName(`flow-${crypto.randomUUID()}`);
@@ -151,6 +151,38 @@ describe("flow control through a run's life", () => {
       });
       expect(host.runsIn("limited", "queued")).toEqual([]);
       expect(next.list({ definition: "limited", state: "pending" }).items).toHaveLength(1);
+    });
+  });
+});
+
+describe("what flow control writes", () => {
+  it("writes 8 rows for a queued start and 6 for a slot handoff", async () => {
+    await inFlow(fresh(), async (host) => {
+      const ctx = (host as unknown as { ctx: DurableObjectState }).ctx;
+      const counted = countingState(anotherInstance(ctx));
+      const tasks = new Tasks(counted.state, {
+        definitions: {
+          one: defineTask({
+            handler: async (_input: unknown, step: TaskStep) =>
+              step.waitForEvent("go", { type: "go" }),
+            concurrency: { limit: 1 },
+          }),
+        },
+      });
+      const first = await tasks.run("one");
+      const before = counted.mark();
+      const second = await tasks.run("one");
+      expect(tasks.get(second.runId)?.state).toBe("queued");
+      expect(counted.counts(before).rowsWritten).toBe(8);
+      await tasks.sendEvent(first.runId, "go");
+      await settle();
+      const handoff = counted.counts(
+        0,
+        (query) => /queued_for = NULL, queue_seq = NULL/.test(query),
+      );
+      expect(handoff.statements).toBe(1);
+      // The dequeue's statement and its one log row.
+      expect(handoff.rowsWritten + 1).toBe(6);
     });
   });
 });
