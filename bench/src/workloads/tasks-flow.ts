@@ -1,5 +1,4 @@
 import { defineTask, type TaskStep, Tasks } from "@durablekit/tasks";
-import { perSecond } from "../timing";
 import type { Figures, Workload } from "../workload";
 import { CommitCounter } from "./commit-counter";
 
@@ -26,16 +25,17 @@ export const tasksFlow: Workload = {
   title: `${RUNS.toLocaleString("en")} runs through ${SLOTS} slots (concurrency limit ${SLOTS}): ${RUNS - SLOTS} queued starts, each committed, then the queue drains`,
   metrics: [
     {
-      key: "msDrain",
-      label: "time to drain the queue (slots released → last run completed)",
+      key: "msTotal",
+      label: "time for the 1,000 runs (first run() → last completed), each run() committed",
       unit: "ms",
       better: "lower",
     },
     {
-      key: "runsPerSecond",
-      label: "runs completed per second while draining",
-      unit: "runs/s",
-      better: "higher",
+      key: "msDrain",
+      label:
+        "time from the slots' release to the last run completed (ours: the 990 queued runs drain through the 10 slots; the anchor has only its 10 held runs left)",
+      unit: "ms",
+      better: "lower",
     },
     {
       key: "rowsPerRun",
@@ -92,6 +92,7 @@ async function drain(ctx: DurableObjectState, limited: boolean): Promise<Figures
     },
   });
   const start = observed.mark();
+  const first = performance.now();
   const holders: string[] = [];
   for (let i = 0; i < SLOTS; i++) {
     holders.push((await tasks.run("flow@v1", { hold: true })).runId);
@@ -111,6 +112,7 @@ async function drain(ctx: DurableObjectState, limited: boolean): Promise<Figures
   for (const runId of holders) await tasks.sendEvent(runId, "go");
   await done;
   const msDrain = performance.now() - began;
+  const msTotal = performance.now() - first;
   // Each handoff is the dequeue's one statement (the run row and its index entries) and the
   // `task:dequeued` row of the run's log, written in the transaction of the settle that freed it.
   const handoffs = observed.sql.counts(
@@ -118,8 +120,8 @@ async function drain(ctx: DurableObjectState, limited: boolean): Promise<Figures
     /SET state = 'pending', next_at = \?, queued_for = NULL/,
   );
   return {
+    msTotal,
     msDrain,
-    runsPerSecond: perSecond(RUNS, msDrain),
     rowsPerRun: observed.rowsWritten(start) / RUNS,
     rowsPerQueuedStart: queuedRows / (RUNS - SLOTS),
     commitsPerQueuedStart: queuedCommits / (RUNS - SLOTS),

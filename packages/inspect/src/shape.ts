@@ -1,5 +1,9 @@
 import type { ChatTurnInfo } from "@durablekit/chat-adapter";
-import type { TaskAttemptSnapshot, TaskRunState } from "@durablekit/tasks";
+import type {
+  TaskAttemptSnapshot,
+  TaskRunState,
+  TaskScheduleSnapshot,
+} from "@durablekit/tasks";
 
 /**
  * The JSON the inspector answers, version {@link INSPECT_SHAPE_VERSION}. Every view carries
@@ -383,26 +387,12 @@ export interface InspectOverview {
   schedules?: InspectSchedule[];
 }
 
-/** A cron schedule of the tasks part, as the overview shows it. */
-export interface InspectSchedule {
-  scheduleId: string;
-  definition: string;
-  cron: string;
-  timezone: string;
-  /** A tick while the last run is in progress: `skip` it, or `queue` it behind. */
-  overlap: "skip" | "queue";
-  /** Missed ticks that still start after downtime. */
-  backfill: number;
-  /** `definition`: declared on its definition; `api`: added by `tasks.schedule`. */
-  source: "definition" | "api";
-  nextTickAt: number;
-  lastTickAt: number | null;
-  lastRunId: string | null;
-  /** Ticks skipped after downtime, beyond `backfill`. */
-  missed: number;
-  /** Ticks skipped because the last run was still in progress. */
-  skipped: number;
-}
+/**
+ * A cron schedule of the tasks part, as the overview shows it: `@durablekit/tasks`'s own snapshot
+ * (its next tick, its latest tick and run, the ticks it missed after downtime and skipped for
+ * overlap).
+ */
+export type InspectSchedule = TaskScheduleSnapshot;
 
 /**
  * Counts by state over a bounded read: exact when `complete`, else lower bounds. Runs are counted

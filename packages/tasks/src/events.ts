@@ -1,3 +1,4 @@
+import type { TaskScheduleTick } from "./flow/schedules";
 import type { TaskQueueReason, TaskWaitReason } from "./store/rows";
 
 /** What a failed run or a failed attempt reports: the error's name, message and code. */
@@ -40,15 +41,7 @@ export type TaskEvent =
    * known starts nothing again), `missed` the ticks it skipped after downtime (beyond `backfill`),
    * `skipped` the ticks it skipped because its last run was still in progress (`overlap: "skip"`).
    */
-  | {
-      type: "task:schedule:ticked";
-      scheduleId: string;
-      definition: string;
-      tickAt: number;
-      runIds: string[];
-      missed: number;
-      skipped: number;
-    }
+  | ({ type: "task:schedule:ticked" } & TaskScheduleTick)
   | ({
       type: "task:attempt:started";
       attempt: number;

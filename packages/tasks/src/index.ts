@@ -36,7 +36,7 @@ export {
   type TaskRateLimit,
   type TaskSchedule,
 } from "./flow/definition";
-export type { TaskScheduleSnapshot } from "./flow/schedules";
+export type { TaskScheduleSnapshot, TaskScheduleTick } from "./flow/schedules";
 export {
   replayRecordedRun,
   type TaskRecordedRun,

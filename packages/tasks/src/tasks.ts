@@ -60,6 +60,13 @@ interface Placed {
   moves: FlowMoves;
 }
 
+/** The earliest of some wake times, or null when none is set. */
+function earliest(wakes: ReadonlyArray<number | null>): number | null {
+  let at: number | null = null;
+  for (const wake of wakes) if (wake !== null && (at === null || wake < at)) at = wake;
+  return at;
+}
+
 /** The error for a run id that names no run. */
 function noSuchRun(runId: string): TasksError {
   return new TasksError("tasks/not-found", `No run "${runId}" exists; check the run id.`);
@@ -192,6 +199,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
       store: this.#store,
       handlers: new Map([...resolved].map(([name, definition]) => [name, definition.handler])),
       releaseQueued: (runId, now) => this.#releaseQueued(runId, now),
+      otherWakeAt: () => earliest([this.#store.flows.nextWakeAt(), this.#schedules.nextWakeAt()]),
       defaults,
       claimTimeoutMs,
       maxValueBytes: this.#maxValueBytes,
@@ -1193,16 +1201,12 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
 
   /** The earliest time a run needs a wake, or a message to another object is due (epoch ms); `null` when none does. */
   nextWakeAt(): number | null {
-    let at: number | null = null;
-    for (const wake of [
+    return earliest([
       this.#store.runs.nextWakeAt(),
       this.#store.flows.nextWakeAt(),
       this.#schedules.nextWakeAt(),
       this.#children?.nextWakeAt() ?? null,
-    ]) {
-      if (wake !== null && (at === null || wake < at)) at = wake;
-    }
-    return at;
+    ]);
   }
 
   /**

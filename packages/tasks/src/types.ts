@@ -268,8 +268,10 @@ export type TaskOutput<Definition> =
 /** Options of {@link Tasks}. */
 export interface TasksOptions<Definitions extends TaskDefinitions> {
   /**
-   * The registry: versioned definition names (`"build@v1"`) to handlers. Pass it on every
-   * construction; the object rebuilds it on every wake, so in-flight runs always find their handler.
+   * The registry: versioned definition names (`"build@v1"`) to handlers, or to definitions with
+   * options (`{ handler, key?, concurrency?, rateLimit?, debounce?, priority?, schedules? }`, see
+   * `defineTask`). Pass it on every construction; the object rebuilds it on every wake, so in-flight
+   * runs always find their handler, and the declared schedules are kept in step with it.
    */
   definitions: Definitions;
   /** Default retry policy of every step (5 attempts, 1000 ms, exponential). */

@@ -33,6 +33,8 @@ export interface RunnerConfig {
    * (the runner claims it at once), false when it waits in its key's queue.
    */
   releaseQueued: (runId: string, now: number) => boolean;
+  /** The engine's earliest wake besides its runs' (a flow key's rate window, a schedule's tick). */
+  otherWakeAt: () => number | null;
   defaults: StepPolicy;
   claimTimeoutMs: number;
   maxValueBytes: number;
@@ -142,6 +144,8 @@ export class Runner {
     // The attempts alive here need no wake while this handler waits for them; any other run does.
     const next = this.#config.store.runs.nextWakeAtExcept(this.active);
     if (next !== null) arm(next);
+    const other = this.#config.otherWakeAt();
+    if (other !== null) arm(other);
     this.#waiting.add(arm);
     try {
       await Promise.race([Promise.allSettled(attempts), due]);

@@ -60,8 +60,8 @@ export interface SchedulesHost {
   accept(run: ScheduledRun): void;
 }
 
-/** A pass over one schedule's due ticks: what it did, for the event. */
-export interface ScheduleTick {
+/** A pass over one schedule's due ticks: what it did (the `task:schedule:ticked` event). */
+export interface TaskScheduleTick {
   scheduleId: string;
   definition: string;
   tickAt: number;
@@ -148,17 +148,29 @@ export class Schedules {
    * Takes the due ticks of due schedules at `now`: each schedule's pass is `inTransaction`
    * (accepting its ticks' runs and writing its next tick together). Answers what each pass did.
    */
-  tick(now: number, inTransaction: <T>(fn: () => T) => T): ScheduleTick[] {
-    const done: ScheduleTick[] = [];
+  tick(now: number, inTransaction: <T>(fn: () => T) => T): TaskScheduleTick[] {
+    const done: TaskScheduleTick[] = [];
     for (const row of this.#host.store.due(now, SCHEDULES_PER_ALARM)) {
-      const pass = inTransaction(() => this.#pass(row, now));
-      if (pass !== null) done.push(pass);
+      try {
+        const pass = inTransaction(() => this.#pass(row, now));
+        if (pass !== null) done.push(pass);
+      } catch (error) {
+        // A tick's run refused at the door (its definition's `key` threw, its key was busy under
+        // `onBusy: "refuse"`): the pass rolled back. The schedule moves to its next tick, the ticks
+        // counted as skipped, rather than failing every alarm after it.
+        console.warn(
+          `@durablekit/tasks: schedule "${row.schedule_id}" could not start its tick's run; skipping to its next tick.`,
+          error,
+        );
+        const next = this.#ticksOf(row).next(now) ?? Number.MAX_SAFE_INTEGER;
+        inTransaction(() => this.#host.store.ticked(row.schedule_id, next, null, 0, 1, now));
+      }
     }
     return done;
   }
 
   /** One schedule's due ticks at `now` (see {@link tick}); null for a schedule of a gone definition. */
-  #pass(row: ScheduleRow, now: number): ScheduleTick | null {
+  #pass(row: ScheduleRow, now: number): TaskScheduleTick | null {
     const ticks = this.#ticksOf(row);
     const nextAt = ticks.next(now) ?? Number.MAX_SAFE_INTEGER;
     if (!this.#host.hasDefinition(row.definition)) {
