@@ -1,9 +1,5 @@
 import type { ChatTurnInfo } from "@durablekit/chat-adapter";
-import type {
-  TaskAttemptSnapshot,
-  TaskRunState,
-  TaskScheduleSnapshot,
-} from "@durablekit/tasks";
+import type { TaskAttemptSnapshot, TaskRunState, TaskScheduleSnapshot } from "@durablekit/tasks";
 
 /**
  * The JSON the inspector answers, version {@link INSPECT_SHAPE_VERSION}. Every view carries

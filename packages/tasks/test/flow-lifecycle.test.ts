@@ -176,9 +176,8 @@ describe("what flow control writes", () => {
       expect(counted.counts(before).rowsWritten).toBe(8);
       await tasks.sendEvent(first.runId, "go");
       await settle();
-      const handoff = counted.counts(
-        0,
-        (query) => /queued_for = NULL, queue_seq = NULL/.test(query),
+      const handoff = counted.counts(0, (query) =>
+        /queued_for = NULL, queue_seq = NULL/.test(query),
       );
       expect(handoff.statements).toBe(1);
       // The dequeue's statement and its one log row.

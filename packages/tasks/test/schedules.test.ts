@@ -1,7 +1,7 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
 import { anotherInstance } from "@durablekit/test-kit";
+import { describe, expect, it } from "vitest";
 import { isTasksError, Tasks } from "../src/index";
 import { SCHEDULE_DAY, type ScheduleObject } from "./fixtures/flow-objects";
 
@@ -211,12 +211,16 @@ describe("schedules", () => {
   it("keeps declared schedules in step with the code: unchanged ones unwritten, changed ones from now, gone ones deleted", async () => {
     const stub = fresh();
     await runInDurableObject(stub, async (host: ScheduleObject, ctx) => {
-      const before = host.rows("SELECT schedule_id, updated_at FROM dk_tasks_schedules ORDER BY schedule_id");
+      const before = host.rows(
+        "SELECT schedule_id, updated_at FROM dk_tasks_schedules ORDER BY schedule_id",
+      );
       host.setClock(SCHEDULE_DAY + 7 * MINUTE);
       const handler = async () => 1;
       // The same declarations again (a new instance of the object): nothing written.
       host.build(ctx);
-      expect(host.rows("SELECT schedule_id, updated_at FROM dk_tasks_schedules ORDER BY schedule_id")).toEqual(before);
+      expect(
+        host.rows("SELECT schedule_id, updated_at FROM dk_tasks_schedules ORDER BY schedule_id"),
+      ).toEqual(before);
       // The next deploy: one schedule changed its cron, the others are gone; an added one stays.
       await host.tasks.schedule("ticker", { id: "added", cron: "@hourly" });
       const next = new Tasks(anotherInstance(ctx), {

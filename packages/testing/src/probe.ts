@@ -75,15 +75,18 @@ export class TestingProbe {
    */
   instrument<Definitions extends TaskDefinitions>(definitions: Definitions): Definitions {
     check.options(definitions, "instrument(definitions)");
-    const out: Record<string, (input: never, step: TaskStep) => unknown> = {};
-    for (const [name, handler] of Object.entries(definitions)) {
+    const out: Record<string, unknown> = {};
+    for (const [name, entry] of Object.entries(definitions)) {
+      // A definition with options keeps them; only its handler is instrumented.
+      const handler =
+        typeof entry === "function" ? entry : (entry as { handler?: unknown })?.handler;
       if (typeof handler !== "function") {
         throw new TestingError(
           "testing/invalid-argument",
-          `instrument(definitions): the handler of "${name}" must be a function.`,
+          `instrument(definitions): the handler of "${name}" must be a function (or { handler, …options }).`,
         );
       }
-      out[name] = async (input: never, step: TaskStep) => {
+      const instrumented = async (input: never, step: TaskStep) => {
         // An attempt at work: a fan-out's driver lets it run before it moves the clock.
         const objectId = this.#ctx.id.toString();
         noteBusy(objectId, 1);
@@ -99,6 +102,7 @@ export class TestingProbe {
           noteBusy(objectId, -1);
         }
       };
+      out[name] = typeof entry === "function" ? instrumented : { ...entry, handler: instrumented };
     }
     return out as Definitions;
   }

@@ -1,9 +1,10 @@
 import { encode } from "@durablekit/handle-journal";
 import {
+  type AnyTaskDefinition,
   replayRecordedRun,
   type TaskChildOutcome,
   type TaskChildSnapshot,
-  type TaskStep,
+  type TaskHandler,
   type TaskStepSnapshot,
 } from "@durablekit/tasks";
 import { TestingError } from "./errors";
@@ -61,8 +62,8 @@ export type TestingReplayReport =
     }
   | { ok: false; divergence: TestingDivergence; replayed: number };
 
-/** A task handler, as a definitions map holds it. */
-export type TestingTaskHandler = (input: never, step: TaskStep) => unknown;
+/** A definitions-map entry: a task handler, or a definition with options (its `handler` is replayed). */
+export type TestingTaskHandler = TaskHandler | AnyTaskDefinition;
 
 /**
  * Replays a recorded run against a handler — the current code of its definition — on the engine's
@@ -87,10 +88,14 @@ export async function replayAgainst(
   definition: TestingTaskHandler,
   recording: TestingRecording,
 ): Promise<TestingReplayReport> {
-  if (typeof definition !== "function") {
+  const handler =
+    typeof definition === "function"
+      ? definition
+      : (definition as { handler?: unknown } | null)?.handler;
+  if (typeof handler !== "function") {
     throw new TestingError(
       "testing/invalid-argument",
-      'replayAgainst(definition, recording): definition must be the handler, e.g. definitions["name@v1"].',
+      'replayAgainst(definition, recording): definition must be the handler (or { handler, …options }), e.g. definitions["name@v1"].',
     );
   }
   const checked = checkRecording(recording);
@@ -109,7 +114,7 @@ export async function replayAgainst(
     return step;
   });
   const { outcome, replayed, unreached } = await replayRecordedRun(
-    definition,
+    handler as TaskHandler,
     decodeText(checked.input),
     {
       runId: checked.runId,

@@ -57,6 +57,24 @@ describe("recordRun and replayAgainst", () => {
   });
 });
 
+describe("definitions with options (flow control, schedules)", () => {
+  it("records and replays a run of demo.serial@v1, a { handler, …options } definition the probe instrumented", async () => {
+    const recording = await recorded("demo.serial@v1", { key: "k" });
+    expect(recording).toMatchObject({ definition: "demo.serial@v1", state: "completed" });
+    expect(await replayCurrent("demo.serial@v1", recording)).toEqual({
+      ok: true,
+      outcome: "settled",
+      replayed: 1,
+    });
+    await runInDurableObject(fresh(), (o) => {
+      const instrumented = o.probe.instrument(o.definitions())["demo.serial@v1"];
+      // Only its handler is wrapped: its options stay.
+      expect(instrumented).toMatchObject({ concurrency: { limit: 1 } });
+      expect(instrumented.handler).not.toBe(o.definitions()["demo.serial@v1"].handler);
+    });
+  });
+});
+
 describe("replayAgainst a changed definition", () => {
   const recording = committed as TestingRecording;
 
