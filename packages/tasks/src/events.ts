@@ -1,4 +1,4 @@
-import type { TaskScheduleTick } from "./flow/schedules";
+import type { TaskScheduleTick } from "./flow/options";
 import type { TaskQueueReason, TaskWaitReason } from "./store/rows";
 
 /** What a failed run or a failed attempt reports: the error's name, message and code. */

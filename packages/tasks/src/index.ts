@@ -28,15 +28,15 @@ export {
   type TasksErrorCode,
 } from "./errors";
 export type { TaskChildAddress, TaskErrorInfo, TaskEvent, TaskEventType } from "./events";
-export {
-  defineTask,
-  type TaskConcurrency,
-  type TaskDebounce,
-  type TaskDefinition,
-  type TaskRateLimit,
-  type TaskSchedule,
-} from "./flow/definition";
-export type { TaskScheduleSnapshot, TaskScheduleTick } from "./flow/schedules";
+export { defineTask, type TaskDefinition } from "./flow/definition";
+export type {
+  TaskConcurrency,
+  TaskDebounce,
+  TaskRateLimit,
+  TaskSchedule,
+  TaskScheduleSnapshot,
+  TaskScheduleTick,
+} from "./flow/options";
 export {
   replayRecordedRun,
   type TaskRecordedRun,
@@ -73,9 +73,9 @@ export {
   TRUNCATED_PREVIEW_CHARS,
 } from "./truncated";
 export type {
-  AnyTaskDefinition,
   TaskAttemptSnapshot,
   TaskAwaitChildrenOptions,
+  TaskDefinitionBase,
   TaskDefinitions,
   TaskDeleteOptions,
   TaskHandle,

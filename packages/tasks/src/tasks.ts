@@ -5,19 +5,15 @@ import { ChildRuns } from "./children/child-runs";
 import { refusal, type TaskChildReply } from "./children/protocol";
 import { DEFAULT_DELIVERY_TIMEOUT_MS, type TaskChildSnapshot } from "./children/types";
 import { TasksError } from "./errors";
-import {
-  priorityOf,
-  type ResolvedDefinition,
-  resolveDefinition,
-  type TaskSchedule,
-} from "./flow/definition";
+import { priorityOf, type ResolvedDefinition, resolveDefinition } from "./flow/definition";
 import {
   FlowControl,
   type FlowMoves,
   type FlowPlacement,
   SCHEDULE_LANE_PREFIX,
 } from "./flow/flow-control";
-import { type ScheduledRun, Schedules, type TaskScheduleSnapshot } from "./flow/schedules";
+import type { TaskSchedule, TaskScheduleSnapshot } from "./flow/options";
+import { type ScheduledRun, Schedules } from "./flow/schedules";
 import { DEFAULT_STEP_POLICY, resolvePolicy } from "./policy";
 import { TaskRunEventLog } from "./run-event-log";
 import { toAttemptSnapshots, toRunSnapshot, toStepSnapshots } from "./snapshot";

@@ -12,7 +12,7 @@ import type {
   TaskChildTarget,
 } from "./children/types";
 import type { TaskErrorInfo, TaskEvent } from "./events";
-import type { TaskConcurrency, TaskDebounce, TaskRateLimit, TaskSchedule } from "./flow/definition";
+import type { TaskConcurrency, TaskDebounce, TaskRateLimit, TaskSchedule } from "./flow/options";
 import type { TaskRetryOptions } from "./policy";
 import type {
   TaskInterruptedStep,
@@ -238,7 +238,7 @@ export type TaskHandler = (input: never, step: TaskStep) => unknown;
  * The widest definition with options: what every {@link TaskDefinition} is assignable to (its
  * `key` and schedules' inputs are typed by `defineTask`).
  */
-export interface AnyTaskDefinition {
+export interface TaskDefinitionBase {
   handler: TaskHandler;
   key?: (input: never) => string;
   concurrency?: TaskConcurrency;
@@ -252,7 +252,7 @@ export interface AnyTaskDefinition {
  * The definitions map: versioned names to handlers, or to definitions with options
  * (`{ handler, concurrency, rateLimit, debounce, priority, schedules }`, see {@link TaskDefinition}).
  */
-export type TaskDefinitions = Record<string, TaskHandler | AnyTaskDefinition>;
+export type TaskDefinitions = Record<string, TaskHandler | TaskDefinitionBase>;
 
 /** The handler of a definitions-map entry. */
 type HandlerOf<Entry> = Entry extends { handler: infer Handler } ? Handler : Entry;

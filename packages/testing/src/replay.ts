@@ -1,9 +1,9 @@
 import { encode } from "@durablekit/handle-journal";
 import {
-  type AnyTaskDefinition,
   replayRecordedRun,
   type TaskChildOutcome,
   type TaskChildSnapshot,
+  type TaskDefinitionBase,
   type TaskHandler,
   type TaskStepSnapshot,
 } from "@durablekit/tasks";
@@ -63,7 +63,7 @@ export type TestingReplayReport =
   | { ok: false; divergence: TestingDivergence; replayed: number };
 
 /** A definitions-map entry: a task handler, or a definition with options (its `handler` is replayed). */
-export type TestingTaskHandler = TaskHandler | AnyTaskDefinition;
+export type TestingTaskHandler = TaskHandler | TaskDefinitionBase;
 
 /**
  * Replays a recorded run against a handler — the current code of its definition — on the engine's

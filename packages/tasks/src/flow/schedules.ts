@@ -2,7 +2,7 @@ import { check, checkName } from "../arguments";
 import { TasksError } from "../errors";
 import type { ScheduleRow, ScheduleSpec, ScheduleStore } from "../store/schedule-store";
 import { CronTicks } from "./cron";
-import type { TaskSchedule } from "./definition";
+import type { TaskSchedule, TaskScheduleSnapshot, TaskScheduleTick } from "./options";
 
 /** Most ticks a pass counts as missed after downtime; a longer outage reports this many. */
 export const MISSED_COUNT_LIMIT = 1_000;
@@ -10,29 +10,6 @@ export const MISSED_COUNT_LIMIT = 1_000;
 const MAX_BACKFILL = 1_000;
 /** Schedules one alarm takes; the rest stay due for the next. */
 const SCHEDULES_PER_ALARM = 100;
-
-/** A schedule as `schedules()` reports it. */
-export interface TaskScheduleSnapshot {
-  scheduleId: string;
-  definition: string;
-  cron: string;
-  /** IANA time zone; `"UTC"` when none was given. */
-  timezone: string;
-  overlap: "skip" | "queue";
-  backfill: number;
-  /** `"definition"`: declared on its definition; `"api"`: added by `tasks.schedule`. */
-  source: "definition" | "api";
-  /** The next tick, epoch ms. */
-  nextTickAt: number;
-  /** The latest tick taken (a run started, or skipped for overlap), or null before the first. */
-  lastTickAt: number | null;
-  /** The run the latest started tick started, or null. */
-  lastRunId: string | null;
-  /** Ticks skipped after downtime, beyond `backfill` (at most 1,000 counted per outage). */
-  missed: number;
-  /** Ticks skipped because the schedule's last run was still in progress (`overlap: "skip"`). */
-  skipped: number;
-}
 
 /** One tick's run, as a pass asks for it. */
 export interface ScheduledRun {
@@ -58,16 +35,6 @@ export interface SchedulesHost {
   exists(runId: string): boolean;
   /** Accepts one tick's run, in the pass's transaction (started after it commits). */
   accept(run: ScheduledRun): void;
-}
-
-/** A pass over one schedule's due ticks: what it did (the `task:schedule:ticked` event). */
-export interface TaskScheduleTick {
-  scheduleId: string;
-  definition: string;
-  tickAt: number;
-  runIds: string[];
-  missed: number;
-  skipped: number;
 }
 
 /**
