@@ -1256,11 +1256,13 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
 
   /**
    * Lets go the queued runs of definitions that no longer have flow control (a deploy removed
-   * it): nothing would move their queues again. One probe of the definition index per such
-   * definition; runs of a definition that is gone stay queued (they could not run) until
-   * cancelled or deleted.
+   * it): nothing would move their queues again. One probe of the state index, then (only when a
+   * run is queued) one of the definition index per such definition; runs of a definition that is
+   * gone stay queued (they could not run) until cancelled or deleted.
    */
   #releaseUnruled(definitions: ReadonlyMap<string, ResolvedDefinition>): void {
+    // One probe of the state index first: an object with no queued run (the usual case) reads no more.
+    if (!this.#store.runs.hasQueued()) return;
     const now = this.#now();
     for (const definition of definitions.values()) {
       if (definition.flow !== null) continue;

@@ -229,6 +229,17 @@ export class RunStore {
     );
   }
 
+  /** True when any run is queued: one probe of the state index. */
+  hasQueued(): boolean {
+    return (
+      this.#sql
+        .exec(
+          "SELECT 1 FROM dk_tasks_runs INDEXED BY dk_tasks_runs_by_state WHERE state = 'queued' LIMIT 1",
+        )
+        .toArray().length > 0
+    );
+  }
+
   /** Ids of a definition's queued runs, oldest first (at most `limit`). */
   queuedOf(definition: string, limit: number): string[] {
     return this.#sql
