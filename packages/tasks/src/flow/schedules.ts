@@ -108,7 +108,7 @@ export class Schedules {
       );
     }
     this.#write(spec, row, now);
-    return toSnapshot(this.#host.store.get(spec.schedule_id) as ScheduleRow);
+    return this.#host.store.snapshots(spec.schedule_id)[0] as TaskScheduleSnapshot;
   }
 
   /**
@@ -208,7 +208,7 @@ export class Schedules {
 
   /** Every schedule, by id. */
   list(): TaskScheduleSnapshot[] {
-    return this.#host.store.list().map(toSnapshot);
+    return this.#host.store.snapshots();
   }
 
   /** The earliest next tick of any schedule, or null. */
@@ -266,21 +266,4 @@ export class Schedules {
     }
     return ticks;
   }
-}
-
-function toSnapshot(row: ScheduleRow): TaskScheduleSnapshot {
-  return {
-    scheduleId: row.schedule_id,
-    definition: row.definition,
-    cron: row.cron,
-    timezone: row.timezone ?? "UTC",
-    overlap: row.overlap,
-    backfill: row.backfill,
-    source: row.source,
-    nextTickAt: row.next_at,
-    lastTickAt: row.last_tick_at,
-    lastRunId: row.last_run_id,
-    missed: row.missed,
-    skipped: row.skipped,
-  };
 }

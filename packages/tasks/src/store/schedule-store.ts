@@ -1,3 +1,5 @@
+import type { TaskScheduleSnapshot } from "../flow/options";
+
 /** One row of `dk_tasks_schedules`. */
 export interface ScheduleRow {
   schedule_id: string;
@@ -54,6 +56,23 @@ export class ScheduleStore {
           ? "SELECT * FROM dk_tasks_schedules ORDER BY schedule_id"
           : "SELECT * FROM dk_tasks_schedules WHERE source = ? ORDER BY schedule_id",
         ...(source === undefined ? [] : [source]),
+      )
+      .toArray();
+  }
+
+  /**
+   * Every schedule as `schedules()` reports it (or the one of `scheduleId`), by id: read in the
+   * snapshot's own shape (a time zone left out reads as `"UTC"`).
+   */
+  snapshots(scheduleId?: string): TaskScheduleSnapshot[] {
+    return this.#sql
+      .exec<TaskScheduleSnapshot & Record<string, SqlStorageValue>>(
+        `SELECT schedule_id AS scheduleId, definition, cron, coalesce(timezone, 'UTC') AS timezone,
+           overlap, backfill, source, next_at AS nextTickAt, last_tick_at AS lastTickAt,
+           last_run_id AS lastRunId, missed, skipped
+         FROM dk_tasks_schedules ${scheduleId === undefined ? "" : "WHERE schedule_id = ?"}
+         ORDER BY schedule_id`,
+        ...(scheduleId === undefined ? [] : [scheduleId]),
       )
       .toArray();
   }
