@@ -11,7 +11,15 @@ import { defineConfig } from "tsup";
  * declarations are bundled here by rollup-plugin-dts after the JavaScript build.
  */
 export function packageBuild(
-  options: { entries?: readonly string[] } = {},
+  options: {
+    entries?: readonly string[];
+    /**
+     * Third-party modules bundled into the package's JavaScript instead of depended on, so that the
+     * package installs with its @durablekit siblings alone (their licences are in the package's
+     * THIRD_PARTY_NOTICES.md).
+     */
+    bundled?: readonly string[];
+  } = {},
 ): ReturnType<typeof defineConfig> {
   const entries = options.entries ?? ["index"];
   return defineConfig({
@@ -22,6 +30,7 @@ export function packageBuild(
     clean: true,
     target: "es2023",
     external: [/^cloudflare:/],
+    noExternal: [...(options.bundled ?? [])],
     onSuccess: async () => {
       for (const entry of entries) await bundleDeclarations(entry);
     },

@@ -1,3 +1,4 @@
 import { packageBuild } from "../../tsup.base";
 
-export default packageBuild();
+// croner computes the ticks of cron schedules; it is bundled (MIT, see THIRD_PARTY_NOTICES.md).
+export default packageBuild({ bundled: ["croner"] });
