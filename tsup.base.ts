@@ -1,4 +1,5 @@
-import { isAbsolute } from "node:path";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, isAbsolute, join } from "node:path";
 import { rollup } from "rollup";
 import { dts } from "rollup-plugin-dts";
 import { defineConfig } from "tsup";
@@ -32,9 +33,33 @@ export function packageBuild(
     external: [/^cloudflare:/],
     noExternal: [...(options.bundled ?? [])],
     onSuccess: async () => {
-      for (const entry of entries) await bundleDeclarations(entry);
+      for (const entry of entries) {
+        vendorMappedSources(entry);
+        await bundleDeclarations(entry);
+      }
     },
   });
+}
+
+/**
+ * A bundled third-party module's sources are files of `node_modules`, which the package does not
+ * ship: each is copied to `dist/vendor/<its path below node_modules>` and the entry's source map
+ * points there, so every source a shipped map names is shipped with it.
+ */
+function vendorMappedSources(entry: string): void {
+  const mapFile = `dist/${entry}.js.map`;
+  const map = JSON.parse(readFileSync(mapFile, "utf8")) as { sources: string[] };
+  let changed = false;
+  map.sources = map.sources.map((source) => {
+    const below = /(?:^|\/)node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?(.+)$/.exec(source)?.[1];
+    if (below === undefined) return source;
+    const vendored = `vendor/${below}`;
+    mkdirSync(dirname(`dist/${vendored}`), { recursive: true });
+    copyFileSync(join("dist", source), `dist/${vendored}`);
+    changed = true;
+    return vendored;
+  });
+  if (changed) writeFileSync(mapFile, JSON.stringify(map));
 }
 
 /** Bundles `src/<entry>.ts`'s declarations into `dist/<entry>.d.ts` + its declaration map. */
