@@ -1,14 +1,10 @@
-import type { TaskCall } from "../demo-tasks";
 import { describeValue, errorResponse, json, readJsonBody, unexpectedFields } from "../http";
 import type { Route } from "../router";
 import { WORKSPACE_NAME } from "../workspace";
+import { answer } from "./tasks";
 
 const USAGE =
   'POST /fanout takes { "children": 1–1000, "objects"?: 1–100, "ms"?: 0–10000, "spacingMs"?: 0–1000, "idempotencyKey"?: "<key>" }';
-
-function answer<T>(call: TaskCall<T>, status = 200): Response {
-  return call.ok ? json(call.value, status) : errorResponse(call.status, call.code, call.message);
-}
 
 /**
  * A job fanned out over many objects: `POST /fanout` starts a `demo.fanout@v1` run in the

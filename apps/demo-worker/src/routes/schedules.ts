@@ -1,6 +1,7 @@
-import { describeValue, errorResponse, json, readJsonBody, unexpectedFields } from "../http";
+import { describeValue, errorResponse, readJsonBody, unexpectedFields } from "../http";
 import type { Route } from "../router";
 import { WORKSPACE_NAME } from "../workspace";
+import { answer } from "./tasks";
 
 const USAGE =
   'POST /schedules takes { "id": "<1–64 characters>", "cron": "<five-field cron, e.g. * * * * *>", "timezone"?: "<IANA zone>" }';
@@ -14,8 +15,7 @@ export const scheduleRoutes: Route[] = [
     method: "GET",
     path: "/schedules",
     async handle(_request, env) {
-      const call = await env.WORKSPACE.getByName(WORKSPACE_NAME).listSchedules();
-      return call.ok ? json(call.value) : errorResponse(call.status, call.code, call.message);
+      return answer(await env.WORKSPACE.getByName(WORKSPACE_NAME).listSchedules());
     },
   },
   {
@@ -42,15 +42,14 @@ export const scheduleRoutes: Route[] = [
         cron,
         ...(timezone === undefined ? {} : { timezone: timezone as string }),
       });
-      return call.ok ? json(call.value, 201) : errorResponse(call.status, call.code, call.message);
+      return answer(call, 201);
     },
   },
   {
     method: "POST",
     path: "/schedules/:id/delete",
     async handle(_request, env, { id }) {
-      const call = await env.WORKSPACE.getByName(WORKSPACE_NAME).removeSchedule(id as string);
-      return call.ok ? json(call.value) : errorResponse(call.status, call.code, call.message);
+      return answer(await env.WORKSPACE.getByName(WORKSPACE_NAME).removeSchedule(id as string));
     },
   },
 ];

@@ -7,7 +7,8 @@ import { WORKSPACE_NAME } from "../workspace";
 /** The top-level fields of a start request. */
 const TASK_BODY_FIELDS = ["input", "idempotencyKey", "runId"] as const;
 
-function answer<T>(call: TaskCall<T>, status = 200): Response {
+/** A task call's outcome as a response: its value as JSON (`status`), or its coded error. */
+export function answer<T>(call: TaskCall<T>, status = 200): Response {
   return call.ok ? json(call.value, status) : errorResponse(call.status, call.code, call.message);
 }
 
