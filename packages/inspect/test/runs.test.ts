@@ -212,6 +212,23 @@ describe("the inspector's task runs", () => {
     });
   });
 
+  it("lists at most the first 100 schedules by id in the overview", async () => {
+    await inFixture(async ({ tasks, inspector }) => {
+      for (let i = 0; i < 101; i++) {
+        await tasks.schedule("one-at-a-time@v1", {
+          id: `s${String(i).padStart(3, "0")}`,
+          cron: "@daily",
+          input: { customer: `c${i}` },
+        });
+      }
+      const shown = inspector.overview().schedules ?? [];
+      expect(tasks.schedules()).toHaveLength(102);
+      expect(shown).toHaveLength(100);
+      expect(shown[0]?.scheduleId).toBe("nightly");
+      expect(shown.at(-1)?.scheduleId).toBe("s098");
+    });
+  });
+
   it("pages runs newest first, refuses bad input, and answers null for an unknown run", async () => {
     await inFixture(async ({ tasks, inspector }) => {
       for (let i = 0; i < 5; i++) {
