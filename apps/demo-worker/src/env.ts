@@ -2,6 +2,7 @@ import type { ChatRoom } from "./chat-room";
 import type { Programs } from "./programs";
 import type { ProtocolStream } from "./protocol-stream";
 import type { Shard } from "./shard";
+import type { SubscriptionHub } from "./subscription-hub";
 import type { Workspace } from "./workspace";
 
 /** Bindings and config vars of the demo Worker, as declared in `wrangler.jsonc`. */
@@ -11,6 +12,8 @@ export interface Env {
   PROGRAMS: DurableObjectNamespace<Programs>;
   /** One object per Durable Streams protocol stream (`/v1/stream/*`). */
   PROTOCOL_STREAMS: DurableObjectNamespace<ProtocolStream>;
+  /** The Durable Streams subscription hub (`/v1/stream/__ds/*`), one object named `hub`. */
+  SUBSCRIPTIONS: DurableObjectNamespace<SubscriptionHub>;
   /** The shard objects `demo.fanout@v1`'s child runs run in (`shard-0` … `shard-99`). */
   SHARD: DurableObjectNamespace<Shard>;
   /** One object per chat (`/chat`, `/chat/:chatId/stream`), named by the chat id. */

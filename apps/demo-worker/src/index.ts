@@ -15,6 +15,7 @@ export { ChatRoom } from "./chat-room";
 export { Programs } from "./programs";
 export { ProtocolStream } from "./protocol-stream";
 export { Shard } from "./shard";
+export { SubscriptionHub } from "./subscription-hub";
 export { Workspace } from "./workspace";
 
 // Each area of the demo's HTTP API (see README) lives in its own module under routes/.

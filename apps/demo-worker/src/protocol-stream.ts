@@ -11,6 +11,9 @@ import type { Env } from "./env";
 /** Where the demo mounts the Durable Streams protocol; a stream's URL is `/v1/stream/<id>`. */
 export const PROTOCOL_BASE_PATH = "/v1/stream";
 
+/** The name of the demo's one subscription hub object (`SUBSCRIPTIONS`). */
+export const HUB_NAME = "hub";
+
 /** The path segment under {@link PROTOCOL_BASE_PATH} where the workspace serves its runs' events. */
 export const RUN_EVENTS_PREFIX = "runs";
 
@@ -22,7 +25,7 @@ const DEFAULT_LONG_POLL_MS = 20_000;
  * stream id), holding the stream's `Streams` log and the protocol handler over it. A fork reaches
  * its source's object through the handler's peer calls, `exportFork` and `releaseFork`, over RPC.
  * The object's one alarm runs the log's retention (TTL and `Stream-Expires-At`) and retries fork
- * releases that did not land.
+ * releases and subscription-hub notices that did not land.
  */
 export class ProtocolStream extends DurableObject<Env> {
   readonly streams = new Streams(this.ctx);
@@ -32,6 +35,7 @@ export class ProtocolStream extends DurableObject<Env> {
     longPollTimeoutMs: longPollMs(this.env),
     peer: (streamId) =>
       this.env.PROTOCOL_STREAMS.getByName(streamId) as unknown as DurableStreamsPeer,
+    hub: () => this.env.SUBSCRIPTIONS.getByName(HUB_NAME),
   });
   // Retention goes first in `parts`: its sweep (which may expire forks) starts before the handler
   // gives expired forks' references back.

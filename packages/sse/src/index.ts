@@ -14,9 +14,19 @@ export type {
   DurableStreamsForkExport,
   DurableStreamsForkExportRequest,
   DurableStreamsHandlerOptions,
+  DurableStreamsHub,
   DurableStreamsPeer,
   SseEvent,
 } from "./protocol/types";
 export { resumeFrom } from "./resume";
 export type { SseSource, SseSourceReadOptions, SseSourceStatus } from "./source";
 export { type SseCorsOptions, type SseResponseOptions, sseResponse } from "./sse-response";
+export type { DurableStreamsSubscriptionErrorCode } from "./subscriptions/answers";
+export { DurableStreamsSubscriptions } from "./subscriptions/hub";
+export type { DurableStreamsWebhookJwk } from "./subscriptions/signing";
+export type {
+  DurableStreamsSubscriptionsOptions,
+  DurableStreamsSubscriptionsPeer,
+  DurableStreamsSubscriptionView,
+} from "./subscriptions/types";
+export type { DurableStreamsSubscriptionStream } from "./subscriptions/wakes";

@@ -1,7 +1,8 @@
 import { errorResponse } from "../http";
-import { PROTOCOL_BASE_PATH, RUN_EVENTS_PREFIX } from "../protocol-stream";
+import { HUB_NAME, PROTOCOL_BASE_PATH } from "../protocol-stream";
 import { RequestPolicy } from "../request-policy";
 import type { Route, RouteHandler } from "../router";
+import { protocolObject } from "../stream-objects";
 import { WORKSPACE_NAME } from "../workspace";
 
 /**
@@ -11,13 +12,11 @@ import { WORKSPACE_NAME } from "../workspace";
 const toStreamObject: RouteHandler = (request, env, { rest }) => {
   if (!rest)
     return errorResponse(404, "demo/not-found", `Name a stream: ${PROTOCOL_BASE_PATH}/<id>.`);
-  if (rest.startsWith(`${RUN_EVENTS_PREFIX}/`)) return toWorkspace(request, env);
-  return env.PROTOCOL_STREAMS.getByName(rest).fetch(request);
+  if (rest === "__ds" || rest.startsWith("__ds/")) {
+    return env.SUBSCRIPTIONS.getByName(HUB_NAME).fetch(request);
+  }
+  return protocolObject(env, rest).fetch(request);
 };
-
-/** A run's events through the protocol: the workspace object holds the run. */
-const toWorkspace = (request: Request, env: Parameters<RouteHandler>[1]): Promise<Response> =>
-  env.WORKSPACE.getByName(WORKSPACE_NAME).runEventsProtocol(request);
 
 /**
  * The stream routes:

@@ -16,7 +16,10 @@ function suite(): { runner: string; vitest: string } {
   const packageJson = require.resolve("@durable-streams/server-conformance-tests/package.json");
   const root = dirname(packageJson);
   const vitestPackage = createRequire(packageJson).resolve("vitest/package.json");
-  return { runner: join(root, "dist"), vitest: join(dirname(vitestPackage), "vitest.mjs") };
+  return {
+    runner: join(root, "dist", "index.js"),
+    vitest: join(dirname(vitestPackage), "vitest.mjs"),
+  };
 }
 
 interface CaseResult {
@@ -48,7 +51,12 @@ function runSuite(baseUrl: string, only?: string[]): Promise<Report> {
   // Cases that set their own timeout keep it.
   writeFileSync(
     config,
-    `export default { test: { root: ${JSON.stringify(runner)}, include: ["test-runner.js"], testTimeout: ${CASE_TIMEOUT_MS} } };\n`,
+    `export default { test: { root: ${JSON.stringify(work)}, include: ["conformance.test.mjs"], testTimeout: ${CASE_TIMEOUT_MS} } };\n`,
+  );
+  // The suite's entry point with its opt-in groups on: the reserved subscription APIs.
+  writeFileSync(
+    join(work, "conformance.test.mjs"),
+    `import { runConformanceTests } from ${JSON.stringify(runner)};\nrunConformanceTests({ baseUrl: process.env.CONFORMANCE_TEST_URL, subscriptions: true });\n`,
   );
   const args = [vitest, "run", "--config", config, "--reporter=json", `--outputFile=${output}`];
   if (only !== undefined) {

@@ -84,7 +84,7 @@ export async function handlePost(
   try {
     // Answered only once the commit holding the write is durable; appends arriving meanwhile share
     // the next commit (GroupCommit).
-    result = await ctx.commits.run(() => {
+    const write = () => {
       const written = ctx.streams.write(streamId, values, options);
       // A write that stored nothing (a producer retry, a repeated close) still counts as activity
       // for a sliding TTL; stored chunks and settlements refresh it themselves.
@@ -92,7 +92,19 @@ export async function handlePost(
         ctx.streams.touch(streamId);
       }
       return written;
-    });
+    };
+    const changed = ctx.changed;
+    result = await ctx.commits.run(
+      changed === null
+        ? write
+        : // The hub's notice lands with the append or not at all.
+          () =>
+            ctx.store.transaction(() => {
+              const written = write();
+              if (!written.duplicate && values.length > 0) changed(streamId);
+              return written;
+            }),
+    );
   } catch (error) {
     const answer = writeErrorResponse(error, ctx.streams, streamId);
     if (answer === null) throw error;

@@ -159,6 +159,7 @@ export async function handlePut(
       if (values.length > 0 || create.closed) {
         ctx.streams.write(streamId, values, create.closed ? { settle: true } : {});
       }
+      ctx.changed?.(streamId);
     });
   } catch (error) {
     const answer = writeErrorResponse(error, ctx.streams, streamId);
@@ -274,6 +275,7 @@ async function createFork(
         created_at: status?.createdAt ?? ctx.now(),
       });
       ctx.store.dropRelease(fork.sourceId, ref);
+      ctx.changed?.(streamId);
     });
   } catch (error) {
     await releaseNow();

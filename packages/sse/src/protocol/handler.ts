@@ -12,6 +12,7 @@ import { handlePut } from "./create";
 import { ForkLedger } from "./forks";
 import { GroupCommit } from "./group-commit";
 import { LiveTails } from "./live-tail";
+import { HubNotices } from "./notices";
 import { handleGet, handleHead } from "./read";
 import { baseHeaders, preflight, problem } from "./responses";
 import { isDurableStreamsSource, sourceLog } from "./sources";
@@ -20,6 +21,7 @@ import type {
   DurableStreamsForkExport,
   DurableStreamsForkExportRequest,
   DurableStreamsHandlerOptions,
+  DurableStreamsHub,
   DurableStreamsPeer,
   ProtocolContext,
   ReadContext,
@@ -62,6 +64,9 @@ function checkName(name: string, value: unknown): void {
 export class DurableStreamsHandler implements AlarmPart {
   readonly #protocol: ProtocolContext;
   readonly #ledger: ForkLedger;
+  /** The outbox to the subscription hub (the `hub` option), or null. */
+  readonly #notices: HubNotices | null;
+  readonly #hub: (() => DurableStreamsHub) | null;
   /** The read-only sources by prefix (the `sources` option), each with its own read context. */
   readonly #sources: ReadonlyMap<string, ReadContext>;
 
@@ -94,6 +99,7 @@ export class DurableStreamsHandler implements AlarmPart {
     check.callback(options.now, "now");
     check.callback(options.peer, "peer");
     check.callback(options.onEvent, "onEvent");
+    check.callback(options.hub, "hub");
     const positiveMs = { min: 1 };
     const longPollTimeoutMs = check.ms(
       options.longPollTimeoutMs,
@@ -142,6 +148,20 @@ export class DurableStreamsHandler implements AlarmPart {
       emit,
     });
     this.#ledger = ledger;
+    this.#hub = options.hub ?? null;
+    this.#notices =
+      options.hub === undefined
+        ? null
+        : new HubNotices({
+            store,
+            hub: options.hub,
+            now,
+            emit,
+            requestWake: (at) => {
+              requestWake(ctx, at).catch(() => {});
+            },
+          });
+    const notices = this.#notices;
     this.#sources = sourceMounts(options.sources, {
       longPollTimeoutMs,
       sseConnectionMs,
@@ -167,6 +187,7 @@ export class DurableStreamsHandler implements AlarmPart {
       peer: peerOf,
       view: (streamId: string): Promise<StreamView> => ledger.view(streamId),
       streamIdOf: (path: string) => this.streamIdOf(path),
+      changed: notices === null ? null : (streamId) => notices.mark(streamId),
     };
   }
 
@@ -191,9 +212,10 @@ export class DurableStreamsHandler implements AlarmPart {
       if (streamId === null)
         return problem(404, `No stream lives at ${url.pathname}.`, undefined, head);
       if (streamId === "__ds" || streamId.startsWith("__ds/")) {
+        if (this.#hub !== null) return await this.#hub().fetch(request);
         return problem(
           501,
-          "The reserved __ds subscription APIs are not implemented here.",
+          "The reserved __ds subscription APIs need a subscription hub (the handler's hub option).",
           undefined,
           head,
         );
@@ -206,15 +228,15 @@ export class DurableStreamsHandler implements AlarmPart {
       if (source !== undefined) return await readSource(source, request, streamId.slice(slash + 1));
       switch (request.method) {
         case "PUT":
-          return await handlePut(this.#protocol, this.#ledger, request, streamId);
+          return this.#noticed(await handlePut(this.#protocol, this.#ledger, request, streamId));
         case "POST":
-          return await handlePost(this.#protocol, request, streamId);
+          return this.#noticed(await handlePost(this.#protocol, request, streamId));
         case "GET":
           return await handleGet(this.#protocol, request, streamId);
         case "HEAD":
           return await handleHead(this.#protocol, streamId);
         case "DELETE":
-          return await this.#delete(streamId);
+          return this.#noticed(await this.#delete(streamId));
         default:
           return problem(405, `${request.method} is not a Durable Streams operation.`, {
             Allow: "GET, HEAD, PUT, POST, DELETE, OPTIONS",
@@ -281,9 +303,12 @@ export class DurableStreamsHandler implements AlarmPart {
     return this.#ledger.release(sourceId, ref);
   }
 
-  /** When the handler next needs the alarm (a fork release to retry), or null. */
+  /** When the handler next needs the alarm (a fork release or a hub notice to retry), or null. */
   nextWakeAt(): number | null {
-    return this.#protocol.store.earliestRelease();
+    const release = this.#protocol.store.earliestRelease();
+    const notice = this.#notices?.nextWakeAt() ?? null;
+    if (release === null) return notice;
+    return notice === null ? release : Math.min(release, notice);
   }
 
   /**
@@ -293,13 +318,26 @@ export class DurableStreamsHandler implements AlarmPart {
   async alarm(): Promise<void> {
     for (const fork of this.#protocol.store.forks()) this.#ledger.settle(fork.stream_id);
     await this.#ledger.flush();
+    await this.#notices?.flush();
+  }
+
+  /**
+   * With a hub, a change that succeeded tells it now (not awaited: the answer does not wait for the
+   * hub; the notice row, written with the change, carries it through a crash or a failure).
+   */
+  #noticed(response: Response): Response {
+    if (this.#notices !== null && response.ok) void this.#notices.flush();
+    return response;
   }
 
   async #delete(streamId: string): Promise<Response> {
     const view = await this.#protocol.view(streamId);
     if (view.kind === "absent") return problem(404, `Stream "${streamId}" does not exist.`);
     if (view.kind === "gone") return problem(410, `Stream "${streamId}" was already deleted.`);
-    this.#protocol.streams.delete(streamId, { force: true });
+    this.#protocol.store.transaction(() => {
+      this.#protocol.streams.delete(streamId, { force: true });
+      this.#protocol.changed?.(streamId);
+    });
     // Unreferenced: the stream is gone for good, and as a fork it gives its source reference back.
     // Referenced by forks: a soft delete — 410 Gone until the last fork lets go.
     if (this.#protocol.store.refCount(streamId) === 0) await this.#ledger.view(streamId);

@@ -37,8 +37,68 @@ const V1: readonly string[] = [
   "CREATE INDEX IF NOT EXISTS dk_sse_releases_due ON dk_sse_releases (due_at)",
 ];
 
+/**
+ * Schema version 2 — Durable Streams subscriptions:
+ *
+ * - `dk_sse_notices` (a stream's object): streams whose tail changed and whose subscription hub has
+ *   not yet been told; written in the transaction of the change, removed once the hub has read it.
+ * - `dk_sse_subscriptions` (the hub's object): one row per subscription, with its current wake
+ *   (generation, wake id, snapshot of tails, holder, lease) and its delivery state.
+ * - `dk_sse_links`: the streams a subscription follows (explicitly or by its pattern) and the seq
+ *   acknowledged on each (-1: nothing yet, the stream was linked before its first append).
+ * - `dk_sse_tails`: the tail seq of every stream the hub has heard of, as read from the stream.
+ * - `dk_sse_keys`: the hub's signing key (Ed25519) and token key (HMAC), made on first use.
+ */
+const V2: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS dk_sse_notices (
+    stream_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    due_at INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0
+  ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS dk_sse_subscriptions (
+    id TEXT PRIMARY KEY,
+    type TEXT NOT NULL CHECK (type IN ('webhook', 'pull-wake')),
+    config TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'failed', 'dead')),
+    generation INTEGER NOT NULL DEFAULT 0,
+    wake_id TEXT,
+    snapshot TEXT,
+    holder TEXT,
+    lease_until INTEGER,
+    due_at INTEGER,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    unacked_wakes INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    dead_at INTEGER
+  ) WITHOUT ROWID`,
+  "CREATE INDEX IF NOT EXISTS dk_sse_subscriptions_due ON dk_sse_subscriptions (due_at) WHERE due_at IS NOT NULL",
+  "CREATE INDEX IF NOT EXISTS dk_sse_subscriptions_lease ON dk_sse_subscriptions (lease_until) WHERE lease_until IS NOT NULL",
+  `CREATE TABLE IF NOT EXISTS dk_sse_links (
+    subscription_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    explicit INTEGER NOT NULL DEFAULT 0,
+    glob INTEGER NOT NULL DEFAULT 0,
+    acked_seq INTEGER NOT NULL,
+    PRIMARY KEY (subscription_id, path)
+  ) WITHOUT ROWID`,
+  "CREATE INDEX IF NOT EXISTS dk_sse_links_by_path ON dk_sse_links (path)",
+  `CREATE TABLE IF NOT EXISTS dk_sse_tails (
+    path TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+  ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS dk_sse_keys (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  ) WITHOUT ROWID`,
+];
+
 /** Migration steps: `STEPS[n - 1]` brings the schema to version n. */
-const STEPS = [V1] as const;
+const STEPS = [V1, V2] as const;
 
 /** The schema version of the `dk_sse_*` tables these sources write. Add a step (never edit one) for any table change. */
 export const SSE_SCHEMA_VERSION = STEPS.length;
@@ -70,6 +130,16 @@ export class ProtocolStore {
 
   constructor(storage: DurableObjectStorage) {
     this.#storage = storage;
+  }
+
+  /** The SQL handle for a read, or null while the tables do not exist (for this package's stores). */
+  reader(): SqlStorage | null {
+    return this.#reader();
+  }
+
+  /** The SQL handle for a write, creating the tables first if needed (for this package's stores). */
+  writer(): SqlStorage {
+    return this.#writer();
   }
 
   /** The SQL handle for a read, or null while the tables do not exist. */

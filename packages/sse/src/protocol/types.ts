@@ -67,6 +67,13 @@ export type DurableStreamsForkExport =
  * - `sse:request-failed`: a request met an unexpected failure and was answered 500.
  * - `sse:fork-released`: this object gave a fork's reference back to its source.
  * - `sse:release-failed`: giving a reference back failed; it is retried at `retryAt` through the alarm.
+ * - `sse:notice-failed`: telling the subscription hub that a stream changed failed; it is retried at
+ *   `retryAt` through the alarm.
+ * - `sse:subscription-delivered`: the hub delivered a wake (a webhook answered 2xx, or the wake
+ *   stream took its event).
+ * - `sse:subscription-delivery-failed`: a delivery failed; it is retried at `retryAt`.
+ * - `sse:subscription-dead`: a subscription was dead-lettered (`reason` says why): it opens no wake
+ *   until a confirming PUT revives it.
  */
 export type SseEvent =
   | { type: "sse:request-failed"; method: string; url: string; error: unknown }
@@ -79,7 +86,31 @@ export type SseEvent =
       attempts: number;
       retryAt: number;
       error: unknown;
-    };
+    }
+  | {
+      type: "sse:notice-failed";
+      streamId: string;
+      attempts: number;
+      retryAt: number;
+      error: unknown;
+    }
+  | {
+      type: "sse:subscription-delivered";
+      subscriptionId: string;
+      wakeId: string;
+      generation: number;
+      /** Attempts this delivery took, 1 for the first. */
+      attempts: number;
+    }
+  | {
+      type: "sse:subscription-delivery-failed";
+      subscriptionId: string;
+      wakeId: string;
+      attempts: number;
+      retryAt: number;
+      error: string;
+    }
+  | { type: "sse:subscription-dead"; subscriptionId: string; reason: string };
 
 /** Options of {@link DurableStreamsHandler}. */
 export interface DurableStreamsHandlerOptions {
@@ -123,6 +154,28 @@ export interface DurableStreamsHandlerOptions {
    * with `runs/` is not reachable through this handler). A prefix is one path segment.
    */
   sources?: Readonly<Record<string, DurableStreamsSource>>;
+  /**
+   * The subscription hub of these streams (the object holding {@link DurableStreamsSubscriptions}).
+   * With it, every change of a stream's tail (create, append, delete) writes a notice in the
+   * change's own transaction and tells the hub once the change is durable — retried through the
+   * alarm until the hub has read the stream — and the reserved `<basePath>/__ds/*` requests this
+   * handler receives are answered by the hub. Without it, those requests are answered 501.
+   */
+  hub?: () => DurableStreamsHub;
+}
+
+/**
+ * How a stream's handler reaches its subscription hub (a Durable Object stub whose class forwards
+ * `streamChanged` and `fetch` to its {@link DurableStreamsSubscriptions}).
+ */
+export interface DurableStreamsHub {
+  /**
+   * A stream of the caller changed. The hub reads the stream's tail from the stream itself (a HEAD
+   * through its `peer`), so a caller can only make it look, never tell it what is there.
+   */
+  streamChanged(streamId: string): Promise<void>;
+  /** Answers a reserved `<basePath>/__ds/*` request. */
+  fetch(request: Request): Promise<Response>;
 }
 
 /** What a request finds at a stream id after reconciliation. */
@@ -168,4 +221,9 @@ export interface ProtocolContext {
   view(streamId: string): Promise<StreamView>;
   /** The stream id a protocol path (or absolute URL) names, or null when it is not under `basePath`. */
   streamIdOf(path: string): string | null;
+  /**
+   * Marks a stream's tail as changed for its subscription hub; called inside the change's
+   * transaction. Null without a hub.
+   */
+  readonly changed: ((streamId: string) => void) | null;
 }

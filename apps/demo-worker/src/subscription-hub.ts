@@ -1,0 +1,37 @@
+import { DurableObject } from "cloudflare:workers";
+import { Alarms } from "@durablekit/compose";
+import { DurableStreamsSubscriptions } from "@durablekit/sse";
+import type { Env } from "./env";
+import { PROTOCOL_BASE_PATH } from "./protocol-stream";
+import { protocolObject } from "./stream-objects";
+import { deliverWebhook } from "./webhooks";
+
+/**
+ * The Durable Streams subscription hub (`/v1/stream/__ds/*`): every subscription of the demo, and
+ * the tails of every protocol stream, which each stream's object reports after a change. It reads a
+ * stream's tail, and appends a pull-wake subscription's wake events, through the stream's own
+ * object; it sends webhooks through {@link deliverWebhook}. Its one alarm retries deliveries and
+ * ends leases.
+ */
+export class SubscriptionHub extends DurableObject<Env> {
+  readonly subscriptions = new DurableStreamsSubscriptions(this.ctx, {
+    basePath: PROTOCOL_BASE_PATH,
+    peer: (path) => protocolObject(this.env, path),
+    fetch: (request) => deliverWebhook(this.env, request),
+  });
+  readonly alarms = new Alarms(this.ctx, { parts: [this.subscriptions] });
+
+  override alarm() {
+    return this.alarms.alarm();
+  }
+
+  /** A reserved `__ds` request (forwarded by the `/v1/stream/__ds/*` routes or a stream's handler). */
+  override fetch(request: Request): Promise<Response> {
+    return this.subscriptions.fetch(request);
+  }
+
+  /** A stream's object reports a change; the hub reads the stream's tail from it. */
+  streamChanged(streamId: string): Promise<void> {
+    return this.subscriptions.streamChanged(streamId);
+  }
+}
