@@ -23,6 +23,11 @@ export type { SseSource, SseSourceReadOptions, SseSourceStatus } from "./source"
 export { type SseCorsOptions, type SseResponseOptions, sseResponse } from "./sse-response";
 export type { DurableStreamsSubscriptionErrorCode } from "./subscriptions/answers";
 export { DurableStreamsSubscriptions } from "./subscriptions/hub";
+export {
+  type DurableStreamsBatch,
+  DurableStreamsReceiver,
+  type DurableStreamsReceiverOptions,
+} from "./subscriptions/receiver";
 export type { DurableStreamsWebhookJwk } from "./subscriptions/signing";
 export type {
   DurableStreamsSubscriptionsOptions,

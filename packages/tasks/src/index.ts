@@ -101,5 +101,9 @@ export type {
   TaskStepOptions,
   TaskStepSnapshot,
   TasksOptions,
+  TaskTriggerBatch,
+  TaskTriggerInput,
+  TaskTriggerOptions,
+  TaskTriggerReceipt,
   TaskWaitForEventOptions,
 } from "./types";

@@ -44,6 +44,9 @@ import type {
   TaskStepJournalSnapshot,
   TaskStepSnapshot,
   TasksOptions,
+  TaskTriggerBatch,
+  TaskTriggerOptions,
+  TaskTriggerReceipt,
 } from "./types";
 import { DEFAULT_MAX_VALUE_BYTES, decodeValue, encodeValue } from "./values";
 
@@ -280,6 +283,74 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
   }
 
   /**
+   * Starts one run per batch of a source, exactly once: the run for positions `(from, to]` of
+   * `source` (a stream's seqs, say), with input `{ source, from, to }`. The definition keeps, per
+   * source, the end of the last batch that started a run, in the transaction that accepts the run:
+   *
+   * - a batch that ends at or before it (delivered again: a retry after a lost answer, a
+   *   redelivery after a crash) starts nothing and answers the source's latest run
+   *   (`accepted: false`, `joinedBy: "trigger"`);
+   * - a batch that overlaps it starts at it, so no position is taken by two runs;
+   * - a batch that starts past it (positions no call named) starts at its own `from`: what it
+   *   skipped is the caller's to give.
+   *
+   * The run's id is `<definition>:<source>@<to>`. A definition with `debounce` cannot be
+   * triggered (a gathered run keeps only the latest input, which would drop batches).
+   *
+   * @throws TasksError `tasks/unknown-definition`; `tasks/invalid-argument` (a malformed batch or
+   *   option, a debounced definition); and what `run()` throws.
+   */
+  async trigger<Name extends keyof Definitions & string>(
+    definition: Name,
+    batch: TaskTriggerBatch,
+    options: TaskTriggerOptions = {},
+  ): Promise<TaskTriggerReceipt> {
+    this.#assertDefinition(definition);
+    checkOptions(options, "trigger() options");
+    const { source, from, to } = checkBatch(batch);
+    if (
+      (options as TaskRunOptions).runId !== undefined ||
+      (options as TaskRunOptions).idempotencyKey !== undefined
+    ) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        "trigger() names its run itself (<definition>:<source>@<to>); drop runId and idempotencyKey.",
+      );
+    }
+    if ((this.#definitions.get(definition) as ResolvedDefinition).flow?.debounce) {
+      throw new TasksError(
+        "tasks/invalid-argument",
+        `Definition "${definition}" has debounce, which keeps only the latest input of a key: a triggered batch could be dropped. Trigger a definition without debounce.`,
+      );
+    }
+    const taken = this.#store.triggers.get(definition, source);
+    if (taken !== null && to <= taken.position) {
+      const run = this.#store.runs.getRun(taken.run_id);
+      return {
+        runId: taken.run_id,
+        definition,
+        accepted: false,
+        joinedBy: "trigger",
+        state: run?.state ?? "completed",
+        createdAt: run?.created_at ?? taken.updated_at,
+        from: taken.position,
+        to: taken.position,
+      };
+    }
+    const start = taken === null ? from : Math.max(from, taken.position);
+    const runId = `${definition}:${source}@${to}`;
+    const receipt = this.#accept(
+      definition,
+      { source, from: start, to },
+      { ...options, runId },
+      (id) => this.#store.triggers.advance(definition, source, to, id, this.#now()),
+      false,
+    );
+    await this.#runner.flushWakes();
+    return { ...receipt, from: start, to };
+  }
+
+  /**
    * `run()`; `link`, when given, is called with a new run's id in the transaction that accepts it,
    * before its first attempt starts: a child run's side of its exchange is written with the run.
    */
@@ -288,6 +359,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
     input: unknown,
     options: TaskRunOptions,
     link: ((runId: string) => void) | null,
+    gather = true,
   ): TaskReceipt {
     this.#assertDefinition(definition);
     checkOptions(options, "run() options");
@@ -377,7 +449,7 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
         now,
       },
       link,
-      true,
+      gather,
     );
     // The state as the warm start left it, before this method yields to the attempt.
     const found = this.#store.runs.headOf(placed.runId);
@@ -1385,4 +1457,31 @@ export class Tasks<Definitions extends TaskDefinitions = TaskDefinitions> implem
   #snapshot(row: RunRow | undefined): TaskRunSnapshot | null {
     return row ? toRunSnapshot(row) : null;
   }
+}
+
+/** Longest trigger source name. */
+const MAX_SOURCE = 200;
+
+/** A `trigger()` batch, checked: a source name and two positions with `from < to`. */
+function checkBatch(batch: unknown): TaskTriggerBatch {
+  const { source, from, to } = (batch ?? {}) as Partial<TaskTriggerBatch>;
+  if (typeof source !== "string" || source.length === 0 || source.length > MAX_SOURCE) {
+    throw new TasksError(
+      "tasks/invalid-argument",
+      `trigger() takes a batch { source, from, to } whose source is a string of 1–${MAX_SOURCE} characters.`,
+    );
+  }
+  checkName(source, "A trigger source", false);
+  if (
+    !Number.isSafeInteger(from) ||
+    !Number.isSafeInteger(to) ||
+    (from as number) < 0 ||
+    (to as number) <= (from as number)
+  ) {
+    throw new TasksError(
+      "tasks/invalid-argument",
+      `A trigger batch's from and to are integers with 0 ≤ from < to; got from ${String(from)}, to ${String(to)}.`,
+    );
+  }
+  return { source, from: from as number, to: to as number };
 }

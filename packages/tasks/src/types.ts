@@ -359,11 +359,45 @@ export interface TaskReceipt {
    * How an existing run was joined: `"runId"` (the run id named it), `"idempotencyKey"` (the key
    * did — with a fresh run id too, as a client retrying under a new id: `runId` is then the owning
    * run's id, not the one passed), `"debounce"` (the call was gathered into its key's debounced
-   * run, which took its input; `runId` is that run's), or `null` for a run this call accepted.
+   * run, which took its input; `runId` is that run's), `"trigger"` (`trigger()` with a batch whose
+   * positions already have their run; `runId` is the run of the source's latest batch), or `null`
+   * for a run this call accepted.
    */
-  joinedBy: "runId" | "idempotencyKey" | "debounce" | null;
+  joinedBy: "runId" | "idempotencyKey" | "debounce" | "trigger" | null;
   state: TaskRunState;
   createdAt: number;
+}
+
+/**
+ * A batch of a source for `trigger()`: the positions after `from`, up to and including `to`, of
+ * `source` (a stream: positions are its seqs, the batch `(from, to]` its chunks `from` … `to - 1`).
+ */
+export interface TaskTriggerBatch {
+  /** The source's name: 1–200 characters. */
+  source: string;
+  /** The position before the batch (an integer ≥ 0). */
+  from: number;
+  /** The batch's end (an integer > `from`). */
+  to: number;
+}
+
+/**
+ * The input of a run `trigger()` starts: its batch, starting where the source's previous run ended
+ * when that is later than the batch's `from` (a batch delivered again after more data came).
+ */
+export type TaskTriggerInput = TaskTriggerBatch;
+
+/** Options of `trigger()`: those of `run()` that do not name the run (a trigger names it). */
+export type TaskTriggerOptions = Pick<
+  TaskRunOptions,
+  "metadata" | "retain" | "trace" | "deadlineMs" | "priority"
+>;
+
+/** What `trigger()` returns: the run's receipt and the batch it took (`from`, `to`). */
+export interface TaskTriggerReceipt extends TaskReceipt {
+  /** The start of the batch the run took; for a batch that had its run already, the source's position. */
+  from: number;
+  to: number;
 }
 
 interface SnapshotBase {

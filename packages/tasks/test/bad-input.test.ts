@@ -57,8 +57,12 @@ const CHILD_TABLES = [
 ];
 
 /** Version 8's indexes of runs by state and by definition: dropped to stand for any earlier version. */
-/** What version 11 added (flow control, schedules): undone for every older version tested. */
+/** What version 12 added (triggers): undone for every older version tested. */
+const SINCE_V12 = ["DROP TABLE dk_tasks_triggers"];
+
+/** What versions 11 and 12 added (flow control, schedules, triggers): undone for every older version tested. */
 const SINCE_V11 = [
+  ...SINCE_V12,
   "DROP INDEX dk_tasks_runs_by_flow",
   "ALTER TABLE dk_tasks_runs DROP COLUMN flow_key",
   "ALTER TABLE dk_tasks_runs DROP COLUMN priority",
@@ -127,7 +131,7 @@ async function expectMigratedInPlace(
         .exec<{ value: number }>("SELECT value FROM dk_tasks_meta WHERE name = 'schema_version'")
         .one().value,
     ).toBe(TASKS_SCHEMA_VERSION);
-    expect(TASKS_SCHEMA_VERSION).toBe(11);
+    expect(TASKS_SCHEMA_VERSION).toBe(12);
     // A version-1 exchange cannot be proven: its messages are not carried over.
     expect(
       state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dk_tasks_outbox").one().n,
@@ -483,6 +487,19 @@ describe("bad input", () => {
       ],
       [],
       SINCE_V11,
+    );
+  });
+
+  it("migrates schema version 11 tables in place, adding triggers", async () => {
+    await expectMigratedInPlace(
+      11,
+      [],
+      [
+        [1, "sleep"],
+        [2, "completed"],
+      ],
+      [],
+      SINCE_V12,
     );
   });
 

@@ -318,7 +318,7 @@ export class DurableStreamsHandler implements AlarmPart {
   async alarm(): Promise<void> {
     for (const fork of this.#protocol.store.forks()) this.#ledger.settle(fork.stream_id);
     await this.#ledger.flush();
-    await this.#notices?.flush();
+    await this.#notices?.flush("due");
   }
 
   /**
@@ -326,7 +326,7 @@ export class DurableStreamsHandler implements AlarmPart {
    * hub; the notice row, written with the change, carries it through a crash or a failure).
    */
   #noticed(response: Response): Response {
-    if (this.#notices !== null && response.ok) void this.#notices.flush();
+    if (this.#notices !== null && response.ok) void this.#notices.flush("all");
     return response;
   }
 

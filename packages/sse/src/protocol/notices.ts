@@ -5,6 +5,12 @@ import type { DurableStreamsHub, SseEvent } from "./types";
 const FIRST_RETRY_MS = 1_000;
 const MAX_RETRY_MS = 300_000;
 
+/**
+ * When a notice is due if the call made right after its change does not land (a crash, a hub that
+ * does not answer): the alarm's backstop, set with the notice.
+ */
+const BACKSTOP_MS = 2_000;
+
 /** A `dk_sse_notices` row. */
 type NoticeRow = { stream_id: string; seq: number; attempts: number };
 
@@ -39,14 +45,19 @@ export class HubNotices {
     this.#requestWake = options.requestWake;
   }
 
-  /** Records that `streamId` changed; call it inside the change's transaction. */
+  /**
+   * Records that `streamId` changed; call it inside the change's transaction. The notice is due at
+   * the backstop (the alarm is asked for it), and `flush` right after the commit delivers it first.
+   */
   mark(streamId: string): void {
+    const dueAt = this.#now() + BACKSTOP_MS;
     this.#store.writer().exec(
       `INSERT INTO dk_sse_notices (stream_id, seq, due_at, attempts) VALUES (?, 1, ?, 0)
        ON CONFLICT (stream_id) DO UPDATE SET seq = seq + 1, due_at = excluded.due_at, attempts = 0`,
       streamId,
-      this.#now(),
+      dueAt,
     );
+    this.#requestWake(dueAt);
   }
 
   /** The earliest notice due, or null. */
@@ -59,8 +70,12 @@ export class HubNotices {
     );
   }
 
-  /** Tells the hub about every notice due; resolves when none is due (or the ones left failed). */
-  flush(): Promise<void> {
+  /**
+   * Tells the hub about the notices: every one after a change (`"all"`); from the alarm (`"due"`),
+   * every one not yet tried (a crash cut its first call off) and the failed ones whose retry is due.
+   * Resolves when none is left to tell (or the ones left failed and wait for their retry).
+   */
+  flush(which: "all" | "due"): Promise<void> {
     if (this.#running !== null) {
       this.#again = true;
       return this.#running;
@@ -69,7 +84,8 @@ export class HubNotices {
       try {
         do {
           this.#again = false;
-          for (const notice of this.#due()) await this.#deliver(notice);
+          const until = which === "all" ? Number.MAX_SAFE_INTEGER : this.#now();
+          for (const notice of this.#due(until)) await this.#deliver(notice);
         } while (this.#again);
       } finally {
         this.#running = null;
@@ -78,13 +94,13 @@ export class HubNotices {
     return this.#running;
   }
 
-  #due(): NoticeRow[] {
+  #due(until: number): NoticeRow[] {
     return (
       this.#store
         .reader()
         ?.exec<NoticeRow>(
-          "SELECT stream_id, seq, attempts FROM dk_sse_notices WHERE due_at <= ? ORDER BY due_at LIMIT 100",
-          this.#now(),
+          "SELECT stream_id, seq, attempts FROM dk_sse_notices WHERE attempts = 0 OR due_at <= ? ORDER BY due_at LIMIT 100",
+          until,
         )
         .toArray() ?? []
     );

@@ -89,6 +89,8 @@ export class Deliveries {
       return;
     const attempts = row.attempts + 1;
     hub.store.patch(row.id, { attempts, due_at: hub.now() + hub.deliveryTimeoutMs + 1_000 });
+    // The retry of an attempt cut off by a crash: the alarm at its new due time.
+    hub.schedule();
     let failure: string | null = null;
     let done = false;
     try {

@@ -24,7 +24,7 @@ import {
   type WakeRequest,
   wakeRequest,
 } from "./requests";
-import { HubKeys } from "./signing";
+import { type DurableStreamsWebhookJwk, HubKeys } from "./signing";
 import { type SubscriptionConfig, type SubscriptionRow, SubscriptionStore } from "./store";
 import type {
   DurableStreamsSubscriptionsOptions,
@@ -223,7 +223,11 @@ export class DurableStreamsSubscriptions implements AlarmPart {
         if (row !== null && this.#wakes.open(row)) opened = true;
       }
     });
-    if (opened) void this.#deliveries.run();
+    if (opened) {
+      // The alarm backs the delivery up: a crash before it goes out leaves it due.
+      this.#schedule();
+      void this.#deliveries.run();
+    }
   }
 
   /** A subscription as its `GET` shows it, or null. */
@@ -239,6 +243,11 @@ export class DurableStreamsSubscriptions implements AlarmPart {
     const limit = check.count(options.limit, "limit", 100, { min: 1, max: 1000 });
     const rows = this.#store.list(limit, options.after ?? "");
     return Promise.all(rows.map((row) => this.#view(row)));
+  }
+
+  /** The hub's public signing keys (what `__ds/jwks.json` serves), for a receiver's `jwks` option. */
+  async jwks(): Promise<{ keys: DurableStreamsWebhookJwk[] }> {
+    return { keys: [await this.#keys.jwk()] };
   }
 
   /** When the hub next needs the alarm (a delivery due, a lease ending), or null. */
@@ -367,6 +376,7 @@ export class DurableStreamsSubscriptions implements AlarmPart {
       return { created: true };
     });
     if (isRefusal(outcome)) return outcome;
+    this.#schedule();
     void this.#deliveries.run();
     const view = await this.get(id);
     return json(outcome.created ? 201 : 200, view);
@@ -483,8 +493,8 @@ export class DurableStreamsSubscriptions implements AlarmPart {
       return null;
     });
     if (outcome !== null) return outcome;
-    if (opened) void this.#deliveries.run();
     this.#schedule();
+    if (opened) void this.#deliveries.run();
     return kind === "release" ? noContent() : json(200, { ok: true, next_wake: opened });
   }
 
@@ -504,7 +514,10 @@ export class DurableStreamsSubscriptions implements AlarmPart {
             );
       for (const row of rows) if (this.#wakes.close(row.id)) opened = true;
     });
-    if (opened) void this.#deliveries.run();
+    if (opened) {
+      this.#schedule();
+      void this.#deliveries.run();
+    }
   }
 
   /** A stream's tail seq read from its object, or null when it does not exist (or is gone). */

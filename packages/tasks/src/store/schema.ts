@@ -13,7 +13,7 @@ import { TasksError } from "../errors";
  */
 
 /** The schema version this code reads and writes (the number of migration steps). */
-export const TASKS_SCHEMA_VERSION = 11;
+export const TASKS_SCHEMA_VERSION = 12;
 
 /*
  * Statements shared by the migration that first made a table and by {@link CURRENT}, which makes
@@ -318,6 +318,16 @@ const SCHEDULES_TABLE = `CREATE TABLE dk_tasks_schedules (
     ) WITHOUT ROWID`;
 const SCHEDULES_BY_NEXT = "CREATE INDEX dk_tasks_schedules_by_next ON dk_tasks_schedules (next_at)";
 
+/** v12: how far each definition has taken each source's batches (`tasks.trigger`). */
+const TRIGGERS_TABLE = `CREATE TABLE dk_tasks_triggers (
+      definition TEXT NOT NULL,
+      source TEXT NOT NULL,
+      position INTEGER NOT NULL,
+      run_id TEXT NOT NULL,
+      updated_at INTEGER NOT NULL,
+      PRIMARY KEY (definition, source)
+    ) WITHOUT ROWID`;
+
 /** The indexes of `dk_tasks_runs` before v11: what v9 makes again on its copy (CURRENT adds `by_flow`). */
 const RUNS_INDEXES = [
   RUNS_BY_KEY,
@@ -461,6 +471,9 @@ ${RUNS_COLUMNS_V1}
     SCHEDULES_TABLE,
     SCHEDULES_BY_NEXT,
   ],
+  // v12: triggers. Each (definition, source) keeps the end of the last batch that started a run, so
+  // a batch delivered again starts nothing and a later one starts where it ended.
+  [TRIGGERS_TABLE],
 ];
 
 /**
@@ -490,6 +503,7 @@ export const CURRENT: readonly string[] = [
   FLOWS_BY_WAKE,
   SCHEDULES_TABLE,
   SCHEDULES_BY_NEXT,
+  TRIGGERS_TABLE,
 ];
 
 /**

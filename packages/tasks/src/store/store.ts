@@ -14,6 +14,7 @@ import { RunLogStore } from "./run-log-store";
 import { RunStore, type SettledRun, type Settlement } from "./run-store";
 import { ScheduleStore } from "./schedule-store";
 import { StepStore } from "./step-store";
+import { TriggerStore } from "./trigger-store";
 
 /** What a run's settlement records in its log: a failure's error, a cancel's reason. */
 function settledData(settlement: Settlement): object | null {
@@ -62,6 +63,8 @@ export class TaskStore {
   readonly flows: FlowStore;
   /** Cron schedules and what their ticks did. */
   readonly schedules: ScheduleStore;
+  /** How far each definition has taken each source's batches. */
+  readonly triggers: TriggerStore;
   /**
    * Called with the messages queued in the outbox (by id), in the transaction that queued them, and
    * the time they are due again unless delivered first (the wake that backs their first delivery up).
@@ -90,6 +93,7 @@ export class TaskStore {
     this.restarts = new RestartStore(storage.sql);
     this.flows = new FlowStore(storage.sql);
     this.schedules = new ScheduleStore(storage.sql);
+    this.triggers = new TriggerStore(storage.sql);
   }
 
   /** Runs `fn` as one SQLite transaction: it commits when `fn` returns and rolls back if it throws. */
