@@ -1,71 +1,7 @@
 import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-
-const BASE = "https://streams.test/v1/stream";
-const hub = () => env.HUB.getByName("hub");
-const receiver = (name: string) => env.RECEIVER.getByName(name);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A request to the hub's control API. */
-async function control(
-  path: string,
-  init: { method?: string; body?: unknown; token?: string } = {},
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
-  const response = await hub().fetch(`${BASE}/__ds/${path}`, {
-    method: init.method ?? "GET",
-    headers,
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text === "" ? {} : JSON.parse(text) };
-}
-
-/** Appends JSON messages to a stream (created on first use) through its own object. */
-async function append(path: string, ...messages: unknown[]): Promise<void> {
-  const stub = env.SUB_STREAM.getByName(path);
-  const url = `${BASE}/${path}`;
-  const head = await stub.fetch(url, { method: "HEAD" });
-  if (head.status === 404) {
-    const put = await stub.fetch(url, {
-      method: "PUT",
-      headers: { "content-type": "application/json" },
-    });
-    expect(put.status).toBe(201);
-  }
-  const post = await stub.fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(messages),
-  });
-  expect(post.status).toBeLessThan(300);
-}
-
-async function until<T>(
-  read: () => Promise<T>,
-  done: (value: T) => boolean,
-  ms = 5_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out; last: ${JSON.stringify(value)}`);
-    await sleep(20);
-  }
-}
-
-const webhook = (id: string, streams: string[], to = id) => ({
-  method: "PUT",
-  body: {
-    type: "webhook",
-    streams,
-    webhook: { url: `https://receiver.test/${to}` },
-    lease_ttl_ms: 1000,
-  },
-});
+import { append, control, hub, receiver, until, webhook } from "./helpers-subscriptions";
 
 describe("subscriptions: webhook delivery", () => {
   it("delivers each append's batch to a signed receiver, which applies every chunk once and acknowledges the wake", async () => {

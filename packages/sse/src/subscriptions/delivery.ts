@@ -141,7 +141,17 @@ export class Deliveries {
       }
       if (attempts >= hub.maxDeliveryAttempts) {
         const reason = `${attempts} delivery attempts failed; the last ${failure}.`;
-        hub.store.patch(row.id, { status: "dead", due_at: null, dead_at: now, last_error: reason });
+        // The wake closes with nothing acknowledged; a revival opens a new one over the same data.
+        hub.store.patch(row.id, {
+          status: "dead",
+          dead_at: now,
+          last_error: reason,
+          wake_id: null,
+          snapshot: null,
+          holder: null,
+          lease_until: null,
+          due_at: null,
+        });
         hub.emit({ type: "sse:subscription-dead", subscriptionId: row.id, reason });
         return;
       }

@@ -139,7 +139,12 @@ export class DurableStreamsSubscriptions implements AlarmPart {
     this.#basePath = basePath;
     const protocolStore = new ProtocolStore(ctx.storage);
     this.#store = new SubscriptionStore(protocolStore);
-    this.#wakes = new Wakes(this.#store, { maxUnackedWakes, now: this.#now });
+    this.#wakes = new Wakes(this.#store, {
+      maxUnackedWakes,
+      now: this.#now,
+      onDead: (subscriptionId, reason) =>
+        this.#emit({ type: "sse:subscription-dead", subscriptionId, reason }),
+    });
     this.#keys = new HubKeys(protocolStore, this.#now);
     this.#deliveries = new Deliveries({
       store: this.#store,

@@ -17,6 +17,8 @@ export interface WakeRules {
   /** Wakes opened in a row without any acknowledgement before the subscription is dead-lettered. */
   readonly maxUnackedWakes: number;
   now(): number;
+  /** Told when a subscription is dead-lettered for its unacknowledged wakes. */
+  onDead(subscriptionId: string, reason: string): void;
 }
 
 /** The offset a seq shows as: `-1` before the first append. */
@@ -87,12 +89,9 @@ export class Wakes {
     const now = this.#rules.now();
     const unacked = row.unacked_wakes + 1;
     if (unacked > this.#rules.maxUnackedWakes) {
-      this.#store.patch(row.id, {
-        status: "dead",
-        dead_at: now,
-        due_at: null,
-        last_error: `${row.unacked_wakes} wakes in a row ended without an acknowledgement.`,
-      });
+      const reason = `${row.unacked_wakes} wakes in a row ended without an acknowledgement.`;
+      this.#store.patch(row.id, { status: "dead", dead_at: now, due_at: null, last_error: reason });
+      this.#rules.onDead(row.id, reason);
       return false;
     }
     const snapshot = links.map((link) => [link.path, this.#tailOf(link.path)]);
