@@ -1,7 +1,13 @@
 import { isWellFormedName } from "@durablekit/compose";
 import { type Executor, isBridgeError } from "@durablekit/rpc-bridge";
 import type { Streams } from "@durablekit/streams";
-import { defineTask, isTasksError, NonRetryableError, type TaskStep } from "@durablekit/tasks";
+import {
+  defineTask,
+  isTasksError,
+  NonRetryableError,
+  type TaskStep,
+  type TaskTriggerInput,
+} from "@durablekit/tasks";
 import { describeValue } from "./http";
 import { type HttpExecution, httpForm } from "./programs";
 
@@ -72,6 +78,19 @@ export interface DemoTaskHost {
   readonly executor: Executor;
   /** Counts one real execution of a step (not a journal replay) in the side table. */
   countExecution(runId: string, step: string): void;
+  /** The JSON messages of a protocol stream between two seqs, `(from, to]` (`demo.feed@v1`). */
+  readFeed(source: string, from: number, to: number): Promise<unknown[]>;
+}
+
+/** What `demo.feed@v1` completes with: the batch it took and what was in it. */
+export interface FeedResult {
+  source: string;
+  from: number;
+  to: number;
+  /** Messages read: `to - from`. */
+  count: number;
+  first: unknown;
+  last: unknown;
 }
 
 function wait(ms: number, signal: AbortSignal): Promise<void> {
@@ -218,6 +237,21 @@ export function demoTaskDefinitions(host: DemoTaskHost) {
       key: (input) => input.key,
       concurrency: { limit: 1 },
     }),
+    // What the feed subscription starts (`POST /feeds`): one run per appended batch of a
+    // `feed/*` stream, reading the batch in one step.
+    "demo.feed@v1": async (input: TaskTriggerInput, step: TaskStep): Promise<FeedResult> =>
+      step.do("read", async () => {
+        host.countExecution(step.runId, "read");
+        const messages = await host.readFeed(input.source, input.from, input.to);
+        return {
+          source: input.source,
+          from: input.from,
+          to: input.to,
+          count: messages.length,
+          first: messages[0] ?? null,
+          last: messages.at(-1) ?? null,
+        };
+      }),
     // What the demo's schedules start (`POST /schedules`): one step that notes when it ran.
     "demo.tick@v1": async (_input: unknown, step: TaskStep) =>
       step.do("tick", () => {
@@ -263,6 +297,8 @@ export const INPUT_SHAPES: Record<DemoDefinition, string> = {
   "demo.program@v1": '{ "code": "<ES module source>" }',
   "demo.serial@v1": '{ "key": "<1–64 characters>", "ms"?: 0–60000 }',
   "demo.tick@v1": "nothing, or any JSON value",
+  "demo.feed@v1":
+    "nothing: its runs are started by the feed subscription (POST /feeds), one per appended batch",
   "demo.fanout@v1":
     '{ "children": 1–1000, "objects"?: 1–100, "ms"?: 0–10000, "spacingMs"?: 0–1000 }',
 };
@@ -379,6 +415,9 @@ function serialProblem(input: unknown): string | null {
 
 /** A message saying what is wrong with a definition's input, or null when it is acceptable. */
 export function checkInput(definition: string, input: unknown): string | null {
+  if (definition === "demo.feed@v1") {
+    return "demo.feed@v1 runs are started by the feed subscription, one per batch appended to a feed/* stream: POST /feeds, then append to /v1/stream/feed/<name>.";
+  }
   if (definition === "demo.count@v1") return countProblem(input);
   if (definition === "demo.flaky@v1") return flakyProblem(input);
   if (definition === "demo.approval@v1") return approvalProblem(input);

@@ -3,6 +3,7 @@ import { createRouter } from "./router";
 import { chatRoutes } from "./routes/chat";
 import { debugRoutes } from "./routes/debug";
 import { fanoutRoutes } from "./routes/fanout";
+import { feedRoutes } from "./routes/feeds";
 import { healthRoutes } from "./routes/health";
 import { inspectRoutes } from "./routes/inspect";
 import { pageRoutes } from "./routes/page";
@@ -24,6 +25,7 @@ const route = createRouter([
   ...healthRoutes,
   ...taskRoutes,
   ...scheduleRoutes,
+  ...feedRoutes,
   ...fanoutRoutes,
   ...debugRoutes,
   ...programRoutes,

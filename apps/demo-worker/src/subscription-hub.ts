@@ -30,6 +30,11 @@ export class SubscriptionHub extends DurableObject<Env> {
     return this.subscriptions.fetch(request);
   }
 
+  /** The hub's public signing keys, for a receiver in another object. */
+  jwks() {
+    return this.subscriptions.jwks();
+  }
+
   /** A stream's object reports a change; the hub reads the stream's tail from it. */
   streamChanged(streamId: string): Promise<void> {
     return this.subscriptions.streamChanged(streamId);

@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { Alarms } from "@durablekit/compose";
 import { Inspector, inspectorResponse } from "@durablekit/inspect";
 import { Executor } from "@durablekit/rpc-bridge";
-import { DurableStreamsHandler, sseResponse } from "@durablekit/sse";
+import { DurableStreamsHandler, DurableStreamsReceiver, sseResponse } from "@durablekit/sse";
 import { Streams } from "@durablekit/streams";
 import {
   type TaskReceipt,
@@ -27,11 +27,12 @@ import {
   taskCall,
 } from "./demo-tasks";
 import type { Env } from "./env";
+import { FEED_SUBSCRIPTION, FEED_WEBHOOK_URL, readFeed } from "./feeds";
 import type { HostCounts } from "./host-counts";
 import { DemoHostModules } from "./host-modules";
 import { errorResponse } from "./http";
 import { PROGRAM_LIMITS } from "./programs";
-import { PROTOCOL_BASE_PATH, RUN_EVENTS_PREFIX } from "./protocol-stream";
+import { HUB_NAME, PROTOCOL_BASE_PATH, RUN_EVENTS_PREFIX } from "./protocol-stream";
 
 /** How long `GET /streams/:id/sse` waits for a stream that does not exist yet, unless `DEMO_SSE_WAIT_MS` says otherwise. */
 const DEFAULT_SSE_WAIT_MS = 10_000;
@@ -92,6 +93,17 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
   readonly alarms = new Alarms(this.ctx, {
     parts: [this.tasks, this.streams, this.executor, this.#protocol],
   });
+  /**
+   * The feed subscription's webhooks (signed by the hub): each batch appended to a `feed/*` stream
+   * starts one `demo.feed@v1` run, keyed by stream and seq (`tasks.trigger`), so a delivery that
+   * comes again starts nothing.
+   */
+  readonly #feed = new DurableStreamsReceiver(this.ctx, {
+    jwks: () => this.env.SUBSCRIPTIONS.getByName(HUB_NAME).jwks(),
+    subscriptions: [FEED_SUBSCRIPTION],
+    onBatch: (batch) =>
+      this.tasks.trigger("demo.feed@v1", { source: batch.stream, from: batch.from, to: batch.to }),
+  });
   /** `GET /inspect/`: what the object's parts hold, shown only with `DEMO_DEBUG=on`. */
   readonly inspector = new Inspector(this.ctx, {
     parts: [this.tasks, this.executor, this.streams],
@@ -99,6 +111,36 @@ export class Workspace extends DurableObject<Env> implements DemoTaskHost {
 
   override alarm() {
     return this.alarms.alarm();
+  }
+
+  /** A webhook of the feed subscription, from the hub (its signature header and body). */
+  async receiveFeed(notification: {
+    signature: string | null;
+    body: string;
+  }): Promise<{ status: number; body: string }> {
+    const headers = new Headers({ "content-type": "application/json" });
+    if (notification.signature !== null) headers.set("webhook-signature", notification.signature);
+    const answer = await this.#feed.fetch(
+      new Request(FEED_WEBHOOK_URL, { method: "POST", headers, body: notification.body }),
+    );
+    return { status: answer.status, body: await answer.text() };
+  }
+
+  /** `demo.feed@v1`'s read of its batch. */
+  readFeed(source: string, from: number, to: number): Promise<unknown[]> {
+    return readFeed(this.env, source, from, to);
+  }
+
+  /** The runs the feed started, newest first, a page at a time (`GET /feeds`). */
+  feedRuns(cursor?: string): Promise<TaskCall<{ items: TaskRunSnapshot[]; next: string | null }>> {
+    return taskCall(() => {
+      const page = this.tasks.list({
+        definition: "demo.feed@v1",
+        limit: 1000,
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      return { items: page.items, next: page.next };
+    });
   }
 
   /** What the inspector's live feeds cost this instance: reads, and how feeds ended. */
