@@ -26,6 +26,28 @@ describe("subscriptions: webhook delivery", () => {
     await control("subscriptions/orders", { method: "DELETE" });
   });
 
+  it("keeps telling the hub after a pass that found nothing to tell (regression: an empty pass blocked every later notice)", async () => {
+    const stream = "orders/empty-pass";
+    await append(stream, { n: 0 });
+    expect((await control("subscriptions/orders", webhook("orders", [stream]))).status).toBe(201);
+    const object = env.SUB_STREAM.getByName(stream);
+    await until(
+      () => object.notices(),
+      (count) => count === 0,
+    );
+    // The alarm's pass finds no notice, as does a delivery pass at the hub.
+    await runDurableObjectAlarm(object);
+    await runDurableObjectAlarm(hub());
+    for (let n = 1; n <= 3; n++) {
+      await append(stream, { n });
+      await until(
+        () => receiver("orders").applied(),
+        (seen) => (seen[stream]?.length ?? 0) === n,
+      );
+    }
+    await control("subscriptions/orders", { method: "DELETE" });
+  });
+
   it("survives a crash between the append and the hub hearing of it: the notice in the stream's object is delivered by its alarm", async () => {
     const stream = "crash/notice";
     await append(stream, { n: 0 });

@@ -80,18 +80,22 @@ export class HubNotices {
       this.#again = true;
       return this.#running;
     }
-    this.#running = (async () => {
-      try {
-        do {
-          this.#again = false;
-          const until = which === "all" ? Number.MAX_SAFE_INTEGER : this.#now();
-          for (const notice of this.#due(until)) await this.#deliver(notice);
-        } while (this.#again);
-      } finally {
-        this.#running = null;
-      }
-    })();
-    return this.#running;
+    const running = this.#drain(which);
+    this.#running = running;
+    // Cleared from outside the loop: a loop that finds nothing settles at once, before the
+    // assignment above; clearing inside it would leave the settled promise in place for good.
+    void running.finally(() => {
+      if (this.#running === running) this.#running = null;
+    });
+    return running;
+  }
+
+  async #drain(which: "all" | "due"): Promise<void> {
+    do {
+      this.#again = false;
+      const until = which === "all" ? Number.MAX_SAFE_INTEGER : this.#now();
+      for (const notice of this.#due(until)) await this.#deliver(notice);
+    } while (this.#again);
   }
 
   #due(until: number): NoticeRow[] {

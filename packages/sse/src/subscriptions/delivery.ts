@@ -58,20 +58,24 @@ export class Deliveries {
       this.#again = true;
       return this.#running;
     }
-    this.#running = (async () => {
-      try {
-        do {
-          this.#again = false;
-          const due = this.#hub.store.due(this.#hub.now(), PASS_LIMIT);
-          await Promise.all(due.map((row) => this.#deliver(row)));
-          if (due.length === PASS_LIMIT) this.#again = true;
-        } while (this.#again);
-      } finally {
-        this.#running = null;
-        this.#hub.schedule();
-      }
-    })();
-    return this.#running;
+    const running = this.#passes();
+    this.#running = running;
+    // Cleared from outside the passes: passes that find nothing settle at once, before the
+    // assignment above; clearing inside them would leave the settled promise in place for good.
+    void running.finally(() => {
+      if (this.#running === running) this.#running = null;
+      this.#hub.schedule();
+    });
+    return running;
+  }
+
+  async #passes(): Promise<void> {
+    do {
+      this.#again = false;
+      const due = this.#hub.store.due(this.#hub.now(), PASS_LIMIT);
+      await Promise.all(due.map((row) => this.#deliver(row)));
+      if (due.length === PASS_LIMIT) this.#again = true;
+    } while (this.#again);
   }
 
   async #deliver(due: SubscriptionRow): Promise<void> {
