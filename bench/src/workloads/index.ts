@@ -6,6 +6,7 @@ import { fanOutWorkflows } from "./fan-out-workflows";
 import { inspectViews } from "./inspect";
 import { journalWorkloads } from "./journal-workloads";
 import { sqliteFloor } from "./sqlite-floor";
+import { sseSubscriptions } from "./sse-subscriptions";
 import { streamsWorkloads } from "./streams-workloads";
 import { tasksWorkloads } from "./tasks-workloads";
 
@@ -15,6 +16,7 @@ export const workloads: Workload[] = [
   ...journalWorkloads,
   ...streamsWorkloads,
   ...tasksWorkloads,
+  sseSubscriptions,
   fanOut,
   fanOutWorkflows,
   ...bridgeWorkloads,

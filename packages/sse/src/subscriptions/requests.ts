@@ -1,6 +1,6 @@
 import { isWellFormedName } from "@durablekit/compose";
 import { readBoundedBody } from "../protocol/body";
-import { type Refusal, refusal } from "./answers";
+import { isRefusal, type Refusal, refusal } from "./answers";
 import { MAX_PATTERN_LENGTH, MAX_PATTERN_SEGMENTS, normalizePath, segmentsOf } from "./glob";
 import type { SubscriptionConfig } from "./store";
 
@@ -138,7 +138,7 @@ export function createInput(body: Record<string, unknown>): SubscriptionConfig |
   let streams: string[] = [];
   if (body.streams !== undefined && !(Array.isArray(body.streams) && body.streams.length === 0)) {
     const paths = streamPaths(body.streams, "streams");
-    if (!Array.isArray(paths)) return paths;
+    if (isRefusal(paths)) return paths;
     streams = paths.sort();
   }
   if (pattern === null && streams.length === 0) {
