@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { Alarms } from "@durablekit/compose";
+import { Inspector, inspectorResponse } from "@durablekit/inspect";
 import { DurableStreamsSubscriptions } from "@durablekit/sse";
 import type { Env } from "./env";
 import { PROTOCOL_BASE_PATH } from "./protocol-stream";
@@ -20,6 +21,8 @@ export class SubscriptionHub extends DurableObject<Env> {
     fetch: (request) => deliverWebhook(this.env, request),
   });
   readonly alarms = new Alarms(this.ctx, { parts: [this.subscriptions] });
+  /** `GET /subscriptions/inspect/`: the subscriptions, dead-lettered ones included (`DEMO_DEBUG=on`). */
+  readonly inspector = new Inspector(this.ctx, { parts: [this.subscriptions] });
 
   override alarm() {
     return this.alarms.alarm();
@@ -28,6 +31,14 @@ export class SubscriptionHub extends DurableObject<Env> {
   /** A reserved `__ds` request (forwarded by the `/v1/stream/__ds/*` routes or a stream's handler). */
   override fetch(request: Request): Promise<Response> {
     return this.subscriptions.fetch(request);
+  }
+
+  /** Serves the inspector below `basePath`; the object itself refuses unless `DEMO_DEBUG=on`. */
+  inspect(request: Request, basePath: string): Promise<Response> {
+    return inspectorResponse(request, this.inspector, {
+      basePath,
+      authorize: () => this.env.DEMO_DEBUG === "on",
+    });
   }
 
   /** The hub's public signing keys, for a receiver in another object. */

@@ -34,6 +34,7 @@ export {
   type InspectStep,
   type InspectStream,
   type InspectStreamView,
+  type InspectSubscription,
   type InspectTruncated,
   type InspectValueView,
 } from "./shape";

@@ -29,6 +29,8 @@ import {
 const COUNT_LIMIT = 1000;
 /** The most schedules an overview lists. */
 const SCHEDULES_SHOWN = 100;
+/** Subscriptions the overview shows (the first by id). */
+const SUBSCRIPTIONS_SHOWN = 100;
 /** Chunks a stream view reads at a time while its page has bytes to spare. */
 const CHUNK_BATCH = 8;
 /** Longest id the parts accept (docs/composing.md, "Names"). */
@@ -37,7 +39,10 @@ const STATES = ["streaming", "completed", "errored"] as const;
 
 /** Options of the {@link Inspector} constructor. */
 export interface InspectOptions {
-  /** The object's parts to read: its `Tasks`, `Executor`, `Streams` and `ChatTurns`, in any order. */
+  /**
+   * The object's parts to read: its `Tasks`, `Executor`, `Streams`, `ChatTurns` and
+   * `DurableStreamsSubscriptions` (a subscription hub), in any order.
+   */
   parts: readonly object[];
   /**
    * A value larger than this (UTF-8 bytes of its JSON) is shown as an `InspectTruncated` record: its
@@ -228,6 +233,7 @@ export class Inspector {
     if (this.#parts.programs !== null) kinds.push("programs");
     if (this.#parts.streams !== null) kinds.push("streams");
     if (this.#parts.chat !== null) kinds.push("chat");
+    if (this.#parts.subscriptions !== null) kinds.push("subscriptions");
     return kinds;
   }
 
@@ -247,6 +253,10 @@ export class Inspector {
       if (tasks.schedules !== undefined) {
         overview.schedules = tasks.schedules().slice(0, SCHEDULES_SHOWN);
       }
+    }
+    const subscriptions = this.#parts.subscriptions;
+    if (subscriptions !== null) {
+      overview.subscriptions = subscriptions.list({ limit: SUBSCRIPTIONS_SHOWN }).items;
     }
     const streams = this.#parts.streams;
     if (streams !== null) {

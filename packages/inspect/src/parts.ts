@@ -1,11 +1,15 @@
 import type { ChatTurns } from "@durablekit/chat-adapter";
 import type { Executor } from "@durablekit/rpc-bridge";
+import type { DurableStreamsSubscriptions } from "@durablekit/sse";
 import type { Streams } from "@durablekit/streams";
 import type { Tasks } from "@durablekit/tasks";
 import { InspectError } from "./errors";
 
 /** The read methods of `Streams` the inspector calls, and nothing else. */
 export type StreamsReader = Readonly<Pick<Streams, "list" | "status" | "readPage">>;
+
+/** The read method of sse's `DurableStreamsSubscriptions` the inspector calls, and nothing else. */
+export type SubscriptionsReader = Readonly<Pick<DurableStreamsSubscriptions, "list">>;
 
 /** The read methods of `ChatTurns` the inspector calls, and nothing else. */
 export type ChatReader = Readonly<Pick<ChatTurns, "listTurns" | "getTurn" | "storedChunks">>;
@@ -53,6 +57,7 @@ export interface InspectedParts {
   programs: ProgramsReader | null;
   streams: StreamsReader | null;
   chat: ChatReader | null;
+  subscriptions: SubscriptionsReader | null;
 }
 
 type Methods = Record<string, unknown>;
@@ -76,6 +81,7 @@ function readView<T>(part: Methods, names: readonly string[]): T {
 
 const STREAMS_READS = ["list", "status", "readPage"] as const;
 const CHAT_READS = ["listTurns", "getTurn", "storedChunks"] as const;
+const SUBSCRIPTIONS_READS = ["list"] as const;
 const TASKS_READS = ["list", "history", "countByState"] as const;
 /**
  * Read where the part has it: `journals`, `children` and `restarts` by the run view (`Tasks` from
@@ -99,7 +105,13 @@ export function inspectedParts(parts: unknown): InspectedParts {
       "new Inspector(ctx, { parts }) takes the object's parts as an array, e.g. [this.streams, this.chat].",
     );
   }
-  const found: InspectedParts = { tasks: null, programs: null, streams: null, chat: null };
+  const found: InspectedParts = {
+    tasks: null,
+    programs: null,
+    streams: null,
+    chat: null,
+    subscriptions: null,
+  };
   parts.forEach((part: unknown, index) => {
     if (typeof part !== "object" || part === null) {
       throw new InspectError("inspect/invalid-argument", `parts[${index}] is not a part object.`);
@@ -107,13 +119,15 @@ export function inspectedParts(parts: unknown): InspectedParts {
     const methods = part as Methods;
     let kind: keyof InspectedParts;
     if (has(methods, CHAT_READS) && has(methods, ["startTurn"])) kind = "chat";
-    else if (has(methods, TASKS_READS) && has(methods, ["run", "sendEvent"])) kind = "tasks";
+    else if (has(methods, SUBSCRIPTIONS_READS) && has(methods, ["streamChanged", "jwks"])) {
+      kind = "subscriptions";
+    } else if (has(methods, TASKS_READS) && has(methods, ["run", "sendEvent"])) kind = "tasks";
     else if (has(methods, PROGRAMS_READS) && has(methods, ["execute", "resume"])) kind = "programs";
     else if (has(methods, STREAMS_READS) && has(methods, ["open", "write"])) kind = "streams";
     else {
       throw new InspectError(
         "inspect/invalid-argument",
-        `parts[${index}] is not a part the inspector reads: pass the object's Tasks, Executor, Streams or ChatTurns (constructed before the Inspector).`,
+        `parts[${index}] is not a part the inspector reads: pass the object's Tasks, Executor, Streams, ChatTurns or DurableStreamsSubscriptions (constructed before the Inspector).`,
       );
     }
     if (found[kind] !== null) {
@@ -123,7 +137,9 @@ export function inspectedParts(parts: unknown): InspectedParts {
       );
     }
     if (kind === "chat") found.chat = readView<ChatReader>(methods, CHAT_READS);
-    else if (kind === "tasks") {
+    else if (kind === "subscriptions") {
+      found.subscriptions = readView<SubscriptionsReader>(methods, SUBSCRIPTIONS_READS);
+    } else if (kind === "tasks") {
       const optional = TASKS_OPTIONAL_READS.filter((name) => typeof methods[name] === "function");
       const view = readView<TasksReader>(methods, [...TASKS_READS, ...optional]);
       const events = methods.events as Methods | undefined;

@@ -1,4 +1,5 @@
 import type { ChatTurnInfo } from "@durablekit/chat-adapter";
+import type { DurableStreamsSubscriptionView } from "@durablekit/sse";
 import type { TaskAttemptSnapshot, TaskRunState, TaskScheduleSnapshot } from "@durablekit/tasks";
 
 /**
@@ -40,7 +41,7 @@ export interface InspectValueView {
 }
 
 /** The kinds of part an inspector reads, in the order it shows them. */
-export type InspectPartKind = "tasks" | "programs" | "streams" | "chat";
+export type InspectPartKind = "tasks" | "programs" | "streams" | "chat" | "subscriptions";
 
 /** The states of a task run: `@durablekit/tasks`'s own union (`paused`: held until `resume`). */
 export type InspectRunState = TaskRunState;
@@ -381,7 +382,19 @@ export interface InspectOverview {
    * tick, latest tick and run, and the ticks it skipped.
    */
   schedules?: InspectSchedule[];
+  /**
+   * The subscription hub's subscriptions (the first 100 by id), when `subscriptions` (a
+   * `DurableStreamsSubscriptions` of `@durablekit/sse`) is a part: each one's status (`failed`
+   * while a delivery is retried, `dead` once dead-lettered), open wake and delivery attempts.
+   */
+  subscriptions?: InspectSubscription[];
 }
+
+/**
+ * A Durable Streams subscription, as the overview shows it: `@durablekit/sse`'s own view (what
+ * the hub's `GET __ds/subscriptions/:id` answers).
+ */
+export type InspectSubscription = DurableStreamsSubscriptionView;
 
 /**
  * A cron schedule of the tasks part, as the overview shows it: `@durablekit/tasks`'s own snapshot

@@ -1,3 +1,4 @@
+import { HUB_NAME } from "../protocol-stream";
 import type { Route, RouteHandler } from "../router";
 import { WORKSPACE_NAME } from "../workspace";
 
@@ -27,6 +28,10 @@ const chatRoom: RouteHandler = (request, env, { chatId }) => {
   return room.inspect(request, `/chat/${canonical}/inspect`);
 };
 
+/** The subscription hub's inspector: every Durable Streams subscription and its delivery state. */
+const hub: RouteHandler = (request, env) =>
+  env.SUBSCRIPTIONS.getByName(HUB_NAME).inspect(request, "/subscriptions/inspect");
+
 /** `GET /debug/inspect/feeds`: what the workspace inspector's live feeds read, and how they ended. */
 const feeds: RouteHandler = async (_request, env) =>
   Response.json(await env.WORKSPACE.getByName(WORKSPACE_NAME).inspectFeeds(), {
@@ -34,8 +39,8 @@ const feeds: RouteHandler = async (_request, env) =>
   });
 
 /**
- * `GET /inspect/…` and `GET /chat/:chatId/inspect/…`: the inspector's page and JSON views of the
- * workspace and of a chat room. Like `/debug/*`, they exist only with `DEMO_DEBUG=on`, and each
+ * `GET /inspect/…`, `GET /chat/:chatId/inspect/…` and `GET /subscriptions/inspect/…`: the
+ * inspector's page and JSON views of the workspace, of a chat room and of the subscription hub. Like `/debug/*`, they exist only with `DEMO_DEBUG=on`, and each
  * object's inspector checks the same setting again before it reads anything.
  */
 export const inspectRoutes: Route[] = [
@@ -43,5 +48,7 @@ export const inspectRoutes: Route[] = [
   { method: "GET", path: "/inspect/*", debug: true, handle: workspace },
   { method: "GET", path: "/chat/:chatId/inspect", debug: true, handle: chatRoom },
   { method: "GET", path: "/chat/:chatId/inspect/*", debug: true, handle: chatRoom },
+  { method: "GET", path: "/subscriptions/inspect", debug: true, handle: hub },
+  { method: "GET", path: "/subscriptions/inspect/*", debug: true, handle: hub },
   { method: "GET", path: "/debug/inspect/feeds", debug: true, handle: feeds },
 ];

@@ -46,6 +46,7 @@ const HTML = (base: string, query: string, controls: boolean) => `<!doctype html
       <button type="submit">Show runs</button>
     </form>
     <table id="schedules" hidden><caption>schedules</caption><thead><tr><th>schedule</th><th>definition</th><th>cron</th><th>next tick</th><th>last tick</th><th>last run</th><th>missed</th><th>skipped</th></tr></thead><tbody></tbody></table>
+    <table id="subscriptions" hidden><caption>subscriptions</caption><thead><tr><th>subscription</th><th>type</th><th>status</th><th>streams</th><th>wake</th><th>delivery</th><th>dead since</th></tr></thead><tbody></tbody></table>
     <table id="runs"><thead><tr><th>run</th><th>definition</th><th>state</th><th>attempts</th><th>created</th><th>updated</th></tr></thead><tbody></tbody></table>
     <button id="runs-more" hidden>More runs</button>
     <table id="executions" hidden><thead><tr><th>program</th><th>state</th><th>on interrupt</th><th>attempts</th><th>calls</th><th>created</th></tr></thead><tbody></tbody></table>
@@ -323,6 +324,7 @@ function renderOverview(overview) {
     if (overview.parts.includes("streams")) loadStreams(null);
   }
   renderSchedules(overview.schedules || []);
+  renderSubscriptions(overview.subscriptions || []);
   $("run-filter").hidden = !overview.parts.includes("tasks");
   $("runs").hidden = !overview.parts.includes("tasks");
   $("stream-filter").hidden = !overview.parts.includes("streams");
@@ -341,6 +343,20 @@ function renderSchedules(schedules) {
     body.append(tr);
   }
   $("schedules").hidden = schedules.length === 0;
+}
+
+function renderSubscriptions(subscriptions) {
+  const body = $("subscriptions").tBodies[0];
+  body.replaceChildren();
+  for (const x of subscriptions) {
+    const wake = x.wake ? "generation " + x.wake.generation + (x.wake.holder ? ", held by " + x.wake.holder : "") : "";
+    const delivery = x.delivery ? x.delivery.attempts + " failed" + (x.delivery.last_error ? ": " + x.delivery.last_error : "") : "";
+    const tr = row([x.id, x.type, x.status, x.streams.length, wake, delivery, x.dead_at ? time(Date.parse(x.dead_at)) : ""]);
+    tr.dataset.subscription = x.id;
+    tr.dataset.status = x.status;
+    body.append(tr);
+  }
+  $("subscriptions").hidden = subscriptions.length === 0;
 }
 
 // ── detail views ──

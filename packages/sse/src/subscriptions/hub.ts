@@ -236,18 +236,28 @@ export class DurableStreamsSubscriptions implements AlarmPart {
   }
 
   /** A subscription as its `GET` shows it, or null. */
-  async get(id: string): Promise<DurableStreamsSubscriptionView | null> {
+  get(id: string): DurableStreamsSubscriptionView | null {
     const row = this.#store.get(id);
     return row === null ? null : this.#view(row);
   }
 
-  /** Subscriptions in id order (dead-lettered ones included), at most `limit` (default 100) after `after`. */
-  async list(
-    options: { limit?: number; after?: string } = {},
-  ): Promise<DurableStreamsSubscriptionView[]> {
+  /**
+   * Subscriptions in id order, dead-lettered ones included (`status: "dead"`), a page at a time:
+   * at most `limit` (1–1000, default 100), after the `cursor` of the page before.
+   * @throws {SseArgumentError} `sse/invalid-argument` for a malformed `limit` or `cursor`.
+   */
+  list(options: { limit?: number; cursor?: string } = {}): {
+    items: DurableStreamsSubscriptionView[];
+    next: string | null;
+  } {
+    check.options(options, "list() options");
     const limit = check.count(options.limit, "limit", 100, { min: 1, max: 1000 });
-    const rows = this.#store.list(limit, options.after ?? "");
-    return Promise.all(rows.map((row) => this.#view(row)));
+    if (options.cursor !== undefined && typeof options.cursor !== "string") {
+      throw new SseArgumentError("cursor must be the next of the page before.");
+    }
+    const rows = this.#store.list(limit + 1, options.cursor ?? "");
+    const items = rows.slice(0, limit).map((row) => this.#view(row));
+    return { items, next: rows.length > limit ? (items.at(-1)?.id ?? null) : null };
   }
 
   /** The hub's public signing keys (what `__ds/jwks.json` serves), for a receiver's `jwks` option. */
@@ -284,7 +294,7 @@ export class DurableStreamsSubscriptions implements AlarmPart {
     if (route.kind === "subscription") {
       if (method === "PUT") return this.#put(route.id, request, url);
       if (method === "GET") {
-        const view = await this.get(route.id);
+        const view = this.get(route.id);
         return view === null ? notFound(route.id) : json(200, view);
       }
       if (method === "DELETE") {
@@ -326,6 +336,8 @@ export class DurableStreamsSubscriptions implements AlarmPart {
       if (problem !== null) return refusal("WEBHOOK_URL_REJECTED", problem);
     }
     const hash = await configHash(input);
+    // The signing key exists before any view names it.
+    await this.#keys.jwk();
     // Explicit streams start at their tail: read it before the transaction.
     const tails =
       this.#store.get(id) === null
@@ -383,8 +395,7 @@ export class DurableStreamsSubscriptions implements AlarmPart {
     if (isRefusal(outcome)) return outcome;
     this.#schedule();
     void this.#deliveries.run();
-    const view = await this.get(id);
-    return json(outcome.created ? 201 : 200, view);
+    return json(outcome.created ? 201 : 200, this.get(id));
   }
 
   async #addStreams(id: string, body: Record<string, unknown>): Promise<Response | Refusal> {
@@ -551,7 +562,7 @@ export class DurableStreamsSubscriptions implements AlarmPart {
     return `${row.origin}${this.#basePath}/__ds/subscriptions/${encodeURIComponent(row.id)}/${action}`;
   }
 
-  async #view(row: SubscriptionRow): Promise<DurableStreamsSubscriptionView> {
+  #view(row: SubscriptionRow): DurableStreamsSubscriptionView {
     const input = config(row);
     const view: DurableStreamsSubscriptionView = {
       id: row.id,
@@ -570,7 +581,7 @@ export class DurableStreamsSubscriptions implements AlarmPart {
         url: input.webhook.url,
         signing: {
           alg: "ed25519",
-          kid: (await this.#keys.jwk()).kid,
+          kid: this.#keys.kid() ?? "",
           jwks_url: `${row.origin}${this.#basePath}/__ds/jwks.json`,
         },
       };

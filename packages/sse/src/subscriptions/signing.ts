@@ -46,6 +46,11 @@ export class HubKeys {
     return (await this.#signingKey()).jwk;
   }
 
+  /** The signing key's id, once {@link jwk} has made the key (else null); read without waiting. */
+  kid(): string | null {
+    return this.#read("ed25519-kid");
+  }
+
   /** The `webhook-signature` header for `body`, signed now. */
   async sign(body: string): Promise<string> {
     const { key, jwk } = await this.#signingKey();
@@ -142,6 +147,8 @@ export class HubKeys {
         ),
       ),
     )}`;
+    // Kept beside the key, so views of subscriptions name it without waiting on crypto.
+    if (this.#read("ed25519-kid") === null) this.#keep("ed25519-kid", kid);
     return {
       key,
       jwk: { kty: "OKP", crv: "Ed25519", x: jwk.x as string, kid, use: "sig", alg: "EdDSA" },
