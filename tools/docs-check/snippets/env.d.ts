@@ -5,6 +5,9 @@ declare namespace Cloudflare {
   interface Env {
     /** docs/durable-streams.md, packages/sse: one object per stream path. */
     STREAMS: DurableObjectNamespace;
+    /** docs/durable-streams.md, packages/sse: the subscription hub, and a webhook's receiver. */
+    HUB: DurableObjectNamespace;
+    ORDERS: DurableObjectNamespace;
     /** docs/programs.md, packages/rpc-bridge and packages/tasks: `"worker_loaders"`. */
     LOADER: WorkerLoader;
     /** docs/inspect.md, packages/inspect: a secret (`wrangler secret put INSPECT_TOKEN`). */

@@ -12,7 +12,7 @@ const subscriptionUrl = (request: Request) =>
 
 /**
  * The feed routes: `POST /feeds` subscribes `demo.feed@v1` to every `feed/*` stream (a webhook
- * subscription at the hub, to the workspace's receiver; idempotent), after which each batch
+ * subscription at the hub, to the workspace's receiver; 200 whether or not it existed), after which each batch
  * appended to `/v1/stream/feed/<name>` starts one run; `GET /feeds` shows the subscription and
  * the runs it started (`?cursor=` pages them).
  */
@@ -33,7 +33,9 @@ export const feedRoutes: Route[] = [
           }),
         }),
       );
-      return json(await put.json(), put.status);
+      // 200 whether this call created it or it was there: the route makes sure it exists.
+      if (put.status !== 200 && put.status !== 201) return json(await put.json(), put.status);
+      return json(await put.json(), 200);
     },
   },
   {
