@@ -204,6 +204,18 @@ describe("subscriptions: pull-wake", () => {
     const view = await control("subscriptions/pull-forged");
     expect(view.body.wake).toMatchObject({ wake_id: held.wake_id, holder: "w1" });
     expect((view.body.streams as { acked_offset: string }[])[0]?.acked_offset).toBe(offset(0));
+    // A genuine token older than an hour has expired.
+    await hub().skew(3_601_000);
+    const expired = await control("subscriptions/pull-forged/ack", {
+      method: "POST",
+      token: held.token,
+      body,
+    });
+    expect([expired.status, (expired.body.error as { code: string }).code]).toEqual([
+      401,
+      "TOKEN_EXPIRED",
+    ]);
+    await hub().skew(0);
     // The genuine ack still works.
     const ok = await control("subscriptions/pull-forged/ack", {
       method: "POST",
