@@ -39,7 +39,12 @@ describe("subscriptions: bad input", () => {
       },
       { type: "webhook", pattern: "a/".repeat(40), webhook: { url: "https://x.example/h" } },
       { type: "webhook", pattern: "a".repeat(257), webhook: { url: "https://x.example/h" } },
-      { type: "webhook", streams: ["a"], webhook: { url: "https://x.example/h" }, lease_ttl_ms: 600_001 },
+      {
+        type: "webhook",
+        streams: ["a"],
+        webhook: { url: "https://x.example/h" },
+        lease_ttl_ms: 600_001,
+      },
       { type: "pull-wake", streams: ["a"] },
       {
         type: "webhook",
