@@ -25,6 +25,8 @@ describe("subscriptions: bad input", () => {
       { type: "webhook", streams: ["a"] },
       { type: "webhook", streams: [42], webhook: { url: "https://x.example/h" } },
       { type: "webhook", streams: ["__ds/x"], webhook: { url: "https://x.example/h" } },
+      { type: "webhook", streams: ["a/../b"], webhook: { url: "https://x.example/h" } },
+      { type: "pull-wake", streams: ["a"], wake_stream: "w/./x" },
       {
         type: "webhook",
         streams: ["a"],

@@ -19,13 +19,16 @@ export type SseBoundedBody =
     };
 
 /**
- * Reads `request`'s body, stopping at `maxBytes`.
- * @throws SseArgumentError `sse/invalid-argument` when `request` is not a Request or `maxBytes` is
- *   not a non-negative integer.
+ * Reads the body of `request` (or of a `Response`: a webhook's answer, say), stopping at `maxBytes`.
+ * @throws SseArgumentError `sse/invalid-argument` when `request` is neither a Request nor a Response,
+ *   or `maxBytes` is not a non-negative integer.
  */
-export async function readBoundedBody(request: Request, maxBytes: number): Promise<SseBoundedBody> {
-  if (!(request instanceof Request)) {
-    throw new SseArgumentError("readBoundedBody takes a Request.");
+export async function readBoundedBody(
+  request: Request | Response,
+  maxBytes: number,
+): Promise<SseBoundedBody> {
+  if (!(request instanceof Request || request instanceof Response)) {
+    throw new SseArgumentError("readBoundedBody takes a Request or a Response.");
   }
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
     throw new SseArgumentError(`maxBytes must be a non-negative integer; got ${String(maxBytes)}.`);

@@ -1,8 +1,9 @@
+import { readBoundedBody } from "../protocol/body";
 import type { SseEvent } from "../protocol/types";
 import type { HubKeys } from "./signing";
 import type { SubscriptionConfig, SubscriptionRow, SubscriptionStore } from "./store";
 import type { DurableStreamsSubscriptionsPeer } from "./types";
-import type { Wakes } from "./wakes";
+import { NO_WAKE, type Wakes } from "./wakes";
 
 /** Largest webhook answer read (its `{ "done": true }`); a longer answer is read as not done. */
 const MAX_ANSWER_BYTES = 65_536;
@@ -146,16 +147,7 @@ export class Deliveries {
       if (attempts >= hub.maxDeliveryAttempts) {
         const reason = `${attempts} delivery attempts failed; the last ${failure}.`;
         // The wake closes with nothing acknowledged; a revival opens a new one over the same data.
-        hub.store.patch(row.id, {
-          status: "dead",
-          dead_at: now,
-          last_error: reason,
-          wake_id: null,
-          snapshot: null,
-          holder: null,
-          lease_until: null,
-          due_at: null,
-        });
+        hub.store.patch(row.id, { ...NO_WAKE, status: "dead", dead_at: now, last_error: reason });
         hub.emit({ type: "sse:subscription-dead", subscriptionId: row.id, reason });
         return;
       }
@@ -231,35 +223,25 @@ export function encodePath(path: string): string {
 
 /** True when a webhook's answer is a JSON object with `done: true` (read up to 64 KiB). */
 async function answeredDone(response: Response): Promise<boolean> {
-  const text = await boundedText(response, MAX_ANSWER_BYTES);
-  if (text === null) return false;
+  const body = await readBoundedBody(response, MAX_ANSWER_BYTES);
+  if (!body.ok) return false;
   try {
-    return (JSON.parse(text) as { done?: unknown } | null)?.done === true;
+    return (
+      (JSON.parse(new TextDecoder().decode(body.bytes)) as { done?: unknown } | null)?.done === true
+    );
   } catch {
     return false;
   }
 }
 
-async function boundedText(response: Response, limit: number): Promise<string | null> {
-  if (response.body === null) return null;
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel();
-      return null;
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return new TextDecoder().decode(bytes);
+/**
+ * `promise`, or a rejection after `ms`. The request carries no `AbortSignal` (a host's `fetch` may
+ * pass it over RPC, which cannot carry one); a late answer is ignored.
+ */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

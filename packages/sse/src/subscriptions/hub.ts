@@ -31,7 +31,7 @@ import type {
   DurableStreamsSubscriptionsPeer,
   DurableStreamsSubscriptionView,
 } from "./types";
-import { Wakes } from "./wakes";
+import { NO_WAKE, Wakes } from "./wakes";
 import { webhookUrlProblem } from "./webhook-url";
 
 /** The door checks of `@durablekit/compose`, throwing `sse/invalid-argument`. */
@@ -639,11 +639,7 @@ function newRow(
     created_at: now,
     status: "active",
     generation: 0,
-    wake_id: null,
-    snapshot: null,
-    holder: null,
-    lease_until: null,
-    due_at: null,
+    ...NO_WAKE,
     attempts: 0,
     unacked_wakes: 0,
     last_error: null,

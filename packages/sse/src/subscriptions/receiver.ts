@@ -3,7 +3,7 @@ import { SseArgumentError } from "../errors";
 import { readBoundedBody } from "../protocol/body";
 import { parseOffset } from "../protocol/offsets";
 import { json } from "./answers";
-import type { DurableStreamsWebhookJwk } from "./signing";
+import { type DurableStreamsWebhookJwk, fromBase64url } from "./signing";
 
 /** The door checks of `@durablekit/compose`, throwing `sse/invalid-argument`. */
 const check = createOptionChecks((message) => new SseArgumentError(message));
@@ -242,15 +242,4 @@ function batchesOf(value: unknown): DurableStreamsBatch[] | string {
 
 function refuse(status: number, code: string, message: string): Response {
   return json(status, { error: { code, message } });
-}
-
-function fromBase64url(text: string): Uint8Array | null {
-  try {
-    const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
-    const bytes = new Uint8Array(binary.length);
-    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-    return bytes;
-  } catch {
-    return null;
-  }
 }

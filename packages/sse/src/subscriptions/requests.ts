@@ -84,12 +84,18 @@ export async function readJson(request: Request): Promise<Record<string, unknown
   return value as Record<string, unknown>;
 }
 
-/** A stream path named in a request, normalized, or null when it cannot name a stream. */
+/**
+ * A stream path named in a request, normalized (no leading, trailing or doubled slash), or null
+ * when it cannot name a stream: empty, over 256 characters, under `__ds`, or with a `.` or `..`
+ * segment.
+ */
 export function streamPath(value: unknown): string | null {
   if (typeof value !== "string") return null;
   const path = normalizePath(value);
   if (path === "" || !isWellFormedName(path, MAX_NAME_LENGTH)) return null;
   if (path === "__ds" || path.startsWith("__ds/")) return null;
+  // A "." or ".." segment would name another stream once in a URL (which resolves them).
+  if (path.split("/").some((segment) => segment === "." || segment === "..")) return null;
   return path;
 }
 

@@ -21,6 +21,15 @@ export interface WakeRules {
   onDead(subscriptionId: string, reason: string): void;
 }
 
+/** The columns of a subscription with no wake open. */
+export const NO_WAKE = {
+  wake_id: null,
+  snapshot: null,
+  holder: null,
+  lease_until: null,
+  due_at: null,
+} as const;
+
 /** The offset a seq shows as: `-1` before the first append. */
 export function offsetOf(seq: number): string {
   return seq < 0 ? "-1" : formatOffset(seq);
@@ -110,14 +119,7 @@ export class Wakes {
 
   /** Closes the open wake; opens the next one when work remains. Returns whether one opened. */
   close(id: string): boolean {
-    this.#store.patch(id, {
-      wake_id: null,
-      snapshot: null,
-      holder: null,
-      lease_until: null,
-      due_at: null,
-      attempts: 0,
-    });
+    this.#store.patch(id, { ...NO_WAKE, attempts: 0 });
     const row = this.#store.get(id);
     return row !== null && this.open(row);
   }
