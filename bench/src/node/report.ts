@@ -37,7 +37,9 @@ export function entryFor(
   anchorSpread: Spread | null,
   rounds: number,
 ): ResultEntry {
-  const anchor = anchorSpread?.median ?? null;
+  // A metric only ours reports (the anchor side has no such figure) has no anchor: NaN is none.
+  const median = anchorSpread?.median ?? null;
+  const anchor = median === null || Number.isNaN(median) ? null : median;
   const ratio = anchor === null || anchor === 0 ? null : ours.median / anchor;
   let advantage: number | null = null;
   if (anchor !== null && ours.median !== 0 && anchor !== 0) {
