@@ -1,7 +1,37 @@
-import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
+import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { append, control, hub, receiver, until, webhook } from "./helpers-subscriptions";
+
+describe("subscriptions: a handler without a hub", () => {
+  it("writes no notice and makes no call: an append costs what it did", async () => {
+    const stub = env.FIXTURE.getByName(`no-hub-${crypto.randomUUID()}`);
+    const url = "https://streams.test/v1/stream/plain";
+    expect(
+      (await stub.fetch(url, { method: "PUT", headers: { "content-type": "application/json" } }))
+        .status,
+    ).toBe(201);
+    expect(
+      (
+        await stub.fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: "[1,2]",
+        })
+      ).status,
+    ).toBe(204);
+    const tables = await runInDurableObject(stub, (_object, state) =>
+      state.storage.sql
+        .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE name LIKE 'dk_sse_%'")
+        .toArray()
+        .map((row) => row.name),
+    );
+    expect(tables).toEqual([]);
+    // Its reserved routes say what is missing.
+    const reserved = await stub.fetch("https://streams.test/v1/stream/__ds/subscriptions/x");
+    expect(reserved.status).toBe(501);
+  });
+});
 
 describe("subscriptions: webhook delivery", () => {
   it("delivers each append's batch to a signed receiver, which applies every chunk once and acknowledges the wake", async () => {
