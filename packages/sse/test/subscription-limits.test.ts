@@ -140,6 +140,47 @@ describe("subscriptions: the default bounds", () => {
   }, 60_000);
 });
 
+describe("subscriptions: a receiver that never answers", () => {
+  it("counts a webhook with no answer within deliveryTimeoutMs as failed, and still delivers the others", async () => {
+    await runInDurableObject(fresh(), async (_object, state) => {
+      const events: SseEvent[] = [];
+      const hub = new DurableStreamsSubscriptions(state, {
+        peer: () => ({
+          fetch: async () =>
+            new Response(null, { status: 200, headers: { "Stream-Next-Offset": offset(1) } }),
+        }),
+        // The "stuck" receiver never answers; the "ok" one takes everything.
+        fetch: (request) =>
+          new URL(request.url).host === "stuck.example"
+            ? new Promise<Response>(() => {})
+            : Promise.resolve(Response.json({ done: true })),
+        deliveryTimeoutMs: 50,
+        onEvent: (event) => events.push(event),
+      });
+      await put(hub, "stuck", {
+        type: "webhook",
+        pattern: "a/*",
+        webhook: { url: "https://stuck.example/x" },
+      });
+      await put(hub, "ok", {
+        type: "webhook",
+        pattern: "a/*",
+        webhook: { url: "https://ok.example/x" },
+      });
+      await hub.streamChanged("a/1");
+      const failed = await until(
+        async () => events.find((e) => e.type === "sse:subscription-delivery-failed"),
+        (event) => event !== undefined,
+      );
+      expect(failed).toMatchObject({ subscriptionId: "stuck", error: "no answer within 50 ms" });
+      expect(
+        events.some((e) => e.type === "sse:subscription-delivered" && e.subscriptionId === "ok"),
+      ).toBe(true);
+      expect(hub.get("ok")?.streams[0]?.acked_offset).toBe(offset(1));
+    });
+  });
+});
+
 describe("subscriptions: a dead pull-wake subscription", () => {
   it("answers a claim 409 SUBSCRIPTION_DEAD once its wake stream kept refusing its events", async () => {
     await createStream("deadpull/a");

@@ -100,10 +100,12 @@ export class Deliveries {
     let done = false;
     try {
       if (request === null) throw new Error("Webhook delivery is not enabled on this hub.");
-      const response =
+      const send =
         row.type === "webhook"
-          ? await (hub.fetch as (request: Request) => Promise<Response>)(request)
-          : await hub.peer(config(row).wake_stream as string).fetch(request);
+          ? (hub.fetch as (request: Request) => Promise<Response>)(request)
+          : hub.peer(config(row).wake_stream as string).fetch(request);
+      // A receiver that never answers must not hold the pass (and every delivery behind it).
+      const response = await withTimeout(send, hub.deliveryTimeoutMs);
       if (response.ok) done = row.type === "webhook" && (await answeredDone(response));
       else {
         failure = `answered ${response.status}`;
