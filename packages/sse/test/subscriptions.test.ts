@@ -1,7 +1,7 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { append, control, hub, receiver, until, webhook } from "./helpers-subscriptions";
+import { append, control, hub, receiver, sleep, until, webhook } from "./helpers-subscriptions";
 
 describe("subscriptions: a handler without a hub", () => {
   it("writes no notice and makes no call: an append costs what it did", async () => {
@@ -83,8 +83,13 @@ describe("subscriptions: webhook delivery", () => {
     await append(stream, { n: 0 });
     expect((await control("subscriptions/crash", webhook("crash", [stream]))).status).toBe(201);
     await env.SUB_STREAM.getByName(stream).setHoldNotices(true);
+    const before = Date.now();
     await append(stream, { n: 1 });
     expect(await env.SUB_STREAM.getByName(stream).notices()).toBe(1);
+    // The notice's backstop: the alarm is set for 2 s after the change at the latest.
+    const alarm = (await env.SUB_STREAM.getByName(stream).alarmAt()) as number;
+    expect(alarm).toBeGreaterThan(before);
+    expect(alarm).toBeLessThanOrEqual(Date.now() + 2_000);
     await abortAllDurableObjects();
     // A new instance: the notice row survived the crash; its alarm tells the hub.
     const fresh = env.SUB_STREAM.getByName(stream);
@@ -99,6 +104,43 @@ describe("subscriptions: webhook delivery", () => {
     expect(await fresh.notices()).toBe(0);
     await control("subscriptions/crash", { method: "DELETE" });
   });
+
+  it("retries a notice the hub did not take after 1 s, then 2 s, and delivers it once the hub answers", async () => {
+    const stream = "orders/unreachable";
+    await append(stream, { n: 0 });
+    expect((await control("subscriptions/orders", webhook("orders", [stream]))).status).toBe(201);
+    const object = env.SUB_STREAM.getByName(stream);
+    await object.setFailNotices(true);
+    await append(stream, { n: 1 });
+    const first = await until(
+      () => object.noticeFailures(),
+      (failures) => failures.length === 1,
+    );
+    expect(first).toEqual([[1, 1_000]]);
+    // The alarm's pass leaves a notice alone until its retry is due, then tries it again.
+    await runDurableObjectAlarm(object);
+    expect(await object.noticeFailures()).toHaveLength(1);
+    await sleep(1_300);
+    await runDurableObjectAlarm(object);
+    const second = await until(
+      () => object.noticeFailures(),
+      (failures) => failures.length === 2,
+    );
+    expect(second).toEqual([
+      [1, 1_000],
+      [2, 2_000],
+    ]);
+    await object.setFailNotices(false);
+    await sleep(2_600);
+    await runDurableObjectAlarm(object);
+    const applied = await until(
+      () => receiver("orders").applied(),
+      (seen) => (seen[stream]?.length ?? 0) === 1,
+    );
+    expect(applied[stream]).toEqual([1]);
+    expect(await object.notices()).toBe(0);
+    await control("subscriptions/orders", { method: "DELETE" });
+  }, 15_000);
 
   it("redelivers a webhook cut off by a crash mid-delivery, and the idempotent receiver applies its chunks once", async () => {
     const stream = "crash/delivery";
