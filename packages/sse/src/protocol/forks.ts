@@ -3,6 +3,7 @@ import { bytesOf, messageOf } from "./codec";
 import { reportedExpiry } from "./config";
 import { isJsonMode, mediaType } from "./headers";
 import { parseOffset } from "./offsets";
+import { outboxRetryDelay } from "./retry";
 import type { ProtocolStore } from "./store";
 import type {
   DurableStreamsForkExport,
@@ -14,14 +15,6 @@ import type {
 
 /** Most bytes of inherited data one export page carries (well under the RPC message limit). */
 const PAGE_BYTES = 4 * 1024 * 1024;
-/**
- * How long a release that failed `failures` times waits before its next try: 1 s, doubling per
- * failure, at most 5 minutes.
- */
-function releaseRetryDelay(failures: number): number {
-  return Math.min(300_000, 1_000 * 2 ** (failures - 1));
-}
-
 /** What the ledger needs from its handler. */
 export interface LedgerParts {
   streams: Streams;
@@ -109,7 +102,7 @@ export class ForkLedger {
           this.#parts.emit({ type: "sse:fork-released", sourceId: row.source_id, ref: row.ref });
         } catch (error) {
           const attempts = row.attempts + 1;
-          const at = this.#parts.now() + releaseRetryDelay(attempts);
+          const at = this.#parts.now() + outboxRetryDelay(attempts);
           store.scheduleRelease(row.source_id, row.ref, at, attempts);
           this.#parts.requestWake(at);
           this.#parts.emit({

@@ -1,9 +1,6 @@
+import { outboxRetryDelay } from "./retry";
 import type { ProtocolStore } from "./store";
 import type { DurableStreamsHub, SseEvent } from "./types";
-
-/** First retry delay and its ceiling (ms). */
-const FIRST_RETRY_MS = 1_000;
-const MAX_RETRY_MS = 300_000;
 
 /**
  * When a notice is due if the call made right after its change does not land (a crash, a hub that
@@ -122,7 +119,7 @@ export class HubNotices {
         );
     } catch (error) {
       const attempts = notice.attempts + 1;
-      const retryAt = this.#now() + Math.min(FIRST_RETRY_MS * 2 ** (attempts - 1), MAX_RETRY_MS);
+      const retryAt = this.#now() + outboxRetryDelay(attempts);
       // Only if no change marked it meanwhile (that one is due now and will be told).
       this.#store
         .writer()
