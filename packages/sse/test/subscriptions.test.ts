@@ -78,6 +78,30 @@ describe("subscriptions: webhook delivery", () => {
     await control("subscriptions/orders", { method: "DELETE" });
   });
 
+  it("takes a forged, repeated or malformed streamChanged as a reason to look, never as data", async () => {
+    const stream = "orders/forged";
+    await append(stream, { n: 0 });
+    expect((await control("subscriptions/orders", webhook("orders", [stream]))).status).toBe(201);
+    // Nothing was appended since the link: calls claiming a change open no wake and deliver nothing.
+    for (const id of [
+      stream,
+      stream,
+      "orders/never-created",
+      "__ds/subscriptions/orders",
+      "",
+      "a/../b",
+    ]) {
+      await hub().streamChanged(id);
+    }
+    const view = await control("subscriptions/orders");
+    expect(view.body.wake).toBeUndefined();
+    expect((view.body.streams as { acked_offset: string }[])[0]?.acked_offset).toBe(
+      "0000000000000001_0000000000000000",
+    );
+    expect((await receiver("orders").applied())[stream]).toBeUndefined();
+    await control("subscriptions/orders", { method: "DELETE" });
+  });
+
   it("survives a crash between the append and the hub hearing of it: the notice in the stream's object is delivered by its alarm", async () => {
     const stream = "crash/notice";
     await append(stream, { n: 0 });
